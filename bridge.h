@@ -1,0 +1,86 @@
+/*
+ * bridge.h: the C shim between codemode's Go code and QuickJS-ng.
+ *
+ * Go includes only this header. It exposes opaque pointers, fixed-width
+ * integers and (pointer, length) buffers, never a JSValue. Every entry that
+ * may run JavaScript calls JS_UpdateStackTop first, because the calling
+ * goroutine may have moved to another OS thread since the last entry.
+ *
+ * Buffers returned in bridge_out are malloc'd by C; Go copies them once and
+ * releases them with bridge_out_free.
+ */
+#ifndef CODEMODE_BRIDGE_H
+#define CODEMODE_BRIDGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Bumped whenever the shim changes what it compiles or how: part of the
+ * bytecode cache key. */
+#define BRIDGE_VERSION 1
+
+/* Outcome of a run step (bridge_out.status). C decides the kind because C
+ * has the facts; Go never classifies by message text. */
+enum {
+	BRIDGE_DONE = 0,     /* settled with a value: data is its JSON */
+	BRIDGE_PENDING = 1,  /* waiting on host work; the sandbox stays open */
+	BRIDGE_THROWN = 2,   /* settled by an uncaught exception: data is the rendered error */
+	BRIDGE_TIMEOUT = 3,  /* the deadline fired (sticky) */
+	BRIDGE_CANCELED = 4, /* the cancel flag was set (sticky) */
+	BRIDGE_MEMORY = 5,   /* the memory limit refused an allocation (sticky) */
+	BRIDGE_STALLED = 6,  /* the program's promise is pending with nothing outstanding */
+	BRIDGE_TOO_LARGE = 7, /* the result's JSON is over the payload limit: size is its length */
+	BRIDGE_INTERNAL = 8, /* the shim itself failed: data says why */
+};
+
+/* Per-run limits and identity. */
+typedef struct bridge_config {
+	uint64_t memory;   /* heap bytes the engine may hold */
+	uint64_t stack;    /* JS stack bytes */
+	uint64_t logs;     /* bytes of console text kept */
+	uint64_t payload;  /* bytes of result JSON */
+	int64_t budget_ns; /* wall-clock budget left when the run starts */
+	int64_t run_id;    /* positive and unique per slot: what bridge_slot_cancel names */
+	const char *filename; /* name of the program in stack traces (NUL-terminated) */
+} bridge_config;
+
+typedef struct bridge_out {
+	int32_t status;
+	char *data;       /* result JSON or error text; malloc'd, may be NULL */
+	size_t size;      /* bytes in data (BRIDGE_TOO_LARGE: the result's length) */
+	char *logs;       /* records: native-endian uint32 length, then the bytes */
+	size_t logs_size;
+	uint64_t logs_dropped; /* console lines dropped past the log limit */
+} bridge_out;
+
+/* A slot is the long-lived C shell one sandbox runs in: its cancel flag,
+ * its kill state, its log buffer. Only one goroutine uses a slot at a time;
+ * bridge_slot_cancel may be called from any thread. */
+typedef struct bridge_slot bridge_slot;
+
+bridge_slot *bridge_slot_new(void);
+void bridge_slot_free(bridge_slot *s);
+/* Stops run run_id of the slot at its next engine poll; a stale id is
+ * ignored, -1 stops every run of the slot from now on. */
+void bridge_slot_cancel(bridge_slot *s, int64_t run_id);
+
+/* Builds a fresh sandbox in the slot and runs src (src[len] must be '\0')
+ * until it settles or waits on host work. Unless the status is
+ * BRIDGE_PENDING the sandbox is already gone and out holds the logs. */
+int32_t bridge_slot_run(bridge_slot *s, const bridge_config *cfg, const char *src, size_t len,
+                        bridge_out *out);
+
+/* Ends a pending run: frees the sandbox and hands back the logs. */
+void bridge_slot_close(bridge_slot *s, bridge_out *out);
+
+void bridge_out_free(bridge_out *out);
+
+/* The largest JS stack a run may ask for on this process's threads. */
+uint64_t bridge_max_stack(void);
+
+/* The floor for benchmarks: one whole run (sandbox, eval, jobs, result
+ * JSON, teardown) in a single C call with no Go in between. Returns the
+ * result's JSON length, or -1 if the run did not produce a value. */
+int64_t bridge_raw_lifecycle(bridge_slot *s, const bridge_config *cfg, const char *src, size_t len);
+
+#endif /* CODEMODE_BRIDGE_H */

@@ -1,0 +1,339 @@
+package codemode
+
+/*
+#include <stdlib.h>
+#include "bridge.h"
+*/
+import "C"
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unsafe"
+
+	"lukechampine.com/blake3"
+
+	"github.com/codemode-go/codemode/quickjs"
+)
+
+// scriptFileName is the name scripts carry in stack traces.
+const scriptFileName = "script.js"
+
+var scriptFile = C.CString(scriptFileName)
+
+// MaxStack returns the largest [Limits].Stack this process accepts: half of
+// the smallest thread stack its goroutines may run JavaScript on.
+var MaxStack = sync.OnceValue(func() int { return int(C.bridge_max_stack()) })
+
+// processKey keys every hash that must not be predictable from outside the
+// process (see wrapScript).
+var processKey = func() [32]byte {
+	var k [32]byte
+	if _, err := rand.Read(k[:]); err != nil {
+		panic("codemode: no randomness for the process key: " + err.Error())
+	}
+	return k
+}()
+
+// scriptKey returns the keyed BLAKE3 of a script together with everything
+// that decides how it compiles.
+func scriptKey(kind string, source string) [32]byte {
+	h := blake3.New(32, processKey[:])
+	h.Write([]byte(quickjs.EngineVersion))
+	var v [8]byte
+	binary.LittleEndian.PutUint64(v[:], C.BRIDGE_VERSION)
+	h.Write(v[:])
+	h.Write([]byte(kind))
+	h.Write([]byte{0})
+	h.Write([]byte(source))
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum
+}
+
+// wrapHead is the part of the wrapper before the script, on the script's
+// first line: columns there are shifted by its length (see userStack).
+const wrapHead = "(async () => {__codemode_0123456789abcdef01234567: {"
+
+// headCols is how far the engine reports first-line columns to the right:
+// the head's length less one, as the engine counts that line's columns
+// from zero.
+const headCols = len(wrapHead) - 1
+
+// wrapScript turns a run_js body into a program whose completion value is
+// the body's promise, NUL-terminated for the engine:
+//
+//	(async () => {L: {<script>
+//	{break L}}})()
+//
+// The head shares the script's first line, so line numbers in errors are
+// the script's own. L is a label derived from a process-secret hash of the
+// script: the trailing `break L` only parses where L is an enclosing label
+// of the same function, so a body that closes the wrapper early
+// (`}); (async () => {`) cannot reopen it and is a syntax error.
+func wrapScript(script string) []byte {
+	key := scriptKey("run", script)
+	var label [24]byte
+	hex.Encode(label[:], key[:12])
+	const prefix, colon = "(async () => {__codemode_", ": {"
+	const tail1, tail2 = "\n{break __codemode_", "}}})()"
+	b := make([]byte, 0, len(wrapHead)+len(tail1)+len(label)+len(tail2)+len(script)+1)
+	b = append(b, prefix...)
+	b = append(b, label[:]...)
+	b = append(b, colon...)
+	b = append(b, script...)
+	b = append(b, tail1...)
+	b = append(b, label[:]...)
+	b = append(b, tail2...)
+	return append(b, 0)
+}
+
+// slot is a C bridge_slot: the shell a sandbox runs in. gen numbers its
+// runs so that a late cancel of a finished run cannot stop the next one.
+type slot struct {
+	c   *C.bridge_slot
+	gen int64
+}
+
+// slotPool hands out slots, one run each at a time. Slots are made on
+// demand and reused; Close cancels and frees them all.
+type slotPool struct {
+	mu     sync.Mutex
+	free   []*slot
+	all    []*slot
+	closed bool
+}
+
+func (p *slotPool) get() *slot {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil
+	}
+	if n := len(p.free); n > 0 {
+		s := p.free[n-1]
+		p.free = p.free[:n-1]
+		return s
+	}
+	c := C.bridge_slot_new()
+	if c == nil {
+		return nil
+	}
+	s := &slot{c: c}
+	p.all = append(p.all, s)
+	return s
+}
+
+func (p *slotPool) put(s *slot) {
+	p.mu.Lock()
+	p.free = append(p.free, s)
+	p.mu.Unlock()
+}
+
+// cancelAll stops every run in progress and refuses new ones.
+func (p *slotPool) cancelAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	for _, s := range p.all {
+		C.bridge_slot_cancel(s.c, -1)
+	}
+}
+
+// freeAll releases the C side; no run may be in progress.
+func (p *slotPool) freeAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, s := range p.all {
+		C.bridge_slot_free(s.c)
+	}
+	p.all, p.free = nil, nil
+}
+
+// call is one run of one sandbox: what the Go side needs while C works.
+type call struct {
+	ex     *Executor
+	name   string // attribution of errors: run_js or the tool's name
+	slot   *slot
+	start  time.Time
+	cancel sync.WaitGroup // an AfterFunc cancel in flight
+}
+
+// outcome is what a finished call hands back.
+type outcome struct {
+	value json.RawMessage
+	logs  []string
+	err   *ExecError
+}
+
+// run executes a wrapped, NUL-terminated program in a fresh sandbox.
+func (ex *Executor) run(ctx context.Context, name string, start time.Time, src []byte) outcome {
+	s := ex.slots.get()
+	if s == nil {
+		return outcome{err: internalError(name, ErrClosed)}
+	}
+	defer ex.slots.put(s)
+	s.gen++
+	c := call{ex: ex, name: name, slot: s, start: start}
+
+	if ctx.Done() != nil {
+		c.cancel.Add(1)
+		gen := s.gen
+		stop := context.AfterFunc(ctx, func() {
+			C.bridge_slot_cancel(s.c, C.int64_t(gen))
+			c.cancel.Done()
+		})
+		defer func() {
+			if stop() {
+				c.cancel.Done()
+			}
+			c.cancel.Wait() // the slot must outlive a cancel in flight
+		}()
+	}
+
+	lim := &ex.limits
+	cfg := C.bridge_config{
+		memory:    C.uint64_t(lim.Memory),
+		stack:     C.uint64_t(lim.Stack),
+		logs:      C.uint64_t(lim.Logs),
+		payload:   C.uint64_t(lim.Payload),
+		budget_ns: C.int64_t(lim.Deadline - time.Since(start)),
+		run_id:    C.int64_t(s.gen),
+		filename:  scriptFile,
+	}
+	var out C.bridge_out
+	st := C.bridge_slot_run(s.c, &cfg, (*C.char)(unsafe.Pointer(&src[0])), C.size_t(len(src)-1), &out)
+	if st == C.BRIDGE_PENDING {
+		// Host calls and timers come with the event loop; until then a
+		// program waiting on nothing can never settle.
+		var tail C.bridge_out
+		C.bridge_slot_close(s.c, &tail)
+		out.logs, out.logs_size, out.logs_dropped = tail.logs, tail.logs_size, tail.logs_dropped
+		st = C.BRIDGE_STALLED
+	}
+	return c.finish(ctx, st, &out)
+}
+
+// finish turns the C outcome into Go values and releases the C buffers.
+func (c *call) finish(ctx context.Context, st C.int32_t, out *C.bridge_out) outcome {
+	defer C.bridge_out_free(out)
+	var o outcome
+	o.logs = readLogs(out, c.ex.limits.Logs)
+	data := C.GoBytes(unsafe.Pointer(out.data), C.int(out.size))
+	if out.data == nil {
+		data = nil
+	}
+	switch st {
+	case C.BRIDGE_DONE:
+		o.value = data
+	case C.BRIDGE_THROWN:
+		o.err = &ExecError{Kind: KindJS, Name: c.name, Message: userStack(string(data), scriptFileName)}
+	case C.BRIDGE_TIMEOUT:
+		o.err = c.timeout()
+	case C.BRIDGE_MEMORY:
+		o.err = &ExecError{Kind: KindMemoryExceeded, Name: c.name, LimitBytes: int64(c.ex.limits.Memory)}
+	case C.BRIDGE_CANCELED:
+		o.err = c.canceled(ctx)
+	case C.BRIDGE_STALLED:
+		o.err = &ExecError{Kind: KindPendingPromise, Name: c.name}
+	case C.BRIDGE_TOO_LARGE:
+		o.err = &ExecError{Kind: KindJS, Name: c.name, Message: "RangeError: the result is " +
+			strconv.FormatUint(uint64(out.size), 10) + " bytes of JSON, over the payload limit of " +
+			strconv.Itoa(c.ex.limits.Payload) + " bytes"}
+	default:
+		o.err = &ExecError{Kind: KindInternal, Message: "codemode: " + c.name + ": " + string(data)}
+	}
+	return o
+}
+
+func (c *call) timeout() *ExecError {
+	return &ExecError{Kind: KindTimeout, Name: c.name, DeadlineMS: c.ex.limits.Deadline.Milliseconds()}
+}
+
+// canceled explains a run stopped by its cancel flag: the executor closed,
+// or the caller's context ended.
+func (c *call) canceled(ctx context.Context) *ExecError {
+	if c.ex.isClosed() {
+		return internalError(c.name, ErrClosed)
+	}
+	cause := ctx.Err()
+	if cause == nil {
+		cause = context.Canceled
+	}
+	return internalError(c.name, cause)
+}
+
+// readLogs decodes the C log records and appends the line about what was
+// dropped.
+func readLogs(out *C.bridge_out, limit int) []string {
+	n := int(out.logs_size)
+	if n == 0 && out.logs_dropped == 0 {
+		return nil
+	}
+	buf := unsafe.Slice((*byte)(unsafe.Pointer(out.logs)), n)
+	var logs []string
+	for len(buf) >= 4 {
+		l := int(binary.NativeEndian.Uint32(buf))
+		logs = append(logs, string(buf[4:4+l]))
+		buf = buf[4+l:]
+	}
+	if d := uint64(out.logs_dropped); d > 0 {
+		logs = append(logs, "[codemode: "+strconv.FormatUint(d, 10)+" more log lines dropped: the "+
+			strconv.Itoa(limit)+"-byte log limit was reached]")
+	}
+	return logs
+}
+
+// userStack rewrites the frames of a rendered error so they point into the
+// user's script: the wrapper's own top-level frame goes, and columns on
+// the first line lose the wrapper head's width.
+func userStack(msg, file string) string {
+	head, frames, ok := strings.Cut(msg, "\n")
+	if !ok {
+		return fixFrame(msg, file)
+	}
+	var b strings.Builder
+	b.Grow(len(msg))
+	b.WriteString(fixFrame(head, file))
+	for frames != "" {
+		var line string
+		line, frames, _ = strings.Cut(frames, "\n")
+		if strings.HasPrefix(line, "    at <eval> ("+file+":") {
+			continue
+		}
+		b.WriteByte('\n')
+		b.WriteString(fixFrame(line, file))
+	}
+	return b.String()
+}
+
+// fixFrame shifts a first-line column of file back by the wrapper head;
+// a position inside the head becomes column 1.
+func fixFrame(line, file string) string {
+	at := file + ":1:"
+	i := strings.Index(line, at)
+	if i < 0 {
+		return line
+	}
+	start := i + len(at)
+	end := start
+	for end < len(line) && line[end] >= '0' && line[end] <= '9' {
+		end++
+	}
+	col, err := strconv.Atoi(line[start:end])
+	if err != nil {
+		return line
+	}
+	col -= headCols
+	if col < 1 {
+		col = 1
+	}
+	return line[:start] + strconv.Itoa(col) + line[end:]
+}

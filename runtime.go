@@ -1,0 +1,127 @@
+package codemode
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Executor runs scripts, each in a fresh QuickJS-ng sandbox under the
+// executor's [Limits]. It is safe for concurrent use by any number of
+// goroutines; build one with [New] and share it. Close it when done: Close
+// stops runs in progress and frees the C side.
+type Executor struct {
+	limits Limits
+	slots  slotPool
+
+	closed atomic.Bool
+	// life is read-held by every run in progress; Close takes it for
+	// writing to wait for them.
+	life sync.RWMutex
+}
+
+// Option configures an [Executor] in [New].
+type Option func(*config) error
+
+type config struct {
+	limits Limits
+}
+
+// WithLimits sets the executor's limits. Zero fields keep their defaults;
+// New refuses negative values and a Stack above [MaxStack].
+func WithLimits(l Limits) Option {
+	return func(c *config) error {
+		c.limits = l
+		return nil
+	}
+}
+
+// New builds an executor. Its error wraps [ErrInvalidLimits] when the limits
+// are refused.
+func New(opts ...Option) (*Executor, error) {
+	var cfg config
+	for _, opt := range opts {
+		if err := opt(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	limits := cfg.limits.withDefaults()
+	if err := limits.validate(); err != nil {
+		return nil, err
+	}
+	return &Executor{limits: limits}, nil
+}
+
+// Limits returns the limits every run of this executor gets, defaults
+// filled in.
+func (e *Executor) Limits() Limits { return e.limits }
+
+// Close stops the runs in progress (they fail with an error matching
+// [ErrClosed]), waits for them to return and frees the executor's sandboxes.
+// It is idempotent and always returns nil; every later call of the executor
+// fails with an error matching ErrClosed. Do not call Close from a
+// capability handler of the same executor: it would wait for itself.
+func (e *Executor) Close() error {
+	if e.closed.Swap(true) {
+		return nil
+	}
+	e.slots.cancelAll()
+	e.life.Lock()
+	defer e.life.Unlock()
+	e.slots.freeAll()
+	return nil
+}
+
+func (e *Executor) isClosed() bool { return e.closed.Load() }
+
+// enter admits a run; the run calls e.life.RUnlock when it returns.
+func (e *Executor) enter() bool {
+	if e.closed.Load() {
+		return false
+	}
+	e.life.RLock()
+	if e.closed.Load() {
+		e.life.RUnlock()
+		return false
+	}
+	return true
+}
+
+// Result is what a successful run returns: the script's value as JSON
+// (undefined becomes null) and the console lines it wrote.
+type Result struct {
+	Value json.RawMessage
+	Logs  []string
+}
+
+// Run executes script as the body of an async function in a fresh sandbox:
+// a top-level return gives the result, await works, and a body that returns
+// nothing (or undefined) gives null. Line numbers in errors are the
+// script's own.
+//
+// The run ends at the executor's deadline, counted from this call, or when
+// ctx is done, whichever comes first. Every failure is an [*ExecError]
+// attributed to [RunJSToolName]: a thrown error or a syntax error is kind
+// js, the deadline timeout, the memory limit memory_exceeded, a promise
+// that can never settle pending_promise; a cancelled ctx or a closed
+// executor gives kind internal, matching ctx.Err() or [ErrClosed] with
+// errors.Is. When the sandbox ran, a failed run still returns a Result
+// holding its logs (Value nil) next to the error.
+func (e *Executor) Run(ctx context.Context, script string) (*Result, error) {
+	start := time.Now()
+	if !e.enter() {
+		return nil, internalError(RunJSToolName, ErrClosed)
+	}
+	defer e.life.RUnlock()
+	if err := ctx.Err(); err != nil {
+		return nil, internalError(RunJSToolName, err)
+	}
+	o := e.run(ctx, RunJSToolName, start, wrapScript(script))
+	res := &Result{Value: o.value, Logs: o.logs}
+	if o.err != nil {
+		return res, o.err
+	}
+	return res, nil
+}
