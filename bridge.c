@@ -210,6 +210,19 @@ static int describe(bridge_slot *s, JSValueConst v, strbuf *b)
 	JSContext *ctx = s->ctx;
 	if (JS_IsString(v))
 		return put_string(ctx, v, b) < 0 && s->killed ? -1 : 0;
+	if (JS_IsSymbol(v)) { /* String(symbol), which JS_ToString refuses */
+		sb_puts(b, "Symbol(");
+		JSValue d = JS_GetPropertyStr(ctx, v, "description");
+		if (JS_IsString(d))
+			put_string(ctx, d, b);
+		JS_FreeValue(ctx, d);
+		if (s->killed)
+			return -1;
+		if (JS_HasException(ctx))
+			JS_FreeValue(ctx, JS_GetException(ctx));
+		sb_puts(b, ")");
+		return 0;
+	}
 	JSValue json = JS_JSONStringify(ctx, v, JS_UNDEFINED, JS_UNDEFINED);
 	if (JS_IsException(json)) {
 		if (s->killed)
@@ -231,7 +244,7 @@ static int describe(bridge_slot *s, JSValueConst v, strbuf *b)
 		if (s->killed)
 			return -1;
 		JS_FreeValue(ctx, JS_GetException(ctx));
-		sb_puts(b, JS_IsSymbol(v) ? "Symbol()" : "[unprintable value]");
+		sb_puts(b, "[unprintable value]");
 		return 0;
 	}
 	int rc = put_string(ctx, str, b);

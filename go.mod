@@ -5,14 +5,14 @@ go 1.26.0
 require (
 	github.com/buke/quickjs-go v0.7.7
 	github.com/stretchr/testify v1.11.1
+	go.uber.org/goleak v1.3.0
 	lukechampine.com/blake3 v1.4.1
 )
 
 require (
 	github.com/davecgh/go-spew v1.1.1 // indirect
 	github.com/klauspost/cpuid/v2 v2.0.9 // indirect
-	github.com/kr/pretty v0.1.0 // indirect
+	github.com/kr/text v0.1.0 // indirect
 	github.com/pmezard/go-difflib v1.0.0 // indirect
-	gopkg.in/check.v1 v1.0.0-20180628173108-788fd7840127 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )

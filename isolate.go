@@ -42,21 +42,31 @@ var processKey = func() [32]byte {
 	return k
 }()
 
+// keyedHashers recycles BLAKE3 hashers keyed with processKey (a hasher is
+// 3 KiB; Reset keeps its key).
+var keyedHashers = sync.Pool{New: func() any { return blake3.New(32, processKey[:]) }}
+
 // scriptKey returns the keyed BLAKE3 of a script together with everything
 // that decides how it compiles.
 func scriptKey(kind string, source string) [32]byte {
-	h := blake3.New(32, processKey[:])
-	h.Write([]byte(quickjs.EngineVersion))
+	h := keyedHashers.Get().(*blake3.Hasher)
+	h.Reset()
+	h.Write(stringBytes(quickjs.EngineVersion))
 	var v [8]byte
 	binary.LittleEndian.PutUint64(v[:], C.BRIDGE_VERSION)
 	h.Write(v[:])
-	h.Write([]byte(kind))
+	h.Write(stringBytes(kind))
 	h.Write([]byte{0})
-	h.Write([]byte(source))
+	h.Write(stringBytes(source))
 	var sum [32]byte
 	h.Sum(sum[:0])
+	keyedHashers.Put(h)
 	return sum
 }
+
+// stringBytes views s as bytes without a copy, for readers that neither
+// keep nor modify them.
+func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // wrapHead is the part of the wrapper before the script, on the script's
 // first line: columns there are shifted by its length (see userStack).
@@ -100,6 +110,12 @@ func wrapScript(script string) []byte {
 type slot struct {
 	c   *C.bridge_slot
 	gen int64
+
+	// Scratch of the run in progress, kept here so it is not allocated
+	// per run (cgo makes whatever is passed to C escape).
+	cfg    C.bridge_config
+	out    C.bridge_out
+	cancel sync.WaitGroup // an AfterFunc cancel in flight
 }
 
 // slotPool hands out slots, one run each at a time. Slots are made on
@@ -159,11 +175,10 @@ func (p *slotPool) freeAll() {
 
 // call is one run of one sandbox: what the Go side needs while C works.
 type call struct {
-	ex     *Executor
-	name   string // attribution of errors: run_js or the tool's name
-	slot   *slot
-	start  time.Time
-	cancel sync.WaitGroup // an AfterFunc cancel in flight
+	ex    *Executor
+	name  string // attribution of errors: run_js or the tool's name
+	slot  *slot
+	start time.Time
 }
 
 // outcome is what a finished call hands back.
@@ -184,22 +199,38 @@ func (ex *Executor) run(ctx context.Context, name string, start time.Time, src [
 	c := call{ex: ex, name: name, slot: s, start: start}
 
 	if ctx.Done() != nil {
-		c.cancel.Add(1)
+		s.cancel.Add(1)
 		gen := s.gen
 		stop := context.AfterFunc(ctx, func() {
 			C.bridge_slot_cancel(s.c, C.int64_t(gen))
-			c.cancel.Done()
+			s.cancel.Done()
 		})
 		defer func() {
 			if stop() {
-				c.cancel.Done()
+				s.cancel.Done()
 			}
-			c.cancel.Wait() // the slot must outlive a cancel in flight
+			s.cancel.Wait() // the slot must outlive a cancel in flight
 		}()
 	}
 
+	s.cfg = ex.bridgeConfig(s, start)
+	st := C.bridge_slot_run(s.c, &s.cfg, (*C.char)(unsafe.Pointer(&src[0])), C.size_t(len(src)-1), &s.out)
+	if st == C.BRIDGE_PENDING {
+		// Host calls and timers come with the event loop; until then a
+		// program waiting on nothing can never settle.
+		var tail C.bridge_out
+		C.bridge_slot_close(s.c, &tail)
+		s.out.logs, s.out.logs_size, s.out.logs_dropped = tail.logs, tail.logs_size, tail.logs_dropped
+		st = C.BRIDGE_STALLED
+	}
+	return c.finish(ctx, st, &s.out)
+}
+
+// bridgeConfig is the C view of the executor's limits for run s.gen, whose
+// deadline counts from start.
+func (ex *Executor) bridgeConfig(s *slot, start time.Time) C.bridge_config {
 	lim := &ex.limits
-	cfg := C.bridge_config{
+	return C.bridge_config{
 		memory:    C.uint64_t(lim.Memory),
 		stack:     C.uint64_t(lim.Stack),
 		logs:      C.uint64_t(lim.Logs),
@@ -208,17 +239,17 @@ func (ex *Executor) run(ctx context.Context, name string, start time.Time, src [
 		run_id:    C.int64_t(s.gen),
 		filename:  scriptFile,
 	}
-	var out C.bridge_out
-	st := C.bridge_slot_run(s.c, &cfg, (*C.char)(unsafe.Pointer(&src[0])), C.size_t(len(src)-1), &out)
-	if st == C.BRIDGE_PENDING {
-		// Host calls and timers come with the event loop; until then a
-		// program waiting on nothing can never settle.
-		var tail C.bridge_out
-		C.bridge_slot_close(s.c, &tail)
-		out.logs, out.logs_size, out.logs_dropped = tail.logs, tail.logs_size, tail.logs_dropped
-		st = C.BRIDGE_STALLED
-	}
-	return c.finish(ctx, st, &out)
+}
+
+// rawLifecycle runs one wrapped program in a single C call with no Go in
+// between and returns its JSON length (or -1): the floor that benchmarks
+// hold Run against.
+func (ex *Executor) rawLifecycle(src []byte) int64 {
+	s := ex.slots.get()
+	defer ex.slots.put(s)
+	s.gen++
+	s.cfg = ex.bridgeConfig(s, time.Now())
+	return int64(C.bridge_raw_lifecycle(s.c, &s.cfg, (*C.char)(unsafe.Pointer(&src[0])), C.size_t(len(src)-1)))
 }
 
 // finish turns the C outcome into Go values and releases the C buffers.
@@ -226,9 +257,9 @@ func (c *call) finish(ctx context.Context, st C.int32_t, out *C.bridge_out) outc
 	defer C.bridge_out_free(out)
 	var o outcome
 	o.logs = readLogs(out, c.ex.limits.Logs)
-	data := C.GoBytes(unsafe.Pointer(out.data), C.int(out.size))
-	if out.data == nil {
-		data = nil
+	var data []byte
+	if out.data != nil {
+		data = C.GoBytes(unsafe.Pointer(out.data), C.int(out.size))
 	}
 	switch st {
 	case C.BRIDGE_DONE:

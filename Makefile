@@ -1,0 +1,42 @@
+# codemode: make test (what CI runs), make bench (the benchmark suite).
+GO ?= go
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
+BENCHSTAT ?= golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
+FUZZTIME ?= 10s
+COUNT ?= 6
+CC ?= gcc
+ENGINE_INCLUDE = $(shell $(GO) list -m -f '{{.Dir}}' github.com/buke/quickjs-go)/deps/quickjs
+
+.PHONY: test bench fuzz leakcheck lint fmt check
+
+# vet, then every test under the race detector.
+test:
+	$(GO) vet ./...
+	$(GO) test -race ./...
+
+# Library benchmarks, COUNT runs each, summarised by benchstat.
+bench:
+	$(GO) test -run '^$$' -bench . -count $(COUNT) . | tee bench.out
+	$(GO) run $(BENCHSTAT) bench.out
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzRun -fuzztime $(FUZZTIME) .
+
+# The tests under AddressSanitizer/LeakSanitizer (engine included).
+leakcheck:
+	CGO_CFLAGS='-O1 -g -fsanitize=address -fno-omit-frame-pointer' CGO_LDFLAGS='-fsanitize=address' \
+		ASAN_OPTIONS=detect_leaks=1 $(GO) test -count=1 ./...
+
+lint:
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+	$(CC) -std=gnu11 -fsyntax-only -Wall -Wextra -Werror -D_GNU_SOURCE -Iquickjs bridge.c
+	$(CC) -std=gnu11 -fsyntax-only -Wall -Wextra -Werror -D_GNU_SOURCE -I$(ENGINE_INCLUDE) -include quickjs.h -Iquickjs bridge.c
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+# Fails when formatting or go.mod/go.sum are not as fmt and tidy leave them.
+check: fmt
+	$(GO) mod tidy
+	git diff --exit-code

@@ -1,0 +1,87 @@
+// Package codemode runs LLM-written JavaScript ("Code Mode") in a fresh,
+// fenced QuickJS-ng sandbox per call and hands back one JSON value.
+//
+// Instead of paying one model round trip per tool call, a model writes one
+// program that calls host tools as functions; the host serves those calls in
+// Go, under memory, stack and wall-clock limits. The engine is QuickJS-ng
+// (see package [github.com/codemode-go/codemode/quickjs]), driven through a
+// thin cgo shim: Go never holds an engine value, and every limit is decided
+// in C from facts C has.
+//
+// # Sandbox
+//
+// [Executor.Run] executes a script as the body of an async function:
+//
+//	res, err := exec.Run(ctx, `
+//		const rows = [3, 1, 2].sort()
+//		return { first: rows[0], n: rows.length }`)
+//	// res.Value = {"first":1,"n":3}
+//
+// A top-level return gives the result, serialized with JSON.stringify;
+// undefined (or no return at all) gives null. await works; promises settle
+// through the microtask queue. The body cannot escape its wrapper: a script
+// that closes the function early (`}); (async () => {`) is a syntax error.
+// Line numbers in errors are the script's own. The engine records a
+// position for calls, operators and expression statements; an error inside
+// a return or declaration expression that makes none (such as reading a
+// property of null) is reported at the enclosing function's start.
+//
+// Every run gets a new runtime and context: nothing one run writes (globals,
+// prototypes, anything) is visible to the next. The sandbox has the
+// standard library of the language: Object, Function, Error, Array, String,
+// Number, Boolean, Symbol, BigInt, Math, Reflect, JSON, Date, RegExp, Map,
+// Set, WeakMap, WeakSet, Promise, Proxy, ArrayBuffer, the typed arrays and
+// DataView, eval and Function (scripts compile inside the sandbox, under
+// its limits). It has no ambient authority: no require, process, fetch,
+// network, filesystem, environment, timers or module loader (import()
+// rejects).
+//
+// console.log, info, warn, error and debug append one line each to
+// [Result].Logs: strings as they are, other values as compact JSON (String(v)
+// when JSON has no text for them), separated by spaces; the levels other than
+// log are prefixed "[info] ", "[warn] ", "[error] ", "[debug] ". Past
+// [Limits].Logs further lines are dropped and one final line says how many.
+//
+// # Limits
+//
+// [Limits] bound every run: heap bytes, native stack bytes, result bytes,
+// log bytes and wall-clock time. The zero value of a field means its
+// default, never "unlimited" (see [DefaultLimits]). The deadline counts
+// from the moment Run is entered and is checked in C, on the engine's own
+// interrupt polls, against CLOCK_MONOTONIC: a busy loop stops within tens
+// of microseconds of it, as do regular-expression backtracking and floods
+// of microtasks. The memory limit is enforced by the sandbox's allocator.
+// Both are sticky: once either has fired the run's outcome is that error,
+// whatever the script does afterwards; catching the interrupt or the
+// out-of-memory error changes nothing, while a script's own
+// `throw new Error('out of memory')` stays an ordinary js error. Deep
+// recursion past [Limits].Stack throws a catchable RangeError.
+//
+// # Errors
+//
+// Every failure of a run is an [*ExecError]. Its Kind is the reference
+// executor's tag (js, timeout, memory_exceeded, pending_promise, internal,
+// and for tools not_found, invalid_args, capability), and
+// [ExecError.LLMJSON] is the kind-tagged JSON a generating model reads to
+// repair its script, e.g. {"kind":"timeout","name":"run_js","deadline_ms":500}.
+// Run errors are attributed to [RunJSToolName]. A js message carries the
+// error's class, its message and the stack ("TypeError: x is not a
+// function\n    at f (script.js:3:5)"); a thrown value that is not an Error
+// reads "Uncaught " and the value. A BigInt or a cyclic result is a js
+// error, never garbage.
+//
+// Callers switch on Kind, never on message text. errors.Is matches a
+// timeout against [ErrTimeout] and context.DeadlineExceeded, a run stopped
+// because its context ended against that context's error, and any use of a
+// closed executor against [ErrClosed]; those two are kind internal, the
+// only kind a model cannot repair.
+//
+// # Concurrency
+//
+// An [Executor] is safe for concurrent use; each run has its own sandbox
+// and no two goroutines ever touch one sandbox. A run executes on the
+// calling goroutine, in cgo calls, without runtime.LockOSThread: the engine
+// re-reads its stack top at every entry. Cancelling the run's context stops
+// it at the engine's next poll. [Executor.Close] stops the runs in
+// progress, waits for them and frees the executor.
+package codemode

@@ -1,0 +1,3 @@
+// want: pending_promise
+await new Promise(() => {})
+return 'unreachable'

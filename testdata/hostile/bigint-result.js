@@ -1,0 +1,2 @@
+// want: js
+return 10n

@@ -1,0 +1,2 @@
+// want: timeout
+for (;;) { try { for (;;) {} } catch (e) {} }

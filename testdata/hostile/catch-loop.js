@@ -1,0 +1,3 @@
+// want: timeout
+try { while (true) {} } catch {}
+return 'escaped'

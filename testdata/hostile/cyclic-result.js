@@ -1,0 +1,4 @@
+// want: js
+const a = {}
+a.self = a
+return a

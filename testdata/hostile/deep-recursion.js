@@ -1,0 +1,3 @@
+// want: js
+function r(n) { return r(n + 1) + 1 }
+return r(0)

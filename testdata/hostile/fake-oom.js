@@ -1,0 +1,2 @@
+// want: js
+throw new Error('out of memory')

@@ -1,0 +1,2 @@
+// want: timeout
+try { for (;;) {} } finally { return 'escaped' }

@@ -1,0 +1,2 @@
+// want: timeout
+for (;;) new Function('return 1')

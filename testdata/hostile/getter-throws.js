@@ -1,0 +1,2 @@
+// want: js
+return { get x() { throw new Error('nope') } }

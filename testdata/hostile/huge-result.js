@@ -1,0 +1,2 @@
+// want: js
+return 'x'.repeat(2 << 20)

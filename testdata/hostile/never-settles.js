@@ -1,0 +1,2 @@
+// want: pending_promise
+return new Promise(() => {})

@@ -1,0 +1,4 @@
+// want: timeout
+const loop = () => { Promise.resolve().then(loop) }
+loop()
+await new Promise(() => {})

@@ -1,0 +1,2 @@
+// want: timeout
+return new Proxy({}, { ownKeys() { for (;;) {} } })

@@ -1,0 +1,2 @@
+// want: timeout
+return /(a+)+$/.test('a'.repeat(40) + 'b')

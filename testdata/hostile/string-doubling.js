@@ -1,0 +1,3 @@
+// want: memory_exceeded
+let s = 'x'
+for (;;) { s += s; s.charCodeAt(s.length - 1) }

@@ -1,0 +1,3 @@
+// want: js
+let s = 'x'
+for (;;) s += s

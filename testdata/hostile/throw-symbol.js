@@ -1,0 +1,2 @@
+// want: js
+throw Symbol('s')

@@ -1,0 +1,3 @@
+// want: pending_promise
+Promise.reject(new Error('ignored'))
+await new Promise(() => {})
