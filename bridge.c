@@ -11,6 +11,7 @@
 #endif
 #include "bridge.h"
 #include "quickjs_api.h"
+#include "_cgo_export.h"
 
 #include <malloc.h>
 #include <pthread.h>
@@ -21,6 +22,29 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+
+/* An async host call waiting for Go to settle it. */
+typedef struct host_call {
+	JSValue resolve, reject;
+	int32_t cap;      /* capability index; -1 while the entry is free */
+	uint32_t next;    /* free list link */
+} host_call;
+
+/* A setTimeout/setInterval registration. */
+typedef struct js_timer {
+	int64_t due;      /* CLOCK_MONOTONIC ns */
+	int64_t interval; /* ns between firings, -1 for a one-shot timer */
+	uint64_t seq;     /* order among timers due at the same time */
+	int32_t id;
+	int argc;
+	JSValue fn;
+	JSValue *argv;
+} js_timer;
+
+/* Bounds on what one sandbox may keep outstanding. */
+#define MAX_PENDING_CALLS 65536
+#define MAX_TIMERS 10000
+#define NO_CALL UINT32_MAX
 
 struct bridge_slot {
 	atomic_llong cancel; /* a run id, or -1 for every run: set from any thread */
@@ -37,6 +61,25 @@ struct bridge_slot {
 	JSContext *ctx;
 	JSValue program; /* the promise the wrapper returned */
 	uint64_t payload;
+
+	/* Host calls (cfg fields of the run). */
+	uintptr_t handle;
+	const char *const *cap_names;
+	const uint8_t *cap_async;
+	int32_t ncaps;
+	/* Capability failures, marked host-side so attribution survives a
+	 * catch-and-rethrow and cannot be forged: a WeakMap from the Error
+	 * objects we made to [index, message], and its get/set as they were
+	 * before any user code ran. */
+	JSValue marks, marks_get, marks_set;
+	/* Async calls in flight, indexed by call id (engine heap). */
+	host_call *calls;
+	uint32_t calls_len, calls_cap, calls_free, pending_calls;
+	/* Timers (engine heap), unordered. */
+	js_timer *timers;
+	uint32_t ntimers, timers_cap;
+	int32_t timer_ids;
+	uint64_t timer_seq;
 
 	/* Console records: uint32 length + bytes each. */
 	char *logs;
@@ -390,6 +433,428 @@ static int install_console(JSContext *ctx)
 }
 
 /* ---------------------------------------------------------------------- */
+/* Capability failures: Error objects carrying the handler's message exactly,
+ * marked in the slot's WeakMap so the run's outcome can be attributed from
+ * host-side state. */
+
+static int install_marks(bridge_slot *s)
+{
+	JSContext *ctx = s->ctx;
+	JSValue global = JS_GetGlobalObject(ctx);
+	JSValue ctor = JS_GetPropertyStr(ctx, global, "WeakMap");
+	JSValue proto = JS_GetPropertyStr(ctx, ctor, "prototype");
+	s->marks = JS_CallConstructor(ctx, ctor, 0, NULL);
+	s->marks_get = JS_GetPropertyStr(ctx, proto, "get");
+	s->marks_set = JS_GetPropertyStr(ctx, proto, "set");
+	JS_FreeValue(ctx, proto);
+	JS_FreeValue(ctx, ctor);
+	JS_FreeValue(ctx, global);
+	return JS_IsException(s->marks) || JS_IsException(s->marks_get) || JS_IsException(s->marks_set) ? -1 : 0;
+}
+
+/* A new Error whose message is msg[0:len], marked as capability cap's. */
+static JSValue capability_error(bridge_slot *s, int32_t cap, const char *msg, size_t len)
+{
+	JSContext *ctx = s->ctx;
+	JSValue err = JS_NewError(ctx);
+	if (JS_IsException(err))
+		return err;
+	JSValue m = JS_NewStringLen(ctx, msg, len);
+	if (JS_IsException(m)) {
+		JS_FreeValue(ctx, err);
+		return m;
+	}
+	JSValue mark = JS_NewArray(ctx);
+	if (JS_IsException(mark) ||
+	    JS_DefinePropertyValueStr(ctx, err, "message", JS_DupValue(ctx, m), JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE) < 0 ||
+	    JS_SetPropertyUint32(ctx, mark, 0, JS_NewInt32(ctx, cap)) < 0 ||
+	    JS_SetPropertyUint32(ctx, mark, 1, JS_DupValue(ctx, m)) < 0) {
+		JS_FreeValue(ctx, mark);
+		JS_FreeValue(ctx, m);
+		JS_FreeValue(ctx, err);
+		return JS_EXCEPTION;
+	}
+	JS_FreeValue(ctx, m);
+	JSValue args[2] = {err, mark};
+	JSValue r = JS_Call(ctx, s->marks_set, s->marks, 2, args);
+	JS_FreeValue(ctx, mark);
+	if (JS_IsException(r)) {
+		JS_FreeValue(ctx, err);
+		return r;
+	}
+	JS_FreeValue(ctx, r);
+	return err;
+}
+
+/* If v is a marked capability Error, reports its capability and original
+ * message into out and returns true. */
+static bool capability_of(bridge_slot *s, JSValueConst v, bridge_out *out)
+{
+	JSContext *ctx = s->ctx;
+	if (s->ncaps == 0 || !JS_IsObject(v))
+		return false;
+	JSValue mark = JS_Call(ctx, s->marks_get, s->marks, 1, &v);
+	if (JS_IsException(mark)) {
+		JS_FreeValue(ctx, JS_GetException(ctx));
+		return false;
+	}
+	bool found = false;
+	if (JS_IsArray(mark)) {
+		JSValue idx = JS_GetPropertyUint32(ctx, mark, 0);
+		JSValue msg = JS_GetPropertyUint32(ctx, mark, 1);
+		size_t n;
+		const char *p = JS_IsString(msg) ? JS_ToCStringLen(ctx, &n, msg) : NULL;
+		if (p && JS_VALUE_GET_TAG(idx) == JS_TAG_INT && (out->data = malloc(n + 1)) != NULL) {
+			memcpy(out->data, p, n + 1);
+			out->size = n;
+			out->cap = JS_VALUE_GET_INT(idx);
+			found = true;
+		}
+		if (p)
+			JS_FreeCString(ctx, p);
+		JS_FreeValue(ctx, msg);
+		JS_FreeValue(ctx, idx);
+	}
+	JS_FreeValue(ctx, mark);
+	if (JS_HasException(ctx))
+		JS_FreeValue(ctx, JS_GetException(ctx));
+	return found;
+}
+
+/* Stops the run from inside a host call (why: a BRIDGE_* kill). The engine
+ * unwinds with an uncatchable error; the outcome comes from the kill. */
+static JSValue throw_kill(bridge_slot *s, int32_t why)
+{
+	slot_kill(s, why);
+	JSValue e = JS_ThrowInternalError(s->ctx, "interrupted");
+	JSValue exc = JS_GetException(s->ctx);
+	JS_SetUncatchableError(s->ctx, exc);
+	JS_Throw(s->ctx, exc);
+	return e;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Capabilities: one global C function each, addressed by index (the magic
+ * argument). The name is used as a property key, never spliced into source. */
+
+static JSValue call_async(bridge_slot *s, int32_t cap, const char *args, size_t n);
+
+static JSValue js_capability(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv, int cap)
+{
+	(void)this_val;
+	bridge_slot *s = JS_GetContextOpaque(ctx);
+	const char *name = s->cap_names[cap];
+	JSValueConst arg = argc > 0 ? argv[0] : JS_UNDEFINED;
+	JSValue json = JS_UNDEFINED;
+	const char *args = "{}";
+	size_t n = 2;
+	if (!JS_IsUndefined(arg)) {
+		if (!JS_IsObject(arg) || JS_IsArray(arg) || JS_IsFunction(ctx, arg))
+			return JS_ThrowTypeError(ctx, "%s expects one argument object", name);
+		json = JS_JSONStringify(ctx, arg, JS_UNDEFINED, JS_UNDEFINED);
+		if (JS_IsException(json))
+			return json;
+		if (!JS_IsString(json)) {
+			JS_FreeValue(ctx, json);
+			return JS_ThrowTypeError(ctx, "%s expects one argument object", name);
+		}
+		args = JS_ToCStringLen(ctx, &n, json);
+		if (!args) {
+			JS_FreeValue(ctx, json);
+			return JS_EXCEPTION;
+		}
+	}
+	JSValue ret;
+	if (n > s->payload) {
+		ret = JS_ThrowRangeError(ctx, "%s: the arguments are %zu bytes of JSON, over the payload limit of %llu bytes",
+		                         name, n, (unsigned long long)s->payload);
+	} else if (s->cap_async[cap]) {
+		ret = call_async(s, cap, args, n);
+	} else {
+		bridge_reply r = {0};
+		go_capability_call(s->handle, cap, (char *)args, n, &r);
+		switch (r.status) {
+		case BRIDGE_CALL_OK:
+			ret = JS_ParseJSON(ctx, r.data ? r.data : "null", r.data ? r.size : 4, "<capability>");
+			if (JS_IsException(ret) && !s->killed) {
+				JS_FreeValue(ctx, JS_GetException(ctx));
+				static const char bad[] = "the capability returned invalid JSON";
+				JSValue err = capability_error(s, cap, bad, sizeof(bad) - 1);
+				ret = JS_IsException(err) ? err : JS_Throw(ctx, err);
+			}
+			break;
+		case BRIDGE_CALL_ERROR: {
+			JSValue err = capability_error(s, cap, r.data ? r.data : "", r.data ? r.size : 0);
+			ret = JS_IsException(err) ? err : JS_Throw(ctx, err);
+			break;
+		}
+		case BRIDGE_CALL_TIMEOUT:
+			ret = throw_kill(s, BRIDGE_TIMEOUT);
+			break;
+		case BRIDGE_CALL_CANCELED:
+			ret = throw_kill(s, BRIDGE_CANCELED);
+			break;
+		default:
+			ret = throw_kill(s, BRIDGE_INTERNAL);
+			break;
+		}
+		free(r.data);
+	}
+	if (!JS_IsUndefined(json)) {
+		JS_FreeCString(ctx, args);
+		JS_FreeValue(ctx, json);
+	}
+	return ret;
+}
+
+static int install_capabilities(bridge_slot *s)
+{
+	JSContext *ctx = s->ctx;
+	JSValue global = JS_GetGlobalObject(ctx);
+	int rc = 0;
+	for (int32_t i = 0; i < s->ncaps && rc == 0; i++) {
+		JSValue f = JS_NewCFunctionMagic(ctx, js_capability, s->cap_names[i], 1, JS_CFUNC_generic_magic, i);
+		if (JS_IsException(f) ||
+		    JS_DefinePropertyValueStr(ctx, global, s->cap_names[i], f, JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE) < 0)
+			rc = -1;
+	}
+	JS_FreeValue(ctx, global);
+	return rc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Async host calls: the call gets a Promise at once and an id; Go starts
+ * the handler and later settles the id from its event loop. */
+
+static JSValue call_async(bridge_slot *s, int32_t cap, const char *args, size_t n)
+{
+	JSContext *ctx = s->ctx;
+	if (s->pending_calls >= MAX_PENDING_CALLS)
+		return JS_ThrowRangeError(ctx, "%s: too many host calls in flight (%d)", s->cap_names[cap], MAX_PENDING_CALLS);
+	uint32_t id = s->calls_free;
+	if (id == NO_CALL) {
+		if (s->calls_len == s->calls_cap) {
+			uint32_t cap2 = s->calls_cap ? s->calls_cap * 2 : 16;
+			host_call *c = js_realloc(ctx, s->calls, cap2 * sizeof(*c));
+			if (!c)
+				return JS_EXCEPTION;
+			s->calls = c;
+			s->calls_cap = cap2;
+		}
+		id = s->calls_len++;
+		s->calls[id].cap = -1;
+	} else {
+		s->calls_free = s->calls[id].next;
+	}
+	JSValue funcs[2];
+	JSValue promise = JS_NewPromiseCapability(ctx, funcs);
+	if (JS_IsException(promise)) {
+		s->calls[id].next = s->calls_free;
+		s->calls_free = id;
+		return promise;
+	}
+	s->calls[id] = (host_call){.resolve = funcs[0], .reject = funcs[1], .cap = cap, .next = NO_CALL};
+	s->pending_calls++;
+	if (go_capability_start(s->handle, cap, id, (char *)args, n) != 0) {
+		JS_FreeValue(ctx, promise);
+		return throw_kill(s, BRIDGE_INTERNAL);
+	}
+	return promise;
+}
+
+void bridge_slot_settle(bridge_slot *s, uint32_t id, int32_t status, const char *data, size_t len)
+{
+	if (!s->ctx || id >= s->calls_len || s->calls[id].cap < 0)
+		return;
+	JS_UpdateStackTop(s->rt);
+	JSContext *ctx = s->ctx;
+	if (!data)
+		data = "";
+	host_call c = s->calls[id];
+	s->calls[id].cap = -1;
+	s->calls[id].next = s->calls_free;
+	s->calls_free = id;
+	s->pending_calls--;
+
+	JSValue v = JS_UNDEFINED, fn = c.resolve;
+	if (status == BRIDGE_CALL_OK) {
+		v = JS_ParseJSON(ctx, data, len, "<capability>");
+		if (JS_IsException(v) && !s->killed) {
+			JS_FreeValue(ctx, JS_GetException(ctx));
+			static const char bad[] = "the capability returned invalid JSON";
+			v = capability_error(s, c.cap, bad, sizeof(bad) - 1);
+			fn = c.reject;
+		}
+	} else {
+		v = capability_error(s, c.cap, data, len);
+		fn = c.reject;
+	}
+	if (JS_IsException(v)) {
+		JS_FreeValue(ctx, JS_GetException(ctx));
+	} else {
+		JSValue r = JS_Call(ctx, fn, JS_UNDEFINED, 1, &v);
+		if (JS_IsException(r))
+			JS_FreeValue(ctx, JS_GetException(ctx));
+		JS_FreeValue(ctx, r);
+		JS_FreeValue(ctx, v);
+	}
+	JS_FreeValue(ctx, c.resolve);
+	JS_FreeValue(ctx, c.reject);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Timers: setTimeout/setInterval and their clear functions. They fire from
+ * the event loop (bridge_slot_step), never after the run has settled. */
+
+static void timer_free(JSContext *ctx, js_timer *t)
+{
+	JS_FreeValue(ctx, t->fn);
+	for (int i = 0; i < t->argc; i++)
+		JS_FreeValue(ctx, t->argv[i]);
+	js_free(ctx, t->argv);
+	t->argv = NULL;
+	t->argc = 0;
+}
+
+static JSValue js_set_timer(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv, int repeat)
+{
+	(void)this_val;
+	bridge_slot *s = JS_GetContextOpaque(ctx);
+	const char *name = repeat ? "setInterval" : "setTimeout";
+	if (argc < 1 || !JS_IsFunction(ctx, argv[0]))
+		return JS_ThrowTypeError(ctx, "%s expects a function", name);
+	double ms = 0;
+	if (argc > 1 && JS_ToFloat64(ctx, &ms, argv[1]))
+		return JS_EXCEPTION;
+	if (!(ms >= 0)) /* negative or NaN */
+		ms = 0;
+	if (ms > 2147483647.0)
+		ms = 2147483647.0;
+	if (s->ntimers >= MAX_TIMERS)
+		return JS_ThrowRangeError(ctx, "%s: too many timers (%d)", name, MAX_TIMERS);
+	if (s->ntimers == s->timers_cap) {
+		uint32_t cap = s->timers_cap ? s->timers_cap * 2 : 8;
+		js_timer *t = js_realloc(ctx, s->timers, cap * sizeof(*t));
+		if (!t)
+			return JS_EXCEPTION;
+		s->timers = t;
+		s->timers_cap = cap;
+	}
+	int extra = argc > 2 ? argc - 2 : 0;
+	JSValue *args = NULL;
+	if (extra > 0 && !(args = js_malloc(ctx, extra * sizeof(JSValue))))
+		return JS_EXCEPTION;
+	for (int i = 0; i < extra; i++)
+		args[i] = JS_DupValue(ctx, argv[i + 2]);
+	int64_t delay = (int64_t)(ms * 1e6);
+	js_timer *t = &s->timers[s->ntimers++];
+	*t = (js_timer){
+		.due = now_ns() + delay,
+		.interval = repeat ? (delay > 0 ? delay : 1) : -1,
+		.seq = ++s->timer_seq,
+		.id = ++s->timer_ids,
+		.argc = extra,
+		.fn = JS_DupValue(ctx, argv[0]),
+		.argv = args,
+	};
+	return JS_NewInt32(ctx, t->id);
+}
+
+static JSValue js_clear_timer(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv, int magic)
+{
+	(void)this_val;
+	(void)magic;
+	bridge_slot *s = JS_GetContextOpaque(ctx);
+	if (argc < 1 || !JS_IsNumber(argv[0]))
+		return JS_UNDEFINED;
+	int32_t id;
+	if (JS_ToInt32(ctx, &id, argv[0]))
+		return JS_EXCEPTION;
+	for (uint32_t i = 0; i < s->ntimers; i++) {
+		if (s->timers[i].id == id) {
+			timer_free(ctx, &s->timers[i]);
+			s->timers[i] = s->timers[--s->ntimers];
+			break;
+		}
+	}
+	return JS_UNDEFINED;
+}
+
+static int install_timers(JSContext *ctx)
+{
+	static const struct {
+		const char *name;
+		JSCFunctionMagic *fn;
+		int magic, length;
+	} defs[] = {
+		{"setTimeout", js_set_timer, 0, 2},
+		{"setInterval", js_set_timer, 1, 2},
+		{"clearTimeout", js_clear_timer, 0, 1},
+		{"clearInterval", js_clear_timer, 1, 1},
+	};
+	JSValue global = JS_GetGlobalObject(ctx);
+	int rc = 0;
+	for (size_t i = 0; i < sizeof(defs) / sizeof(defs[0]) && rc == 0; i++) {
+		JSValue f = JS_NewCFunctionMagic(ctx, defs[i].fn, defs[i].name, defs[i].length, JS_CFUNC_generic_magic,
+		                                 defs[i].magic);
+		if (JS_IsException(f) ||
+		    JS_DefinePropertyValueStr(ctx, global, defs[i].name, f, JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE) < 0)
+			rc = -1;
+	}
+	JS_FreeValue(ctx, global);
+	return rc;
+}
+
+/* The timer due first (ties: the one set first), or -1. */
+static int earliest_timer(bridge_slot *s)
+{
+	int best = -1;
+	for (uint32_t i = 0; i < s->ntimers; i++) {
+		js_timer *t = &s->timers[i];
+		if (best < 0 || t->due < s->timers[best].due ||
+		    (t->due == s->timers[best].due && t->seq < s->timers[best].seq))
+			best = (int)i;
+	}
+	return best;
+}
+
+static void drain_jobs(bridge_slot *s);
+static void log_uncaught(bridge_slot *s);
+
+/* Fires, in order, the timers due at entry, each followed by its jobs. An
+ * interval re-armed meanwhile waits for the next step. */
+static void fire_timers(bridge_slot *s)
+{
+	JSContext *ctx = s->ctx;
+	int64_t now = now_ns();
+	while (!s->killed) {
+		int i = earliest_timer(s);
+		if (i < 0 || s->timers[i].due > now)
+			return;
+		js_timer t = s->timers[i];
+		if (t.interval < 0) {
+			s->timers[i] = s->timers[--s->ntimers]; /* t now owns the values */
+		} else {
+			s->timers[i].due = now_ns() + t.interval;
+			s->timers[i].seq = ++s->timer_seq;
+			JSValue *args = t.argc ? js_malloc(ctx, t.argc * sizeof(JSValue)) : NULL;
+			if (t.argc && !args)
+				return;
+			for (int k = 0; k < t.argc; k++)
+				args[k] = JS_DupValue(ctx, t.argv[k]);
+			t.fn = JS_DupValue(ctx, t.fn);
+			t.argv = args;
+		}
+		JSValue r = JS_Call(ctx, t.fn, JS_UNDEFINED, t.argc, t.argv);
+		if (JS_IsException(r))
+			log_uncaught(s);
+		JS_FreeValue(ctx, r);
+		timer_free(ctx, &t);
+		drain_jobs(s);
+	}
+}
+
+/* ---------------------------------------------------------------------- */
 /* The sandbox lifecycle (straightforward: a fresh runtime and context per
  * run, freed afterwards). */
 
@@ -411,15 +876,45 @@ static int sandbox_open(bridge_slot *s, const bridge_config *cfg)
 	    JS_AddIntrinsicRegExp(ctx) || JS_AddIntrinsicJSON(ctx) || JS_AddIntrinsicProxy(ctx) ||
 	    JS_AddIntrinsicMapSet(ctx) || JS_AddIntrinsicTypedArrays(ctx) || JS_AddIntrinsicPromise(ctx))
 		return -1;
-	return install_console(ctx);
+	if (install_console(ctx) || install_timers(ctx))
+		return -1;
+	s->handle = cfg->handle;
+	s->cap_names = cfg->cap_names;
+	s->cap_async = cfg->cap_async;
+	s->ncaps = cfg->ncaps;
+	if (s->ncaps > 0 && (install_marks(s) || install_capabilities(s)))
+		return -1;
+	return 0;
 }
 
 static void sandbox_close(bridge_slot *s)
 {
 	if (s->ctx) {
-		JS_FreeValue(s->ctx, s->program);
-		JS_FreeContext(s->ctx);
+		JSContext *ctx = s->ctx;
+		for (uint32_t i = 0; i < s->calls_len; i++) {
+			if (s->calls[i].cap >= 0) {
+				JS_FreeValue(ctx, s->calls[i].resolve);
+				JS_FreeValue(ctx, s->calls[i].reject);
+			}
+		}
+		js_free(ctx, s->calls);
+		for (uint32_t i = 0; i < s->ntimers; i++)
+			timer_free(ctx, &s->timers[i]);
+		js_free(ctx, s->timers);
+		JS_FreeValue(ctx, s->marks);
+		JS_FreeValue(ctx, s->marks_get);
+		JS_FreeValue(ctx, s->marks_set);
+		JS_FreeValue(ctx, s->program);
+		JS_FreeContext(ctx);
 	}
+	s->calls = NULL;
+	s->calls_len = s->calls_cap = s->pending_calls = 0;
+	s->calls_free = NO_CALL;
+	s->timers = NULL;
+	s->ntimers = s->timers_cap = 0;
+	s->timer_ids = 0;
+	s->timer_seq = 0;
+	s->marks = s->marks_get = s->marks_set = JS_UNDEFINED;
 	if (s->rt)
 		JS_FreeRuntime(s->rt);
 	s->program = JS_UNDEFINED;
@@ -506,6 +1001,34 @@ static int32_t emit_result(bridge_slot *s, JSValueConst val, bridge_out *out)
 	return st;
 }
 
+/* Logs the pending exception of a timer callback as an "[error] Uncaught"
+ * line; a kill propagates instead. */
+static void log_uncaught(bridge_slot *s)
+{
+	JSValue exc = JS_GetException(s->ctx);
+	if (!s->killed) {
+		strbuf b = {.limit = s->logs_limit};
+		sb_puts(&b, "[error] ");
+		if (JS_IsError(exc))
+			sb_puts(&b, "Uncaught ");
+		render_thrown(s, exc, &b);
+		if (!s->killed)
+			logs_append(s, b.p ? b.p : "", b.len);
+		free(b.p);
+	}
+	JS_FreeValue(s->ctx, exc);
+}
+
+/* A settled rejection: a marked capability failure, or an ordinary throw. */
+static int32_t emit_rejection(bridge_slot *s, JSValueConst reason, bridge_out *out)
+{
+	if (s->killed)
+		return s->killed;
+	if (capability_of(s, reason, out))
+		return BRIDGE_CAPABILITY;
+	return emit_thrown(s, reason, out);
+}
+
 /* Runs jobs, then reports where the program stands. */
 static int32_t advance(bridge_slot *s, bridge_out *out)
 {
@@ -522,11 +1045,11 @@ static int32_t advance(bridge_slot *s, bridge_out *out)
 		return st;
 	case JS_PROMISE_REJECTED:
 		r = JS_PromiseResult(s->ctx, s->program);
-		st = emit_thrown(s, r, out);
+		st = emit_rejection(s, r, out);
 		JS_FreeValue(s->ctx, r);
 		return st;
 	case JS_PROMISE_PENDING:
-		return BRIDGE_STALLED;
+		return s->pending_calls > 0 || s->ntimers > 0 ? BRIDGE_PENDING : BRIDGE_STALLED;
 	default: /* not a promise: the value itself */
 		return emit_result(s, s->program, out);
 	}
@@ -546,6 +1069,24 @@ static void finish(bridge_slot *s, bridge_out *out)
 {
 	sandbox_close(s);
 	hand_over_logs(s, out);
+}
+
+/* Ends the run unless it waits on host work, in which case out says how
+ * long until the next timer. */
+static int32_t conclude(bridge_slot *s, int32_t st, bridge_out *out)
+{
+	out->wait_ns = -1;
+	if (st == BRIDGE_PENDING) {
+		int i = earliest_timer(s);
+		if (i >= 0) {
+			int64_t d = s->timers[i].due - now_ns();
+			out->wait_ns = d > 0 ? d : 0;
+		}
+	} else {
+		finish(s, out);
+	}
+	out->status = st;
+	return st;
 }
 
 static char *dup_text(const char *msg, size_t *n)
@@ -588,10 +1129,19 @@ int32_t bridge_slot_run(bridge_slot *s, const bridge_config *cfg, const char *sr
 			st = advance(s, out);
 		}
 	}
-	if (st != BRIDGE_PENDING)
-		finish(s, out);
-	out->status = st;
-	return st;
+	return conclude(s, st, out);
+}
+
+int32_t bridge_slot_step(bridge_slot *s, bridge_out *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!s->rt) {
+		out->status = BRIDGE_INTERNAL;
+		return BRIDGE_INTERNAL;
+	}
+	JS_UpdateStackTop(s->rt);
+	fire_timers(s);
+	return conclude(s, advance(s, out), out);
 }
 
 void bridge_slot_close(bridge_slot *s, bridge_out *out)
@@ -605,8 +1155,11 @@ void bridge_slot_close(bridge_slot *s, bridge_out *out)
 bridge_slot *bridge_slot_new(void)
 {
 	bridge_slot *s = calloc(1, sizeof(*s));
-	if (s)
+	if (s) {
 		s->program = JS_UNDEFINED;
+		s->marks = s->marks_get = s->marks_set = JS_UNDEFINED;
+		s->calls_free = NO_CALL;
+	}
 	return s;
 }
 

@@ -30,8 +30,26 @@ enum {
 	BRIDGE_MEMORY = 5,   /* the memory limit refused an allocation (sticky) */
 	BRIDGE_STALLED = 6,  /* the program's promise is pending with nothing outstanding */
 	BRIDGE_TOO_LARGE = 7, /* the result's JSON is over the payload limit: size is its length */
-	BRIDGE_INTERNAL = 8, /* the shim itself failed: data says why */
+	BRIDGE_INTERNAL = 8, /* the shim or the host-call glue failed: data says why, if C knows */
+	BRIDGE_CAPABILITY = 9, /* a capability's failure escaped: data is its message, cap its index */
 };
+
+/* Status of a host call answered by Go (bridge_reply.status and the status
+ * argument of bridge_slot_settle). */
+enum {
+	BRIDGE_CALL_OK = 0,       /* data is the result's JSON, NUL-terminated at [size] */
+	BRIDGE_CALL_ERROR = 1,    /* data is the failure's message */
+	BRIDGE_CALL_TIMEOUT = 2,  /* the handler returned after the deadline */
+	BRIDGE_CALL_CANCELED = 3, /* the run's context ended during the call */
+	BRIDGE_CALL_INTERNAL = 4, /* the Go glue failed; Go keeps the reason */
+};
+
+/* What go_capability_call hands back; data is malloc'd by Go, freed by C. */
+typedef struct bridge_reply {
+	int32_t status;
+	char *data;
+	size_t size;
+} bridge_reply;
 
 /* Per-run limits and identity. */
 typedef struct bridge_config {
@@ -42,6 +60,10 @@ typedef struct bridge_config {
 	int64_t budget_ns; /* wall-clock budget left when the run starts */
 	int64_t run_id;    /* positive and unique per slot: what bridge_slot_cancel names */
 	const char *filename; /* name of the program in stack traces (NUL-terminated) */
+	uintptr_t handle;  /* cgo.Handle of the run, passed back to Go on host calls */
+	const char *const *cap_names; /* ncaps capability names, C memory */
+	const uint8_t *cap_async;     /* per capability: 1 if it returns a Promise */
+	int32_t ncaps;
 } bridge_config;
 
 typedef struct bridge_out {
@@ -51,6 +73,8 @@ typedef struct bridge_out {
 	char *logs;       /* records: native-endian uint32 length, then the bytes */
 	size_t logs_size;
 	uint64_t logs_dropped; /* console lines dropped past the log limit */
+	int32_t cap;      /* BRIDGE_CAPABILITY: the capability's index */
+	int64_t wait_ns;  /* BRIDGE_PENDING: ns until the next timer is due, -1 if none */
 } bridge_out;
 
 /* A slot is the long-lived C shell one sandbox runs in: its cancel flag,
@@ -69,6 +93,16 @@ void bridge_slot_cancel(bridge_slot *s, int64_t run_id);
  * BRIDGE_PENDING the sandbox is already gone and out holds the logs. */
 int32_t bridge_slot_run(bridge_slot *s, const bridge_config *cfg, const char *src, size_t len,
                         bridge_out *out);
+
+/* Settles async host call `call` of a pending run: resolves its promise
+ * with the JSON in data (BRIDGE_CALL_OK; data[len] must be '\0') or
+ * rejects it with an Error carrying the message (BRIDGE_CALL_ERROR). Runs
+ * no user code: follow with bridge_slot_step. */
+void bridge_slot_settle(bridge_slot *s, uint32_t call, int32_t status, const char *data, size_t len);
+
+/* Advances a pending run: fires the timers that are due, runs the jobs
+ * that follow, and reports where the program stands, like bridge_slot_run. */
+int32_t bridge_slot_step(bridge_slot *s, bridge_out *out);
 
 /* Ends a pending run: frees the sandbox and hands back the logs. */
 void bridge_slot_close(bridge_slot *s, bridge_out *out);

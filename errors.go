@@ -1,11 +1,24 @@
 package codemode
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 )
+
+// marshal encodes v as compact JSON without escaping <, > and &: the texts
+// are for models and logs, not HTML, and the reference writes them plainly.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
 
 // ErrorKind tells which artifact a failed run or call needs repaired. Its
 // values are the reference executor's snake_case tags.
@@ -161,19 +174,19 @@ type (
 func (e *ExecError) MarshalJSON() ([]byte, error) {
 	switch e.Kind {
 	case KindNotFound, KindPendingPromise:
-		return json.Marshal(nameJSON{e.Kind, e.Name})
+		return marshal(nameJSON{e.Kind, e.Name})
 	case KindTimeout:
-		return json.Marshal(timeoutJSON{e.Kind, e.Name, e.DeadlineMS})
+		return marshal(timeoutJSON{e.Kind, e.Name, e.DeadlineMS})
 	case KindMemoryExceeded:
-		return json.Marshal(memoryJSON{e.Kind, e.Name, e.LimitBytes})
+		return marshal(memoryJSON{e.Kind, e.Name, e.LimitBytes})
 	case KindJS:
-		return json.Marshal(messageJSON{e.Kind, e.Name, e.Message})
+		return marshal(messageJSON{e.Kind, e.Name, e.Message})
 	case KindInvalidArgs:
-		return json.Marshal(reasonJSON{e.Kind, e.Name, e.Reason})
+		return marshal(reasonJSON{e.Kind, e.Name, e.Reason})
 	case KindCapability:
-		return json.Marshal(capabilityJSON{e.Kind, e.Name, e.Capability, e.Message})
+		return marshal(capabilityJSON{e.Kind, e.Name, e.Capability, e.Message})
 	case KindInternal:
-		return json.Marshal(internalJSON{e.Kind, e.Message})
+		return marshal(internalJSON{e.Kind, e.Message})
 	default:
 		return nil, fmt.Errorf("codemode: marshal ExecError: unknown kind %q", e.Kind)
 	}
@@ -195,7 +208,7 @@ func (e *ExecError) UnmarshalJSON(data []byte) error {
 func (e *ExecError) LLMJSON() string {
 	b, err := e.MarshalJSON()
 	if err != nil {
-		b, _ = json.Marshal(internalJSON{KindInternal, e.Error()})
+		b, _ = marshal(internalJSON{KindInternal, e.Error()})
 	}
 	return string(b)
 }
@@ -203,4 +216,170 @@ func (e *ExecError) LLMJSON() string {
 // internalError builds an internal ExecError wrapping cause.
 func internalError(op string, cause error) *ExecError {
 	return &ExecError{Kind: KindInternal, Message: "codemode: " + op + ": " + cause.Error(), cause: cause}
+}
+
+// RegisterStage tells which step of registering a tool or capability
+// failed. Its values are the reference executor's snake_case tags.
+type RegisterStage string
+
+// The stages of [RegisterError].
+const (
+	// StageInvalidName: the tool name is empty, too long, or has characters
+	// outside [A-Za-z0-9_-].
+	StageInvalidName RegisterStage = "invalid_name"
+	// StageDuplicate: a tool with this name is already registered.
+	StageDuplicate RegisterStage = "duplicate"
+	// StageInvalidSchema: the parameters schema is not a usable object schema.
+	StageInvalidSchema RegisterStage = "invalid_schema"
+	// StageInvalidCapability: a capability name is not a usable identifier,
+	// is reserved, or is taken.
+	StageInvalidCapability RegisterStage = "invalid_capability"
+	// StageCompile: the tool source does not parse.
+	StageCompile RegisterStage = "compile"
+	// StageNotAFunction: the source did not evaluate to a function.
+	StageNotAFunction RegisterStage = "not_a_function"
+	// StageSelfTest: the self-test threw or completed with false.
+	StageSelfTest RegisterStage = "self_test"
+	// StageExecution: the sandbox was killed (timeout, memory) while
+	// instantiating or self-testing; Exec holds the inner error.
+	StageExecution RegisterStage = "execution"
+)
+
+// RegisterError is how validating or registering a tool or capability
+// fails. Stage says which step; the other fields are set per stage, exactly
+// as the reference executor's JSON carries them:
+//
+//	invalid_name        Name, Reason
+//	duplicate           Name
+//	invalid_schema      Reason
+//	invalid_capability  Name, Reason
+//	compile             Message
+//	not_a_function      EvaluatedType (typeof vocabulary)
+//	self_test           Message
+//	execution           Exec (its JSON is flattened next to the stage tag)
+type RegisterError struct {
+	Stage         RegisterStage
+	Name          string
+	Reason        string
+	Message       string
+	EvaluatedType string
+	Exec          *ExecError
+}
+
+// Error implements error: "codemode: register: <what happened>".
+func (e *RegisterError) Error() string {
+	switch e.Stage {
+	case StageInvalidName, StageInvalidCapability:
+		return fmt.Sprintf("codemode: register: %s %q: %s", e.Stage, e.Name, e.Reason)
+	case StageDuplicate:
+		return fmt.Sprintf("codemode: register: %q is already registered", e.Name)
+	case StageInvalidSchema:
+		return "codemode: register: invalid schema: " + e.Reason
+	case StageNotAFunction:
+		return "codemode: register: the source evaluated to " + e.EvaluatedType + ", not a function"
+	case StageExecution:
+		if e.Exec != nil {
+			return "codemode: register: " + e.Exec.Error()
+		}
+		return "codemode: register: execution failed"
+	default:
+		return fmt.Sprintf("codemode: register: %s: %s", e.Stage, e.Message)
+	}
+}
+
+// Unwrap returns the inner ExecError of an execution failure, so errors.Is
+// sees a timeout through it.
+func (e *RegisterError) Unwrap() error {
+	if e.Exec == nil {
+		return nil
+	}
+	return e.Exec
+}
+
+type (
+	stageNameReasonJSON struct {
+		Stage  RegisterStage `json:"stage"`
+		Name   string        `json:"name"`
+		Reason string        `json:"reason"`
+	}
+	stageNameJSON struct {
+		Stage RegisterStage `json:"stage"`
+		Name  string        `json:"name"`
+	}
+	stageReasonJSON struct {
+		Stage  RegisterStage `json:"stage"`
+		Reason string        `json:"reason"`
+	}
+	stageMessageJSON struct {
+		Stage   RegisterStage `json:"stage"`
+		Message string        `json:"message"`
+	}
+	stageTypeJSON struct {
+		Stage         RegisterStage `json:"stage"`
+		EvaluatedType string        `json:"evaluated_type"`
+	}
+	anyRegisterJSON struct {
+		Stage         RegisterStage `json:"stage"`
+		Name          string        `json:"name"`
+		Reason        string        `json:"reason"`
+		Message       string        `json:"message"`
+		EvaluatedType string        `json:"evaluated_type"`
+		Kind          ErrorKind     `json:"kind"`
+	}
+)
+
+// MarshalJSON writes the reference's stage-tagged shape, e.g.
+// {"stage":"invalid_name","name":"a b","reason":"..."}. An execution
+// failure carries the stage tag and then the inner error's fields:
+// {"stage":"execution","kind":"timeout","name":"add","deadline_ms":500}.
+func (e *RegisterError) MarshalJSON() ([]byte, error) {
+	switch e.Stage {
+	case StageInvalidName, StageInvalidCapability:
+		return marshal(stageNameReasonJSON{e.Stage, e.Name, e.Reason})
+	case StageDuplicate:
+		return marshal(stageNameJSON{e.Stage, e.Name})
+	case StageInvalidSchema:
+		return marshal(stageReasonJSON{e.Stage, e.Reason})
+	case StageCompile, StageSelfTest:
+		return marshal(stageMessageJSON{e.Stage, e.Message})
+	case StageNotAFunction:
+		return marshal(stageTypeJSON{e.Stage, e.EvaluatedType})
+	case StageExecution:
+		if e.Exec == nil {
+			return nil, errors.New("codemode: marshal RegisterError: execution without its ExecError")
+		}
+		inner, err := e.Exec.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		out := append([]byte(`{"stage":"execution",`), inner[1:]...)
+		return out, nil
+	default:
+		return nil, fmt.Errorf("codemode: marshal RegisterError: unknown stage %q", e.Stage)
+	}
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (e *RegisterError) UnmarshalJSON(data []byte) error {
+	var w anyRegisterJSON
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	*e = RegisterError{Stage: w.Stage, Name: w.Name, Reason: w.Reason, Message: w.Message, EvaluatedType: w.EvaluatedType}
+	if w.Stage == StageExecution {
+		e.Name = ""
+		e.Exec = new(ExecError)
+		return e.Exec.UnmarshalJSON(data)
+	}
+	return nil
+}
+
+// LLMJSON returns the error as the JSON text fed back to a generating
+// model: the stage tag tells it which artifact to regenerate.
+func (e *RegisterError) LLMJSON() string {
+	b, err := e.MarshalJSON()
+	if err != nil {
+		b, _ = marshal(stageMessageJSON{e.Stage, e.Error()})
+	}
+	return string(b)
 }

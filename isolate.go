@@ -179,6 +179,8 @@ type call struct {
 	name  string // attribution of errors: run_js or the tool's name
 	slot  *slot
 	start time.Time
+	caps  *capTable
+	host  *hostRun // nil when the run has no host calls
 }
 
 // outcome is what a finished call hands back.
@@ -196,7 +198,11 @@ func (ex *Executor) run(ctx context.Context, name string, start time.Time, src [
 	}
 	defer ex.slots.put(s)
 	s.gen++
-	c := call{ex: ex, name: name, slot: s, start: start}
+	c := call{ex: ex, name: name, slot: s, start: start, caps: ex.caps.Load()}
+	if len(c.caps.caps) > 0 {
+		c.host = newHostRun(ex, c.caps, ctx, start.Add(ex.limits.Deadline))
+		defer c.host.close()
+	}
 
 	if ctx.Done() != nil {
 		s.cancel.Add(1)
@@ -213,32 +219,110 @@ func (ex *Executor) run(ctx context.Context, name string, start time.Time, src [
 		}()
 	}
 
-	s.cfg = ex.bridgeConfig(s, start)
+	s.cfg = c.bridgeConfig(start)
 	st := C.bridge_slot_run(s.c, &s.cfg, (*C.char)(unsafe.Pointer(&src[0])), C.size_t(len(src)-1), &s.out)
 	if st == C.BRIDGE_PENDING {
-		// Host calls and timers come with the event loop; until then a
-		// program waiting on nothing can never settle.
-		var tail C.bridge_out
-		C.bridge_slot_close(s.c, &tail)
-		s.out.logs, s.out.logs_size, s.out.logs_dropped = tail.logs, tail.logs_size, tail.logs_dropped
-		st = C.BRIDGE_STALLED
+		st = c.loop(ctx)
 	}
 	return c.finish(ctx, st, &s.out)
 }
 
-// bridgeConfig is the C view of the executor's limits for run s.gen, whose
-// deadline counts from start.
-func (ex *Executor) bridgeConfig(s *slot, start time.Time) C.bridge_config {
-	lim := &ex.limits
-	return C.bridge_config{
+// loop is the run's event loop: between cgo calls it waits for an async
+// completion or the next timer, under the deadline, the caller's context
+// and the executor's life, then lets C settle and run jobs.
+func (c *call) loop(ctx context.Context) C.int32_t {
+	s := c.slot
+	deadline := c.start.Add(c.ex.limits.Deadline)
+	var notify <-chan struct{}
+	if c.host != nil {
+		notify = c.host.notify
+	}
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		wait := time.Until(deadline)
+		if wait <= 0 {
+			return c.abandon(C.BRIDGE_TIMEOUT)
+		}
+		if w := time.Duration(s.out.wait_ns); w >= 0 && w < wait {
+			wait = w
+		}
+		if c.host != nil && c.host.spinForCompletion(wait) {
+			for _, d := range c.host.take() {
+				c.settle(d)
+			}
+			if st := C.bridge_slot_step(s.c, &s.out); st != C.BRIDGE_PENDING {
+				return st
+			}
+			continue
+		}
+		if timer == nil {
+			timer = time.NewTimer(wait)
+		} else {
+			timer.Reset(wait)
+		}
+		select {
+		case <-notify:
+			for _, d := range c.host.take() {
+				c.settle(d)
+			}
+		case <-timer.C:
+		case <-ctx.Done():
+			return c.abandon(C.BRIDGE_CANCELED)
+		case <-c.ex.closing.Done():
+			return c.abandon(C.BRIDGE_CANCELED)
+		}
+		if st := C.bridge_slot_step(s.c, &s.out); st != C.BRIDGE_PENDING {
+			return st
+		}
+	}
+}
+
+// settle hands one async completion to C.
+func (c *call) settle(d completion) {
+	if d.failed {
+		msg := stringBytes(d.failure)
+		var p *C.char
+		if len(msg) > 0 {
+			p = (*C.char)(unsafe.Pointer(&msg[0]))
+		}
+		C.bridge_slot_settle(c.slot.c, C.uint32_t(d.id), C.BRIDGE_CALL_ERROR, p, C.size_t(len(msg)))
+		return
+	}
+	C.bridge_slot_settle(c.slot.c, C.uint32_t(d.id), C.BRIDGE_CALL_OK,
+		(*C.char)(unsafe.Pointer(&d.result[0])), C.size_t(len(d.result)-1))
+}
+
+// abandon ends a pending run from the Go side with the given outcome.
+func (c *call) abandon(st C.int32_t) C.int32_t {
+	C.bridge_slot_close(c.slot.c, &c.slot.out)
+	return st
+}
+
+// bridgeConfig is the C view of the run: the executor's limits, a deadline
+// counted from start, and the capabilities.
+func (c *call) bridgeConfig(start time.Time) C.bridge_config {
+	lim := &c.ex.limits
+	cfg := C.bridge_config{
 		memory:    C.uint64_t(lim.Memory),
 		stack:     C.uint64_t(lim.Stack),
 		logs:      C.uint64_t(lim.Logs),
 		payload:   C.uint64_t(lim.Payload),
 		budget_ns: C.int64_t(lim.Deadline - time.Since(start)),
-		run_id:    C.int64_t(s.gen),
+		run_id:    C.int64_t(c.slot.gen),
 		filename:  scriptFile,
+		cap_names: c.caps.names,
+		cap_async: c.caps.async,
+		ncaps:     C.int32_t(len(c.caps.caps)),
 	}
+	if c.host != nil {
+		cfg.handle = C.uintptr_t(c.host.handle)
+	}
+	return cfg
 }
 
 // rawLifecycle runs one wrapped program in a single C call with no Go in
@@ -248,7 +332,8 @@ func (ex *Executor) rawLifecycle(src []byte) int64 {
 	s := ex.slots.get()
 	defer ex.slots.put(s)
 	s.gen++
-	s.cfg = ex.bridgeConfig(s, time.Now())
+	c := call{ex: ex, slot: s, caps: &capTable{}}
+	s.cfg = c.bridgeConfig(time.Now())
 	return int64(C.bridge_raw_lifecycle(s.c, &s.cfg, (*C.char)(unsafe.Pointer(&src[0])), C.size_t(len(src)-1)))
 }
 
@@ -274,12 +359,18 @@ func (c *call) finish(ctx context.Context, st C.int32_t, out *C.bridge_out) outc
 		o.err = c.canceled(ctx)
 	case C.BRIDGE_STALLED:
 		o.err = &ExecError{Kind: KindPendingPromise, Name: c.name}
+	case C.BRIDGE_CAPABILITY:
+		o.err = &ExecError{Kind: KindCapability, Name: c.name, Capability: c.caps.caps[out.cap].Name, Message: string(data)}
 	case C.BRIDGE_TOO_LARGE:
 		o.err = &ExecError{Kind: KindJS, Name: c.name, Message: "RangeError: the result is " +
 			strconv.FormatUint(uint64(out.size), 10) + " bytes of JSON, over the payload limit of " +
 			strconv.Itoa(c.ex.limits.Payload) + " bytes"}
 	default:
-		o.err = &ExecError{Kind: KindInternal, Message: "codemode: " + c.name + ": " + string(data)}
+		if c.host != nil && c.host.internal != nil {
+			o.err = internalError(c.name, c.host.internal)
+		} else {
+			o.err = &ExecError{Kind: KindInternal, Message: "codemode: " + c.name + ": " + string(data)}
+		}
 	}
 	return o
 }

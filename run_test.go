@@ -237,7 +237,7 @@ func TestNoAmbientAuthority(t *testing.T) {
 	e := newExecutor(t)
 	res, err := e.Run(context.Background(), `
 		return ['require', 'process', 'std', 'os', 'fetch', 'XMLHttpRequest', 'WebSocket', 'scriptArgs',
-		        'print', 'setTimeout', 'Deno', 'Bun', 'module', 'exports', 'importScripts']
+		        'print', 'Deno', 'Bun', 'module', 'exports', 'importScripts', 'WeakRef', 'performance']
 			.filter((n) => typeof globalThis[n] !== 'undefined')`)
 	require.NoError(t, err)
 	assert.Equal(t, "[]", string(res.Value))

@@ -16,7 +16,17 @@ type Executor struct {
 	limits Limits
 	slots  slotPool
 
+	// caps is the current capability set; AddCapability swaps in a new one
+	// under capMu. Every table ever current is kept in capTables until
+	// Close, since runs in progress may still use it.
+	caps      atomic.Pointer[capTable]
+	capMu     sync.Mutex
+	capTables []*capTable
+
 	closed atomic.Bool
+	// closing ends when Close is called: handlers' contexts follow it.
+	closing     context.Context
+	stopClosing context.CancelFunc
 	// life is read-held by every run in progress; Close takes it for
 	// writing to wait for them.
 	life sync.RWMutex
@@ -27,6 +37,7 @@ type Option func(*config) error
 
 type config struct {
 	limits Limits
+	caps   []Capability
 }
 
 // WithLimits sets the executor's limits. Zero fields keep their defaults;
@@ -39,7 +50,7 @@ func WithLimits(l Limits) Option {
 }
 
 // New builds an executor. Its error wraps [ErrInvalidLimits] when the limits
-// are refused.
+// are refused, and is a [*RegisterError] when a capability is.
 func New(opts ...Option) (*Executor, error) {
 	var cfg config
 	for _, opt := range opts {
@@ -51,7 +62,17 @@ func New(opts ...Option) (*Executor, error) {
 	if err := limits.validate(); err != nil {
 		return nil, err
 	}
-	return &Executor{limits: limits}, nil
+	for i, c := range cfg.caps {
+		if err := validateCapability(c, cfg.caps[:i]); err != nil {
+			return nil, err
+		}
+	}
+	e := &Executor{limits: limits}
+	e.closing, e.stopClosing = context.WithCancel(context.Background())
+	t := newCapTable(cfg.caps)
+	e.capTables = []*capTable{t}
+	e.caps.Store(t)
+	return e, nil
 }
 
 // Limits returns the limits every run of this executor gets, defaults
@@ -67,10 +88,17 @@ func (e *Executor) Close() error {
 	if e.closed.Swap(true) {
 		return nil
 	}
+	e.stopClosing()
 	e.slots.cancelAll()
 	e.life.Lock()
 	defer e.life.Unlock()
 	e.slots.freeAll()
+	e.capMu.Lock()
+	defer e.capMu.Unlock()
+	for _, t := range e.capTables {
+		t.free()
+	}
+	e.capTables = nil
 	return nil
 }
 

@@ -262,6 +262,7 @@ JSValue JS_GetException(JSContext *ctx);
 bool JS_HasException(JSContext *ctx);
 bool JS_IsError(JSValueConst val);
 bool JS_IsUncatchableError(JSValueConst val);
+void JS_SetUncatchableError(JSContext *ctx, JSValueConst val);
 bool JS_IsFunction(JSContext *ctx, JSValueConst val);
 bool JS_IsArray(JSValueConst val);
 bool JS_IsPromise(JSValueConst val);
@@ -286,6 +287,7 @@ int JS_SetPropertyStr(JSContext *ctx, JSValueConst this_obj, const char *prop, J
 int JS_SetPropertyUint32(JSContext *ctx, JSValueConst this_obj, uint32_t idx, JSValue val);
 int JS_DefinePropertyValueStr(JSContext *ctx, JSValueConst this_obj, const char *prop, JSValue val, int flags);
 JSValue JS_Call(JSContext *ctx, JSValueConst func_obj, JSValueConst this_obj, int argc, JSValueConst *argv);
+JSValue JS_CallConstructor(JSContext *ctx, JSValueConst func_obj, int argc, JSValueConst *argv);
 JSValue JS_ThrowTypeError(JSContext *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 JSValue JS_ThrowRangeError(JSContext *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 JSValue JS_ThrowInternalError(JSContext *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -313,8 +315,10 @@ JSValue JS_GetTypedArrayBuffer(JSContext *ctx, JSValueConst obj, size_t *pbyte_o
                                size_t *pbytes_per_element);
 int JS_GetTypedArrayType(JSValueConst obj);
 
-/* Engine-heap memory for buffers the engine returns (JS_WriteObject). */
+/* Engine-heap memory: buffers the engine returns (JS_WriteObject) and our
+ * own per-sandbox tables, which thereby count against the memory limit. */
 void *js_malloc(JSContext *ctx, size_t size);
+void *js_realloc(JSContext *ctx, void *ptr, size_t size);
 void js_free(JSContext *ctx, void *ptr);
 
 #ifndef QUICKJS_H

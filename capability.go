@@ -1,0 +1,514 @@
+package codemode
+
+/*
+#include <stdlib.h>
+#include "bridge.h"
+*/
+import "C"
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"runtime/cgo"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// Capability is a host function injected into every sandbox as a global JS
+// function: the only doorway out of the sandbox besides providers.
+//
+// A script calls it with one argument object (no argument sends {}; any
+// other value is a TypeError in the script). Func receives that object as
+// JSON and returns any value encoding/json can marshal, or a
+// json.RawMessage that is passed through untouched. A returned error
+// becomes a catchable JS Error whose message is exactly err.Error(); if the
+// script lets it escape, the run fails with an [ExecError] of kind
+// capability. A panic in Func is recovered and reported the same way, with
+// the message "panic: <value>".
+//
+// A synchronous capability (Async false) looks synchronous to the script
+// (`const rows = query({q: 'x'})`) and is served inline on the goroutine
+// running the script: it blocks the script, and must honour ctx, which
+// carries the run's deadline and ends when the run ends or the caller's
+// context is cancelled. If it returns after the deadline, the run is a
+// timeout. An async capability returns a Promise at once; Func then runs on
+// a goroutine of its own, at most 32 per run at a time (further calls wait
+// their turn in call order), and the run abandons it at the deadline even
+// if it ignores ctx.
+//
+// Func must be safe for concurrent use: runs call it in parallel.
+type Capability struct {
+	// Name is the global the script calls: a JavaScript identifier that is
+	// not a reserved word, not a built-in global, and not in the
+	// __codemode namespace (see [JSIdentifier]).
+	Name string
+	// Description says what the capability does, for the model.
+	Description string
+	// Params is the JSON Schema of the one argument object, for the model.
+	Params json.RawMessage
+	// Async makes the capability return a Promise.
+	Async bool
+	// Func serves a call.
+	Func func(ctx context.Context, args json.RawMessage) (any, error)
+}
+
+// WithCapability adds a capability to every sandbox of the executor. New
+// fails with a [*RegisterError] of stage invalid_capability if its name is
+// refused or taken.
+func WithCapability(c Capability) Option {
+	return func(cfg *config) error {
+		cfg.caps = append(cfg.caps, c)
+		return nil
+	}
+}
+
+// AddCapability adds a capability to the sandboxes of runs that start
+// afterwards; runs in progress are not disturbed. It fails with a
+// [*RegisterError] of stage invalid_capability if the name is refused or
+// already registered, and with an error matching [ErrClosed] on a closed
+// executor. Safe for concurrent use.
+func (e *Executor) AddCapability(c Capability) error {
+	e.capMu.Lock()
+	defer e.capMu.Unlock()
+	if e.isClosed() {
+		return internalError("add capability", ErrClosed)
+	}
+	cur := e.caps.Load()
+	if err := validateCapability(c, cur.caps); err != nil {
+		return err
+	}
+	t := newCapTable(append(cur.caps[:len(cur.caps):len(cur.caps)], c))
+	e.capTables = append(e.capTables, t)
+	e.caps.Store(t)
+	return nil
+}
+
+// Capabilities returns the names of the executor's capabilities in
+// registration order.
+func (e *Executor) Capabilities() []string {
+	caps := e.caps.Load().caps
+	names := make([]string, len(caps))
+	for i, c := range caps {
+		names[i] = c.Name
+	}
+	return names
+}
+
+// capTable is an immutable set of capabilities with its C view: the names
+// as C strings and the async flags, in C memory that lives until Close
+// (runs in progress may still use a replaced table).
+type capTable struct {
+	caps  []Capability
+	names **C.char
+	async *C.uint8_t
+}
+
+func newCapTable(caps []Capability) *capTable {
+	t := &capTable{caps: caps}
+	if len(caps) == 0 {
+		return t
+	}
+	t.names = (**C.char)(C.malloc(C.size_t(len(caps)) * C.size_t(unsafe.Sizeof((*C.char)(nil)))))
+	t.async = (*C.uint8_t)(C.malloc(C.size_t(len(caps))))
+	names := unsafe.Slice(t.names, len(caps))
+	async := unsafe.Slice(t.async, len(caps))
+	for i, c := range caps {
+		names[i] = C.CString(c.Name)
+		async[i] = 0
+		if c.Async {
+			async[i] = 1
+		}
+	}
+	return t
+}
+
+func (t *capTable) free() {
+	if t.names == nil {
+		return
+	}
+	for _, p := range unsafe.Slice(t.names, len(t.caps)) {
+		C.free(unsafe.Pointer(p))
+	}
+	C.free(unsafe.Pointer(t.names))
+	C.free(unsafe.Pointer(t.async))
+	t.names, t.async = nil, nil
+}
+
+// reservedPrefix is the namespace of codemode's own globals.
+const reservedPrefix = "__codemode"
+
+// validateCapability checks c against the capabilities already registered.
+func validateCapability(c Capability, existing []Capability) *RegisterError {
+	if reason := identifierProblem(c.Name); reason != "" {
+		return &RegisterError{Stage: StageInvalidCapability, Name: c.Name, Reason: reason}
+	}
+	if c.Func == nil {
+		return &RegisterError{Stage: StageInvalidCapability, Name: c.Name, Reason: "Func is nil"}
+	}
+	for _, o := range existing {
+		if o.Name == c.Name {
+			return &RegisterError{Stage: StageInvalidCapability, Name: c.Name,
+				Reason: fmt.Sprintf("a capability named %q is already registered", c.Name)}
+		}
+	}
+	return nil
+}
+
+// identifierProblem says why name cannot be a capability global, or "".
+func identifierProblem(name string) string {
+	if name == "" {
+		return "the name is empty"
+	}
+	for i, r := range name {
+		switch {
+		case r == '_' || r == '$' || ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z'):
+		case '0' <= r && r <= '9':
+			if i == 0 {
+				return fmt.Sprintf("the name starts with %q: it must start with a letter, `_` or `$`", r)
+			}
+		default:
+			if i == 0 {
+				return fmt.Sprintf("the name starts with %q: it must start with a letter, `_` or `$`", r)
+			}
+			return fmt.Sprintf("the name contains %q: only [A-Za-z0-9_$] are allowed", r)
+		}
+	}
+	switch {
+	case strings.HasPrefix(name, reservedPrefix):
+		return "the `" + reservedPrefix + "` prefix is reserved for codemode's own globals"
+	case jsReservedWords[name]:
+		return fmt.Sprintf("%q is a JavaScript reserved word", name)
+	case sandboxGlobals[name]:
+		return fmt.Sprintf("%q is a built-in global of the sandbox", name)
+	}
+	return ""
+}
+
+// JSIdentifier mangles an arbitrary tool name into a valid capability name,
+// following the reference executor's rules: every character outside
+// [A-Za-z0-9_$] becomes `_`; a leading digit gets a `_` prepended; an empty
+// name becomes `_tool`; a name starting with the reserved `__codemode`
+// prefix gets one more leading `_`. Beyond the reference, a JavaScript
+// reserved word or built-in global gets a `_tool` suffix. The result always
+// passes the capability name checks of [Executor.AddCapability]. The
+// mapping is not injective: callers must refuse collisions.
+func JSIdentifier(name string) string {
+	var b strings.Builder
+	b.Grow(len(name) + 5)
+	for i, r := range name {
+		if i == 0 && '0' <= r && r <= '9' {
+			b.WriteByte('_')
+		}
+		switch {
+		case r == '_' || r == '$' || ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9'):
+			b.WriteRune(r)
+		case r == utf8.RuneError:
+			b.WriteByte('_')
+		default:
+			b.WriteByte('_')
+		}
+	}
+	id := b.String()
+	switch {
+	case id == "":
+		return "_tool"
+	case strings.HasPrefix(id, reservedPrefix):
+		return "_" + id
+	case jsReservedWords[id] || sandboxGlobals[id]:
+		return id + "_tool"
+	}
+	return id
+}
+
+// jsReservedWords are ECMAScript's keywords and reserved words, those strict
+// mode reserves, the literals, and the words that cannot be bound in strict
+// code (arguments, eval) or that read as keywords (async, await, yield, let,
+// static, of, get, set are not reserved and stay allowed except where the
+// language forbids them).
+var jsReservedWords = setOf(
+	"await", "break", "case", "catch", "class", "const", "continue", "debugger", "default", "delete",
+	"do", "else", "enum", "export", "extends", "false", "finally", "for", "function", "if", "import",
+	"in", "instanceof", "new", "null", "return", "super", "switch", "this", "throw", "true", "try",
+	"typeof", "var", "void", "while", "with", "yield",
+	"implements", "interface", "let", "package", "private", "protected", "public", "static",
+	"arguments", "eval", "async",
+)
+
+// sandboxGlobals are the global names a sandbox defines before any
+// capability; TestSandboxGlobalsListed keeps this list complete.
+var sandboxGlobals = setOf(
+	"AggregateError", "Array", "ArrayBuffer", "AsyncDisposableStack", "Atomics", "BigInt",
+	"BigInt64Array", "BigUint64Array", "Boolean", "DataView", "Date", "DisposableStack", "Error",
+	"EvalError", "Float16Array", "Float32Array", "Float64Array", "Function", "Infinity", "Int16Array",
+	"Int32Array", "Int8Array", "InternalError", "Iterator", "JSON", "Map", "Math", "NaN", "Number",
+	"Object", "Promise", "Proxy", "RangeError", "ReferenceError", "Reflect", "RegExp", "Set",
+	"SharedArrayBuffer", "String", "SuppressedError", "Symbol", "SyntaxError", "TypeError", "URIError",
+	"Uint16Array", "Uint32Array", "Uint8Array", "Uint8ClampedArray", "WeakMap", "WeakSet",
+	"clearInterval", "clearTimeout", "console", "decodeURI", "decodeURIComponent", "encodeURI",
+	"encodeURIComponent", "escape", "eval", "globalThis", "isFinite", "isNaN", "parseFloat", "parseInt",
+	"queueMicrotask", "setInterval", "setTimeout", "undefined", "unescape",
+)
+
+func setOf(words ...string) map[string]bool {
+	m := make(map[string]bool, len(words))
+	for _, w := range words {
+		m[w] = true
+	}
+	return m
+}
+
+// hostRun is the Go side of one run's host calls. C reaches it through
+// the run's cgo.Handle; sync calls and async starts arrive on the run's
+// own goroutine, completions from handler goroutines.
+type hostRun struct {
+	ex       *Executor
+	caps     *capTable
+	caller   context.Context
+	deadline time.Time
+	handle   cgo.Handle
+
+	// The handlers' context, made on the first call.
+	ctx      context.Context
+	cancel   context.CancelFunc
+	stopExec func() bool
+
+	internal error // a failure of the glue, reported as kind internal
+
+	// entered counts calls handed to a goroutine that have not yet entered
+	// their handler: close waits for them, so a call the script made has
+	// started by the time the run returns, awaited or not.
+	entered sync.WaitGroup
+
+	mu       sync.Mutex
+	closed   bool
+	inflight int
+	queue    []asyncCall // waiting for a free handler, in call order
+	done     []completion
+	notify   chan struct{} // one token when done turns non-empty
+}
+
+// maxInflight bounds the async handlers running at once for one run.
+const maxInflight = 32
+
+type asyncCall struct {
+	cap  int
+	id   uint32
+	args json.RawMessage
+}
+
+// completion is a finished async call: JSON (NUL-terminated) or a failure.
+type completion struct {
+	id      uint32
+	result  []byte
+	failure string
+	failed  bool
+}
+
+func newHostRun(ex *Executor, caps *capTable, caller context.Context, deadline time.Time) *hostRun {
+	h := &hostRun{ex: ex, caps: caps, caller: caller, deadline: deadline, notify: make(chan struct{}, 1)}
+	h.handle = cgo.NewHandle(h)
+	return h
+}
+
+// context returns the handlers' context, creating it on first use: it
+// carries the deadline and ends with the run, the caller's context or the
+// executor.
+func (h *hostRun) context() context.Context {
+	if h.ctx == nil {
+		h.ctx, h.cancel = context.WithDeadline(h.caller, h.deadline)
+		h.stopExec = context.AfterFunc(h.ex.closing, h.cancel)
+	}
+	return h.ctx
+}
+
+// close ends the run's host side: queued calls are dropped, started ones
+// have entered their handlers, later completions are ignored, handlers see
+// their context end.
+func (h *hostRun) close() {
+	h.mu.Lock()
+	h.closed = true
+	h.queue = nil
+	h.done = nil
+	h.mu.Unlock()
+	h.entered.Wait()
+	if h.cancel != nil {
+		h.stopExec()
+		h.cancel()
+	}
+	h.handle.Delete()
+}
+
+// spinWindow is how long the event loop polls for a completion before it
+// parks: handing a goroutine back and forth through the scheduler costs
+// several µs of futex wake-ups, more than most fast handlers take.
+const spinWindow = 20 * time.Microsecond
+
+// spinForCompletion polls briefly for the completion of a lone call in
+// flight, yielding the processor meanwhile, and reports whether it arrived
+// (its token is consumed). A script awaiting calls one after another pays
+// the park and wake-up of its goroutine on every call otherwise; with
+// several calls in flight, parking lets the handlers have the processors.
+func (h *hostRun) spinForCompletion(wait time.Duration) bool {
+	end := time.Now().Add(min(wait, spinWindow))
+	for {
+		h.mu.Lock()
+		inflight, done := h.inflight, len(h.done)
+		h.mu.Unlock()
+		if done > 0 || inflight != 1 || time.Now().After(end) {
+			break
+		}
+		runtime.Gosched()
+	}
+	select {
+	case <-h.notify:
+		return true
+	default:
+		return false
+	}
+}
+
+// take returns the completions gathered so far.
+func (h *hostRun) take() []completion {
+	h.mu.Lock()
+	done := h.done
+	h.done = nil
+	h.mu.Unlock()
+	return done
+}
+
+// invoke runs a handler, turning a panic into a failure, and encodes its
+// result as NUL-terminated JSON.
+func invoke(c *Capability, ctx context.Context, args json.RawMessage) (result []byte, failure string, failed bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			result, failure, failed = nil, fmt.Sprintf("panic: %v", r), true
+		}
+	}()
+	v, err := c.Func(ctx, args)
+	if err != nil {
+		return nil, err.Error(), true
+	}
+	var b []byte
+	switch v := v.(type) {
+	case json.RawMessage:
+		if v == nil {
+			v = json.RawMessage("null")
+		}
+		b = make([]byte, len(v), len(v)+1)
+		copy(b, v)
+	default:
+		if b, err = json.Marshal(v); err != nil {
+			return nil, "cannot encode the result as JSON: " + err.Error(), true
+		}
+	}
+	return append(b, 0), "", false
+}
+
+// callSync serves a synchronous capability inline.
+func (h *hostRun) callSync(index int, args json.RawMessage, reply *C.bridge_reply) {
+	ctx := h.context()
+	result, failure, failed := invoke(&h.caps.caps[index], ctx, args)
+	switch {
+	case h.caller.Err() != nil || h.ex.isClosed():
+		reply.status = C.BRIDGE_CALL_CANCELED
+		return
+	case time.Now().After(h.deadline):
+		reply.status = C.BRIDGE_CALL_TIMEOUT
+		return
+	case failed:
+		reply.status = C.BRIDGE_CALL_ERROR
+		result = []byte(failure)
+	default:
+		reply.status = C.BRIDGE_CALL_OK
+		result = result[:len(result)-1] // C gets the NUL from the copy below
+	}
+	reply.data = (*C.char)(C.malloc(C.size_t(len(result) + 1)))
+	buf := unsafe.Slice((*byte)(unsafe.Pointer(reply.data)), len(result)+1)
+	copy(buf, result)
+	buf[len(result)] = 0
+	reply.size = C.size_t(len(result))
+}
+
+// start begins an async call, or queues it behind the in-flight bound.
+func (h *hostRun) start(call asyncCall) {
+	ctx := h.context()
+	h.mu.Lock()
+	if h.inflight >= maxInflight {
+		h.queue = append(h.queue, call)
+		h.mu.Unlock()
+		return
+	}
+	h.inflight++
+	h.entered.Add(1)
+	h.mu.Unlock()
+	go h.serve(ctx, call)
+}
+
+// serve runs async calls on one goroutine: the given one, then queued
+// ones while any wait, so the in-flight bound holds without a hand-off.
+func (h *hostRun) serve(ctx context.Context, call asyncCall) {
+	for {
+		h.entered.Done()
+		result, failure, failed := invoke(&h.caps.caps[call.cap], ctx, call.args)
+		h.mu.Lock()
+		if h.closed {
+			h.mu.Unlock()
+			return
+		}
+		h.done = append(h.done, completion{id: call.id, result: result, failure: failure, failed: failed})
+		next := len(h.queue) > 0
+		if next {
+			call = h.queue[0]
+			h.queue[0] = asyncCall{}
+			h.queue = h.queue[1:]
+			h.entered.Add(1)
+		} else {
+			h.inflight--
+		}
+		h.mu.Unlock()
+		select {
+		case h.notify <- struct{}{}:
+		default:
+		}
+		if !next {
+			return
+		}
+	}
+}
+
+// glueFailure records a failure of our own code during a host call.
+func (h *hostRun) glueFailure(r any) {
+	if h.internal == nil {
+		h.internal = fmt.Errorf("host call: %v", r)
+	}
+}
+
+//export go_capability_call
+func go_capability_call(handle C.uintptr_t, index C.int32_t, args *C.char, n C.size_t, reply *C.bridge_reply) {
+	h := cgo.Handle(handle).Value().(*hostRun)
+	defer func() {
+		if r := recover(); r != nil {
+			h.glueFailure(r)
+			reply.status = C.BRIDGE_CALL_INTERNAL
+		}
+	}()
+	h.callSync(int(index), C.GoBytes(unsafe.Pointer(args), C.int(n)), reply)
+}
+
+//export go_capability_start
+func go_capability_start(handle C.uintptr_t, index C.int32_t, id C.uint32_t, args *C.char, n C.size_t) (rc C.int32_t) {
+	h := cgo.Handle(handle).Value().(*hostRun)
+	defer func() {
+		if r := recover(); r != nil {
+			h.glueFailure(r)
+			rc = -1
+		}
+	}()
+	h.start(asyncCall{cap: int(index), id: uint32(id), args: C.GoBytes(unsafe.Pointer(args), C.int(n))})
+	return 0
+}
