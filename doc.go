@@ -32,9 +32,10 @@
 // Number, Boolean, Symbol, BigInt, Math, Reflect, JSON, Date, RegExp, Map,
 // Set, WeakMap, WeakSet, Promise, Proxy, ArrayBuffer, the typed arrays and
 // DataView, eval and Function (scripts compile inside the sandbox, under
-// its limits). It has no ambient authority: no require, process, fetch,
-// network, filesystem, environment, timers or module loader (import()
-// rejects).
+// its limits), setTimeout, setInterval and their clear functions. It has no
+// ambient authority: no require, process, fetch, network, filesystem,
+// environment or module loader (import() rejects). Host access is only
+// through capabilities and providers.
 //
 // console.log, info, warn, error and debug append one line each to
 // [Result].Logs: strings as they are, other values as compact JSON (String(v)
@@ -56,6 +57,47 @@
 // out-of-memory error changes nothing, while a script's own
 // `throw new Error('out of memory')` stays an ordinary js error. Deep
 // recursion past [Limits].Stack throws a catchable RangeError.
+//
+// # Capabilities
+//
+// A [Capability] is a Go function injected into every sandbox as a global
+// JS function ([WithCapability], [Executor.AddCapability]). The script
+// calls it with one argument object, which crosses as JSON; the handler's
+// return value crosses back as JSON (a json.RawMessage passes untouched).
+// Names are checked, never spliced into source: a capability must be a
+// JavaScript identifier, not a reserved word, not a built-in global, not in
+// the __codemode namespace; [JSIdentifier] mangles any tool name into one.
+//
+// A synchronous capability looks synchronous to the script and is served
+// inline, on the goroutine running the script (a hand-off to another
+// goroutine inside a cgo callback costs tens of µs). An async capability
+// returns a Promise at once and runs its handler on a goroutine of its own,
+// started before the call returns to the script, so a call the script does
+// not await has still begun by the time the run returns. At most 32
+// handlers of a run are in flight; further calls wait their turn, in call
+// order. A handler's error rejects (or throws) a plain Error with exactly
+// the handler's message, which the script may catch; escaping the script
+// it ends the run as kind capability, attributed from host-side state (a
+// caught and rethrown failure stays a capability error, a look-alike Error
+// the script made itself stays js). A panicking handler is recovered and
+// reported the same way.
+//
+// Every handler's context carries the run's deadline and ends when the run
+// ends, its caller's context ends, or the executor closes. A synchronous
+// handler that returns after the deadline makes the run a timeout; an async
+// one that ignores its context is abandoned at the deadline.
+//
+// # Event loop
+//
+// The event loop lives in Go, between cgo calls: C runs the program and its
+// jobs until nothing is runnable and reports whether the program's promise
+// settled; if it has not, Go waits for the next async completion or timer,
+// under the deadline, the caller's context and the executor's life, and C
+// settles it and runs jobs again. A promise that is pending with nothing
+// outstanding (no host call in flight, no timer) can never settle and ends
+// the run as pending_promise. When the program settles the run is over:
+// completions arriving later are dropped, timers set for later never fire,
+// and the handlers' contexts end.
 //
 // # Errors
 //
