@@ -26,9 +26,13 @@
 /* An async host call waiting for Go to settle it. */
 typedef struct host_call {
 	JSValue resolve, reject;
-	int32_t cap;      /* capability index; -1 while the entry is free */
-	uint32_t next;    /* free list link */
+	int32_t cap;   /* capability index, or -1 for a provider dispatch */
+	bool used;     /* false while the entry is on the free list */
+	uint32_t next; /* free list link */
 } host_call;
+
+/* The pinned text a call meets once the program has settled. */
+#define MSG_COMPLETED "Execution has already completed."
 
 /* A setTimeout/setInterval registration. */
 typedef struct js_timer {
@@ -75,6 +79,14 @@ struct bridge_slot {
 	/* Async calls in flight, indexed by call id (engine heap). */
 	host_call *calls;
 	uint32_t calls_len, calls_cap, calls_free, pending_calls;
+	/* Execute programs: the runtime object (runtime.js's result), whether
+	 * the sandbox outlives its program, and host invocations of handles in
+	 * flight (engine heap; JS_UNDEFINED marks a free entry). */
+	JSValue rtobj;
+	bool retain;   /* the run asked to keep its sandbox */
+	bool retained; /* the program settled and the sandbox is kept */
+	JSValue *invs;
+	uint32_t ninvs, invs_cap;
 	/* Timers (engine heap), unordered. */
 	js_timer *timers;
 	uint32_t ntimers, timers_cap;
@@ -452,7 +464,8 @@ static int install_marks(bridge_slot *s)
 	return JS_IsException(s->marks) || JS_IsException(s->marks_get) || JS_IsException(s->marks_set) ? -1 : 0;
 }
 
-/* A new Error whose message is msg[0:len], marked as capability cap's. */
+/* A new Error whose message is msg[0:len], marked as capability cap's
+ * (cap < 0: a plain Error). */
 static JSValue capability_error(bridge_slot *s, int32_t cap, const char *msg, size_t len)
 {
 	JSContext *ctx = s->ctx;
@@ -463,6 +476,13 @@ static JSValue capability_error(bridge_slot *s, int32_t cap, const char *msg, si
 	if (JS_IsException(m)) {
 		JS_FreeValue(ctx, err);
 		return m;
+	}
+	if (cap < 0 || s->ncaps == 0) {
+		if (JS_DefinePropertyValueStr(ctx, err, "message", m, JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE) < 0) {
+			JS_FreeValue(ctx, err);
+			return JS_EXCEPTION;
+		}
+		return err;
 	}
 	JSValue mark = JS_NewArray(ctx);
 	if (JS_IsException(mark) ||
@@ -533,6 +553,21 @@ static JSValue throw_kill(bridge_slot *s, int32_t why)
 	return e;
 }
 
+/* Whether the program has settled: from then on every host call meets the
+ * completion text and never reaches Go. */
+static bool program_settled(bridge_slot *s)
+{
+	return s->retained || (JS_IsObject(s->program) && JS_PromiseState(s->ctx, s->program) != JS_PROMISE_PENDING);
+}
+
+static JSValue throw_message(bridge_slot *s, const char *msg, size_t len)
+{
+	JSValue err = capability_error(s, -1, msg, len);
+	return JS_IsException(err) ? err : JS_Throw(s->ctx, err);
+}
+
+static JSValue throw_completed(bridge_slot *s) { return throw_message(s, MSG_COMPLETED, sizeof(MSG_COMPLETED) - 1); }
+
 /* ---------------------------------------------------------------------- */
 /* Capabilities: one global C function each, addressed by index (the magic
  * argument). The name is used as a property key, never spliced into source. */
@@ -544,6 +579,8 @@ static JSValue js_capability(JSContext *ctx, JSValueConst this_val, int argc, JS
 	(void)this_val;
 	bridge_slot *s = JS_GetContextOpaque(ctx);
 	const char *name = s->cap_names[cap];
+	if (program_settled(s))
+		return throw_completed(s);
 	JSValueConst arg = argc > 0 ? argv[0] : JS_UNDEFINED;
 	JSValue json = JS_UNDEFINED;
 	const char *args = "{}";
@@ -626,11 +663,12 @@ static int install_capabilities(bridge_slot *s)
 /* Async host calls: the call gets a Promise at once and an id; Go starts
  * the handler and later settles the id from its event loop. */
 
-static JSValue call_async(bridge_slot *s, int32_t cap, const char *args, size_t n)
+/* Registers a call in flight and returns its promise; *pid names it. */
+static JSValue new_call(bridge_slot *s, int32_t cap, const char *name, uint32_t *pid)
 {
 	JSContext *ctx = s->ctx;
 	if (s->pending_calls >= MAX_PENDING_CALLS)
-		return JS_ThrowRangeError(ctx, "%s: too many host calls in flight (%d)", s->cap_names[cap], MAX_PENDING_CALLS);
+		return JS_ThrowRangeError(ctx, "%s: too many host calls in flight (%d)", name, MAX_PENDING_CALLS);
 	uint32_t id = s->calls_free;
 	if (id == NO_CALL) {
 		if (s->calls_len == s->calls_cap) {
@@ -642,7 +680,7 @@ static JSValue call_async(bridge_slot *s, int32_t cap, const char *args, size_t 
 			s->calls_cap = cap2;
 		}
 		id = s->calls_len++;
-		s->calls[id].cap = -1;
+		s->calls[id].used = false;
 	} else {
 		s->calls_free = s->calls[id].next;
 	}
@@ -653,31 +691,88 @@ static JSValue call_async(bridge_slot *s, int32_t cap, const char *args, size_t 
 		s->calls_free = id;
 		return promise;
 	}
-	s->calls[id] = (host_call){.resolve = funcs[0], .reject = funcs[1], .cap = cap, .next = NO_CALL};
+	s->calls[id] = (host_call){.resolve = funcs[0], .reject = funcs[1], .cap = cap, .used = true, .next = NO_CALL};
 	s->pending_calls++;
+	*pid = id;
+	return promise;
+}
+
+static JSValue call_async(bridge_slot *s, int32_t cap, const char *args, size_t n)
+{
+	uint32_t id;
+	JSValue promise = new_call(s, cap, s->cap_names[cap], &id);
+	if (JS_IsException(promise))
+		return promise;
 	if (go_capability_start(s->handle, cap, id, (char *)args, n) != 0) {
-		JS_FreeValue(ctx, promise);
+		JS_FreeValue(s->ctx, promise);
 		return throw_kill(s, BRIDGE_INTERNAL);
 	}
 	return promise;
 }
 
+/* native.dispatch(provider, tool, argsJson) of runtime.js: one provider
+ * call, measured against the payload bound before it leaves the sandbox.
+ * Resolves to the dispatch's answer, a string. */
+static JSValue js_dispatch(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+	(void)this_val;
+	bridge_slot *s = JS_GetContextOpaque(ctx);
+	if (program_settled(s))
+		return throw_completed(s);
+	if (argc < 3)
+		return JS_ThrowTypeError(ctx, "dispatch expects a provider, a tool and the arguments");
+	const char *p[3] = {NULL, NULL, NULL};
+	size_t n[3] = {0, 0, 0};
+	JSValue ret = JS_UNDEFINED;
+	for (int i = 0; i < 3; i++) {
+		if (!(p[i] = JS_ToCStringLen(ctx, &n[i], argv[i]))) {
+			ret = JS_EXCEPTION;
+			goto cleanup;
+		}
+	}
+	size_t total = n[0] + n[1] + n[2];
+	if (total > s->payload) {
+		char msg[256];
+		int len = snprintf(msg, sizeof(msg),
+		                   "The tool call is %zu bytes (provider, tool and arguments), over the payload limit of %llu "
+		                   "bytes; it was not delivered.",
+		                   total, (unsigned long long)s->payload);
+		ret = throw_message(s, msg, (size_t)len);
+		goto cleanup;
+	}
+	uint32_t id;
+	ret = new_call(s, -1, "dispatch", &id);
+	if (JS_IsException(ret))
+		goto cleanup;
+	if (go_dispatch_start(s->handle, id, (char *)p[0], n[0], (char *)p[1], n[1], (char *)p[2], n[2]) != 0) {
+		JS_FreeValue(ctx, ret);
+		ret = throw_kill(s, BRIDGE_INTERNAL);
+	}
+cleanup:
+	for (int i = 0; i < 3; i++)
+		if (p[i])
+			JS_FreeCString(ctx, p[i]);
+	return ret;
+}
+
 void bridge_slot_settle(bridge_slot *s, uint32_t id, int32_t status, const char *data, size_t len)
 {
-	if (!s->ctx || id >= s->calls_len || s->calls[id].cap < 0)
+	if (!s->ctx || id >= s->calls_len || !s->calls[id].used)
 		return;
 	JS_UpdateStackTop(s->rt);
 	JSContext *ctx = s->ctx;
 	if (!data)
 		data = "";
 	host_call c = s->calls[id];
-	s->calls[id].cap = -1;
+	s->calls[id].used = false;
 	s->calls[id].next = s->calls_free;
 	s->calls_free = id;
 	s->pending_calls--;
 
 	JSValue v = JS_UNDEFINED, fn = c.resolve;
-	if (status == BRIDGE_CALL_OK) {
+	if (status == BRIDGE_CALL_STRING) {
+		v = JS_NewStringLen(ctx, data, len);
+	} else if (status == BRIDGE_CALL_OK) {
 		v = JS_ParseJSON(ctx, data, len, "<capability>");
 		if (JS_IsException(v) && !s->killed) {
 			JS_FreeValue(ctx, JS_GetException(ctx));
@@ -892,12 +987,16 @@ static void sandbox_close(bridge_slot *s)
 	if (s->ctx) {
 		JSContext *ctx = s->ctx;
 		for (uint32_t i = 0; i < s->calls_len; i++) {
-			if (s->calls[i].cap >= 0) {
+			if (s->calls[i].used) {
 				JS_FreeValue(ctx, s->calls[i].resolve);
 				JS_FreeValue(ctx, s->calls[i].reject);
 			}
 		}
 		js_free(ctx, s->calls);
+		for (uint32_t i = 0; i < s->ninvs; i++)
+			JS_FreeValue(ctx, s->invs[i]);
+		js_free(ctx, s->invs);
+		JS_FreeValue(ctx, s->rtobj);
 		for (uint32_t i = 0; i < s->ntimers; i++)
 			timer_free(ctx, &s->timers[i]);
 		js_free(ctx, s->timers);
@@ -915,6 +1014,10 @@ static void sandbox_close(bridge_slot *s)
 	s->timer_ids = 0;
 	s->timer_seq = 0;
 	s->marks = s->marks_get = s->marks_set = JS_UNDEFINED;
+	s->rtobj = JS_UNDEFINED;
+	s->retain = s->retained = false;
+	s->invs = NULL;
+	s->ninvs = s->invs_cap = 0;
 	if (s->rt)
 		JS_FreeRuntime(s->rt);
 	s->program = JS_UNDEFINED;
@@ -963,10 +1066,23 @@ static int32_t emit_exception(bridge_slot *s, bridge_out *out)
 	return st;
 }
 
+/* Calls method name of the runtime object with argc arguments. */
+static JSValue rt_call(bridge_slot *s, const char *name, int argc, JSValueConst *argv)
+{
+	JSValue fn = JS_GetPropertyStr(s->ctx, s->rtobj, name);
+	if (JS_IsException(fn))
+		return fn;
+	JSValue r = JS_Call(s->ctx, fn, s->rtobj, argc, argv);
+	JS_FreeValue(s->ctx, fn);
+	return r;
+}
+
+/* The result's JSON: JSON.stringify, or for Execute programs the codec. */
 static int32_t emit_result(bridge_slot *s, JSValueConst val, bridge_out *out)
 {
 	JSContext *ctx = s->ctx;
-	JSValue json = JS_JSONStringify(ctx, val, JS_UNDEFINED, JS_UNDEFINED);
+	JSValue json = JS_IsUndefined(s->rtobj) ? JS_JSONStringify(ctx, val, JS_UNDEFINED, JS_UNDEFINED)
+	                                        : rt_call(s, "encode", 1, &val);
 	if (s->killed) {
 		if (JS_IsException(json))
 			JS_FreeValue(ctx, JS_GetException(ctx));
@@ -1071,17 +1187,29 @@ static void finish(bridge_slot *s, bridge_out *out)
 	hand_over_logs(s, out);
 }
 
-/* Ends the run unless it waits on host work, in which case out says how
- * long until the next timer. */
+int64_t bridge_slot_wait(bridge_slot *s)
+{
+	int i = s->rt ? earliest_timer(s) : -1;
+	if (i < 0)
+		return -1;
+	int64_t d = s->timers[i].due - now_ns();
+	return d > 0 ? d : 0;
+}
+
+int32_t bridge_slot_alive(bridge_slot *s) { return s->rt != NULL; }
+
+static bool is_kill(int32_t st)
+{
+	return st == BRIDGE_TIMEOUT || st == BRIDGE_CANCELED || st == BRIDGE_MEMORY || st == BRIDGE_INTERNAL;
+}
+
+/* Ends the run unless it waits on host work or is retained, in which case
+ * out says how long until the next timer. */
 static int32_t conclude(bridge_slot *s, int32_t st, bridge_out *out)
 {
 	out->wait_ns = -1;
-	if (st == BRIDGE_PENDING) {
-		int i = earliest_timer(s);
-		if (i >= 0) {
-			int64_t d = s->timers[i].due - now_ns();
-			out->wait_ns = d > 0 ? d : 0;
-		}
+	if ((s->retained && !is_kill(st) && s->rt) || st == BRIDGE_PENDING) {
+		out->wait_ns = bridge_slot_wait(s);
 	} else {
 		finish(s, out);
 	}
@@ -1089,10 +1217,78 @@ static int32_t conclude(bridge_slot *s, int32_t st, bridge_out *out)
 	return st;
 }
 
+/* Concludes a step of the main run; a retained run that settled keeps its
+ * sandbox and hands over the logs so far. */
+static int32_t settle_run(bridge_slot *s, int32_t st, bridge_out *out)
+{
+	if (s->retain && st != BRIDGE_PENDING && !is_kill(st) && s->rt)
+		s->retained = true;
+	st = conclude(s, st, out);
+	if (s->retained)
+		hand_over_logs(s, out);
+	return st;
+}
+
 static char *dup_text(const char *msg, size_t *n)
 {
 	*n = strlen(msg);
 	return strdup(msg);
+}
+
+static JSValue eval_source(bridge_slot *s, const char *src, size_t len, const char *filename)
+{
+	JSEvalOptions opts = {
+		.version = JS_EVAL_OPTIONS_VERSION,
+		.eval_flags = JS_EVAL_TYPE_GLOBAL,
+		.filename = filename,
+		.line_num = 1, /* the wrappers share the first line with the user's source */
+	};
+	return JS_Eval2(s->ctx, src, len, &opts);
+}
+
+/* Loads the runtime (from bytecode) and hands it the native bindings. */
+static JSValue load_runtime(bridge_slot *s, const bridge_config *cfg)
+{
+	JSContext *ctx = s->ctx;
+	JSValue fn = JS_ReadObject(ctx, cfg->runtime_bc, cfg->runtime_bc_len, JS_READ_OBJ_BYTECODE);
+	if (JS_IsException(fn))
+		return fn;
+	JSValue factory = JS_EvalFunction(ctx, fn);
+	if (JS_IsException(factory))
+		return factory;
+	JSValue native = JS_NewObject(ctx);
+	JSValue dispatch = JS_NewCFunction2(ctx, js_dispatch, "dispatch", 3, JS_CFUNC_generic, 0);
+	JSValue rt = JS_EXCEPTION;
+	if (!JS_IsException(native) && JS_SetPropertyStr(ctx, native, "dispatch", dispatch) >= 0)
+		rt = JS_Call(ctx, factory, JS_UNDEFINED, 1, &native);
+	JS_FreeValue(ctx, native);
+	JS_FreeValue(ctx, factory);
+	return rt;
+}
+
+/* Starts an Execute program: runtime, program unit, entry, then
+ * entry(runtime, program) is the program's promise. */
+static JSValue start_execute(bridge_slot *s, const bridge_config *cfg, const char *src, size_t len)
+{
+	JSContext *ctx = s->ctx;
+	s->rtobj = load_runtime(s, cfg);
+	if (JS_IsException(s->rtobj)) {
+		s->rtobj = JS_UNDEFINED;
+		return JS_EXCEPTION;
+	}
+	JSValue program = eval_source(s, src, len, cfg->filename);
+	if (JS_IsException(program))
+		return program;
+	JSValue entry = eval_source(s, cfg->entry, cfg->entry_len, "<codemode:entry>");
+	if (JS_IsException(entry)) {
+		JS_FreeValue(ctx, program);
+		return entry;
+	}
+	JSValue args[2] = {s->rtobj, program};
+	JSValue p = JS_Call(ctx, entry, JS_UNDEFINED, 2, args);
+	JS_FreeValue(ctx, entry);
+	JS_FreeValue(ctx, program);
+	return p;
 }
 
 int32_t bridge_slot_run(bridge_slot *s, const bridge_config *cfg, const char *src, size_t len, bridge_out *out)
@@ -1106,6 +1302,7 @@ int32_t bridge_slot_run(bridge_slot *s, const bridge_config *cfg, const char *sr
 	s->payload = cfg->payload;
 	s->logs_limit = cfg->logs;
 	s->program = JS_UNDEFINED;
+	s->retain = cfg->retain != 0;
 
 	int32_t st;
 	if (sandbox_open(s, cfg) < 0) {
@@ -1113,13 +1310,7 @@ int32_t bridge_slot_run(bridge_slot *s, const bridge_config *cfg, const char *sr
 		out->data = dup_text("cannot build a sandbox within the memory limit", &out->size);
 	} else {
 		JS_UpdateStackTop(s->rt);
-		JSEvalOptions opts = {
-			.version = JS_EVAL_OPTIONS_VERSION,
-			.eval_flags = JS_EVAL_TYPE_GLOBAL,
-			.filename = cfg->filename,
-			.line_num = 0, /* the wrapper's own line; the script starts on line 1 */
-		};
-		JSValue v = JS_Eval2(s->ctx, src, len, &opts);
+		JSValue v = cfg->runtime_bc ? start_execute(s, cfg, src, len) : eval_source(s, src, len, cfg->filename);
 		if (JS_IsException(v)) {
 			st = s->killed ? s->killed : emit_exception(s, out);
 			if (s->killed && JS_HasException(s->ctx))
@@ -1129,10 +1320,10 @@ int32_t bridge_slot_run(bridge_slot *s, const bridge_config *cfg, const char *sr
 			st = advance(s, out);
 		}
 	}
-	return conclude(s, st, out);
+	return settle_run(s, st, out);
 }
 
-int32_t bridge_slot_step(bridge_slot *s, bridge_out *out)
+int32_t bridge_slot_step(bridge_slot *s, int64_t budget_ns, bridge_out *out)
 {
 	memset(out, 0, sizeof(*out));
 	if (!s->rt) {
@@ -1140,8 +1331,153 @@ int32_t bridge_slot_step(bridge_slot *s, bridge_out *out)
 		return BRIDGE_INTERNAL;
 	}
 	JS_UpdateStackTop(s->rt);
+	if (budget_ns > 0)
+		s->deadline = now_ns() + budget_ns;
 	fire_timers(s);
+	if (s->retained) {
+		drain_jobs(s);
+		return conclude(s, s->killed ? s->killed : BRIDGE_PENDING, out);
+	}
 	return conclude(s, advance(s, out), out);
+}
+
+int32_t bridge_slot_invoke(bridge_slot *s, int64_t budget_ns, double handle, const char *args, size_t len,
+                           uint32_t *inv)
+{
+	if (!s->rt || !s->retained)
+		return BRIDGE_INTERNAL;
+	JSContext *ctx = s->ctx;
+	JS_UpdateStackTop(s->rt);
+	s->deadline = now_ns() + budget_ns;
+	uint32_t id = 0;
+	while (id < s->ninvs && !JS_IsUndefined(s->invs[id]))
+		id++;
+	if (id == s->ninvs) {
+		if (s->ninvs == s->invs_cap) {
+			uint32_t cap = s->invs_cap ? s->invs_cap * 2 : 4;
+			JSValue *v = js_realloc(ctx, s->invs, cap * sizeof(*v));
+			if (!v)
+				return s->killed ? s->killed : BRIDGE_MEMORY;
+			s->invs = v;
+			s->invs_cap = cap;
+		}
+		s->invs[s->ninvs++] = JS_UNDEFINED;
+	}
+	JSValue a[2] = {JS_NewFloat64(ctx, handle), JS_NewStringLen(ctx, args, len)};
+	JSValue p = JS_IsException(a[1]) ? JS_EXCEPTION : rt_call(s, "invoke", 2, a);
+	JS_FreeValue(ctx, a[1]);
+	if (JS_IsException(p)) {
+		JS_FreeValue(ctx, JS_GetException(ctx));
+		p = JS_UNDEFINED;
+	}
+	s->invs[id] = p;
+	*inv = id;
+	drain_jobs(s);
+	return s->killed ? s->killed : BRIDGE_PENDING;
+}
+
+int32_t bridge_slot_invocation(bridge_slot *s, uint32_t inv, bridge_out *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (s->killed)
+		return s->killed;
+	if (!s->rt || inv >= s->ninvs)
+		return BRIDGE_INTERNAL;
+	JSContext *ctx = s->ctx;
+	JSValue p = s->invs[inv];
+	if (JS_IsUndefined(p)) {
+		static const char lost[] = "the handle call could not start";
+		out->data = dup_text(lost, &out->size);
+		return BRIDGE_THROWN;
+	}
+	int32_t st;
+	JSValue r;
+	switch (JS_PromiseState(ctx, p)) {
+	case JS_PROMISE_PENDING:
+		return BRIDGE_PENDING;
+	case JS_PROMISE_FULFILLED:
+		r = JS_PromiseResult(ctx, p);
+		if (JS_IsString(r)) {
+			size_t n;
+			const char *q = JS_ToCStringLen(ctx, &n, r);
+			if (q && (out->data = malloc(n + 1))) {
+				memcpy(out->data, q, n + 1);
+				out->size = n;
+			}
+			if (q)
+				JS_FreeCString(ctx, q);
+		} else {
+			out->data = dup_text("null", &out->size);
+		}
+		st = out->data ? BRIDGE_DONE : (s->killed ? s->killed : BRIDGE_INTERNAL);
+		break;
+	default:
+		r = JS_PromiseResult(ctx, p);
+		st = emit_thrown(s, r, out);
+		break;
+	}
+	JS_FreeValue(ctx, r);
+	JS_FreeValue(ctx, p);
+	s->invs[inv] = JS_UNDEFINED;
+	return st;
+}
+
+void bridge_slot_take_logs(bridge_slot *s, bridge_out *out)
+{
+	memset(out, 0, sizeof(*out));
+	hand_over_logs(s, out);
+}
+
+int32_t bridge_compile(const char *src, size_t len, const char *filename, bridge_out *out)
+{
+	memset(out, 0, sizeof(*out));
+	JSRuntime *rt = JS_NewRuntime();
+	JSContext *ctx = rt ? JS_NewContextRaw(rt) : NULL;
+	int32_t st = BRIDGE_INTERNAL;
+	if (!ctx || JS_AddIntrinsicBaseObjects(ctx) || JS_AddIntrinsicEval(ctx) || JS_AddIntrinsicRegExp(ctx)) {
+		out->data = dup_text("cannot build a compiler context", &out->size);
+		goto cleanup;
+	}
+	JSEvalOptions opts = {
+		.version = JS_EVAL_OPTIONS_VERSION,
+		.eval_flags = JS_EVAL_TYPE_GLOBAL | JS_EVAL_FLAG_COMPILE_ONLY,
+		.filename = filename,
+		.line_num = 1,
+	};
+	JSValue fn = JS_Eval2(ctx, src, len, &opts);
+	if (JS_IsException(fn)) {
+		JSValue exc = JS_GetException(ctx);
+		size_t n;
+		const char *p = JS_ToCStringLen(ctx, &n, exc);
+		if (p) {
+			out->data = malloc(n + 1);
+			if (out->data) {
+				memcpy(out->data, p, n + 1);
+				out->size = n;
+			}
+			JS_FreeCString(ctx, p);
+		}
+		JS_FreeValue(ctx, exc);
+		st = BRIDGE_THROWN;
+		goto cleanup;
+	}
+	size_t n = 0;
+	uint8_t *bc = JS_WriteObject(ctx, &n, fn, JS_WRITE_OBJ_BYTECODE);
+	JS_FreeValue(ctx, fn);
+	if (bc && (out->data = malloc(n))) {
+		memcpy(out->data, bc, n);
+		out->size = n;
+		st = BRIDGE_DONE;
+	}
+	if (bc)
+		js_free(ctx, bc);
+cleanup:
+	if (ctx)
+		JS_FreeContext(ctx);
+	if (rt)
+		JS_FreeRuntime(rt);
+	out->status = st;
+	return st;
 }
 
 void bridge_slot_close(bridge_slot *s, bridge_out *out)
@@ -1157,6 +1493,7 @@ bridge_slot *bridge_slot_new(void)
 	bridge_slot *s = calloc(1, sizeof(*s));
 	if (s) {
 		s->program = JS_UNDEFINED;
+		s->rtobj = JS_UNDEFINED;
 		s->marks = s->marks_get = s->marks_set = JS_UNDEFINED;
 		s->calls_free = NO_CALL;
 	}

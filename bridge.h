@@ -42,6 +42,7 @@ enum {
 	BRIDGE_CALL_TIMEOUT = 2,  /* the handler returned after the deadline */
 	BRIDGE_CALL_CANCELED = 3, /* the run's context ended during the call */
 	BRIDGE_CALL_INTERNAL = 4, /* the Go glue failed; Go keeps the reason */
+	BRIDGE_CALL_STRING = 5,   /* settle: data is a string to resolve with as it is */
 };
 
 /* What go_capability_call hands back; data is malloc'd by Go, freed by C. */
@@ -64,6 +65,14 @@ typedef struct bridge_config {
 	const char *const *cap_names; /* ncaps capability names, C memory */
 	const uint8_t *cap_async;     /* per capability: 1 if it returns a Promise */
 	int32_t ncaps;
+	/* Execute programs (runtime_bc non-NULL): the runtime's bytecode, the
+	 * generated entry source (NUL-terminated at [entry_len]); src is then
+	 * the program unit. */
+	const uint8_t *runtime_bc;
+	size_t runtime_bc_len;
+	const char *entry;
+	size_t entry_len;
+	int32_t retain; /* keep the sandbox after the program settles */
 } bridge_config;
 
 typedef struct bridge_out {
@@ -102,7 +111,28 @@ void bridge_slot_settle(bridge_slot *s, uint32_t call, int32_t status, const cha
 
 /* Advances a pending run: fires the timers that are due, runs the jobs
  * that follow, and reports where the program stands, like bridge_slot_run. */
-int32_t bridge_slot_step(bridge_slot *s, bridge_out *out);
+int32_t bridge_slot_step(bridge_slot *s, int64_t budget_ns, bridge_out *out);
+
+/* Retained sandboxes (cfg.retain): after the program settled the sandbox
+ * stays open; bridge_slot_step (budget_ns > 0 re-arms the deadline for the
+ * work it does) keeps its timers firing and reports BRIDGE_PENDING while it
+ * lives. bridge_slot_invoke calls handle `handle` with the codec-encoded
+ * argument array args (NUL at [len]) and names the invocation in *inv;
+ * bridge_slot_invocation reports it: BRIDGE_PENDING, BRIDGE_DONE (data is
+ * the codec-encoded result) or BRIDGE_THROWN, after which the name is free.
+ * A kill while retained frees the sandbox and is the status of the call. */
+int32_t bridge_slot_invoke(bridge_slot *s, int64_t budget_ns, double handle, const char *args, size_t len,
+                           uint32_t *inv);
+int32_t bridge_slot_invocation(bridge_slot *s, uint32_t inv, bridge_out *out);
+/* ns until the slot's next timer is due, or -1; whether it holds a sandbox. */
+int64_t bridge_slot_wait(bridge_slot *s);
+int32_t bridge_slot_alive(bridge_slot *s);
+/* Hands over the console lines gathered since the last hand-over. */
+void bridge_slot_take_logs(bridge_slot *s, bridge_out *out);
+
+/* Compiles src (NUL at [len]) to bytecode in a throwaway runtime: out.data
+ * is the bytecode (BRIDGE_DONE), or the rendered error (BRIDGE_THROWN). */
+int32_t bridge_compile(const char *src, size_t len, const char *filename, bridge_out *out);
 
 /* Ends a pending run: frees the sandbox and hands back the logs. */
 void bridge_slot_close(bridge_slot *s, bridge_out *out);

@@ -268,6 +268,7 @@ func setOf(words ...string) map[string]bool {
 type hostRun struct {
 	ex       *Executor
 	caps     *capTable
+	dispatch DispatchFunc
 	caller   context.Context
 	deadline time.Time
 	handle   cgo.Handle
@@ -276,6 +277,11 @@ type hostRun struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	stopExec func() bool
+	// The dispatch's context, made on the first provider call: it carries
+	// the deadline but does not end with the run, so a call the program did
+	// not await (a write, say) can finish. Its deadline releases it.
+	dctx    context.Context
+	dcancel context.CancelFunc // never called early: the deadline releases dctx
 
 	internal error // a failure of the glue, reported as kind internal
 
@@ -295,22 +301,27 @@ type hostRun struct {
 // maxInflight bounds the async handlers running at once for one run.
 const maxInflight = 32
 
+// asyncCall is a call waiting for or running on a handler goroutine: a
+// capability's (cap ≥ 0) or a provider dispatch (cap < 0).
 type asyncCall struct {
-	cap  int
-	id   uint32
-	args json.RawMessage
+	cap            int
+	id             uint32
+	args           json.RawMessage // the argument object, or argsJSON of a dispatch
+	provider, tool string
 }
 
-// completion is a finished async call: JSON (NUL-terminated) or a failure.
+// completion is a finished async call: NUL-terminated JSON (a dispatch's
+// answer when str is set) or a failure.
 type completion struct {
 	id      uint32
 	result  []byte
+	str     bool
 	failure string
 	failed  bool
 }
 
-func newHostRun(ex *Executor, caps *capTable, caller context.Context, deadline time.Time) *hostRun {
-	h := &hostRun{ex: ex, caps: caps, caller: caller, deadline: deadline, notify: make(chan struct{}, 1)}
+func newHostRun(ex *Executor, caps *capTable, dispatch DispatchFunc, caller context.Context, deadline time.Time) *hostRun {
+	h := &hostRun{ex: ex, caps: caps, dispatch: dispatch, caller: caller, deadline: deadline, notify: make(chan struct{}, 1)}
 	h.handle = cgo.NewHandle(h)
 	return h
 }
@@ -324,6 +335,14 @@ func (h *hostRun) context() context.Context {
 		h.stopExec = context.AfterFunc(h.ex.closing, h.cancel)
 	}
 	return h.ctx
+}
+
+// dispatchContext returns the context provider calls get.
+func (h *hostRun) dispatchContext() context.Context {
+	if h.dctx == nil {
+		h.dctx, h.dcancel = context.WithDeadline(h.caller, h.deadline)
+	}
+	return h.dctx
 }
 
 // close ends the run's host side: queued calls are dropped, started ones
@@ -436,7 +455,12 @@ func (h *hostRun) callSync(index int, args json.RawMessage, reply *C.bridge_repl
 
 // start begins an async call, or queues it behind the in-flight bound.
 func (h *hostRun) start(call asyncCall) {
-	ctx := h.context()
+	// Made here, on the run's goroutine, before the call is handed over.
+	if call.cap >= 0 {
+		h.context()
+	} else {
+		h.dispatchContext()
+	}
 	h.mu.Lock()
 	if h.inflight >= maxInflight {
 		h.queue = append(h.queue, call)
@@ -446,21 +470,28 @@ func (h *hostRun) start(call asyncCall) {
 	h.inflight++
 	h.entered.Add(1)
 	h.mu.Unlock()
-	go h.serve(ctx, call)
+	go h.serve(call)
 }
 
 // serve runs async calls on one goroutine: the given one, then queued
 // ones while any wait, so the in-flight bound holds without a hand-off.
-func (h *hostRun) serve(ctx context.Context, call asyncCall) {
+func (h *hostRun) serve(call asyncCall) {
 	for {
 		h.entered.Done()
-		result, failure, failed := invoke(&h.caps.caps[call.cap], ctx, call.args)
+		var d completion
+		if call.cap >= 0 {
+			d.result, d.failure, d.failed = invoke(&h.caps.caps[call.cap], h.ctx, call.args)
+		} else {
+			d.result, d.failure, d.failed = h.callDispatch(h.dctx, call)
+			d.str = !d.failed
+		}
+		d.id = call.id
 		h.mu.Lock()
 		if h.closed {
 			h.mu.Unlock()
 			return
 		}
-		h.done = append(h.done, completion{id: call.id, result: result, failure: failure, failed: failed})
+		h.done = append(h.done, d)
 		next := len(h.queue) > 0
 		if next {
 			call = h.queue[0]
@@ -479,6 +510,27 @@ func (h *hostRun) serve(ctx context.Context, call asyncCall) {
 			return
 		}
 	}
+}
+
+// callDispatch serves one provider call through the request's
+// DispatchFunc: its answer is the envelope string, a Go error a failure
+// with its message, no DispatchFunc the pinned not-found text.
+func (h *hostRun) callDispatch(ctx context.Context, call asyncCall) (result []byte, failure string, failed bool) {
+	if h.dispatch == nil {
+		return nil, ToolNotFoundError{Tool: call.tool}.Error(), true
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			result, failure, failed = nil, fmt.Sprintf("panic: %v", r), true
+		}
+	}()
+	answer, err := h.dispatch(ctx, call.provider, call.tool, string(call.args))
+	if err != nil {
+		return nil, err.Error(), true
+	}
+	b := make([]byte, len(answer)+1)
+	copy(b, answer)
+	return b, "", false
 }
 
 // glueFailure records a failure of our own code during a host call.
@@ -510,5 +562,20 @@ func go_capability_start(handle C.uintptr_t, index C.int32_t, id C.uint32_t, arg
 		}
 	}()
 	h.start(asyncCall{cap: int(index), id: uint32(id), args: C.GoBytes(unsafe.Pointer(args), C.int(n))})
+	return 0
+}
+
+//export go_dispatch_start
+func go_dispatch_start(handle C.uintptr_t, id C.uint32_t, provider *C.char, np C.size_t, tool *C.char, nt C.size_t,
+	args *C.char, na C.size_t) (rc C.int32_t) {
+	h := cgo.Handle(handle).Value().(*hostRun)
+	defer func() {
+		if r := recover(); r != nil {
+			h.glueFailure(r)
+			rc = -1
+		}
+	}()
+	h.start(asyncCall{cap: -1, id: uint32(id), provider: C.GoStringN(provider, C.int(np)),
+		tool: C.GoStringN(tool, C.int(nt)), args: C.GoBytes(unsafe.Pointer(args), C.int(na))})
 	return 0
 }

@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/buke/quickjs-go v0.7.7
+	github.com/go-json-experiment/json v1.27.2
 	github.com/stretchr/testify v1.11.1
 	go.uber.org/goleak v1.3.0
 	lukechampine.com/blake3 v1.4.1

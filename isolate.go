@@ -12,6 +12,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -72,9 +73,9 @@ func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), le
 // first line: columns there are shifted by its length (see userStack).
 const wrapHead = "(async () => {__codemode_0123456789abcdef01234567: {"
 
-// headCols is how far the engine reports first-line columns to the right:
-// the head's length less one, as the engine counts that line's columns
-// from zero.
+// headCols is how far the engine reports first-line columns of a script to
+// the right: the head's length less one, as the engine counts that line's
+// columns from zero.
 const headCols = len(wrapHead) - 1
 
 // wrapScript turns a run_js body into a program whose completion value is
@@ -173,10 +174,25 @@ func (p *slotPool) freeAll() {
 	p.all, p.free = nil, nil
 }
 
+// program is what one run executes: for Run a wrapped script, for Execute
+// the program unit with its entry source, the runtime and the dispatch.
+type program struct {
+	name     string  // attribution of errors: run_js, execute or a tool's name
+	file     *C.char // the name of src in stack traces
+	fileName string
+	headCols int    // the first-line shift of src's wrapper (see userStack)
+	src      []byte // NUL-terminated
+	entry    []byte // NUL-terminated entry source (Execute), or nil
+	runtime  []byte // runtime bytecode (Execute), or nil
+	dispatch DispatchFunc
+	retain   bool
+}
+
 // call is one run of one sandbox: what the Go side needs while C works.
 type call struct {
 	ex    *Executor
-	name  string // attribution of errors: run_js or the tool's name
+	prog  *program
+	name  string
 	slot  *slot
 	start time.Time
 	caps  *capTable
@@ -185,22 +201,30 @@ type call struct {
 
 // outcome is what a finished call hands back.
 type outcome struct {
-	value json.RawMessage
-	logs  []string
-	err   *ExecError
+	value    json.RawMessage
+	logs     []string
+	err      *ExecError
+	retained *Retained
 }
 
-// run executes a wrapped, NUL-terminated program in a fresh sandbox.
-func (ex *Executor) run(ctx context.Context, name string, start time.Time, src []byte) outcome {
+// run executes a program in a fresh sandbox. Its deadline counts from start.
+func (ex *Executor) run(ctx context.Context, p *program, start time.Time) (o outcome) {
 	s := ex.slots.get()
 	if s == nil {
-		return outcome{err: internalError(name, ErrClosed)}
+		return outcome{err: internalError(p.name, ErrClosed)}
 	}
-	defer ex.slots.put(s)
+	kept := false
+	defer func() {
+		if kept {
+			o.retained = ex.retain(s, p)
+		} else {
+			ex.slots.put(s)
+		}
+	}()
 	s.gen++
-	c := call{ex: ex, name: name, slot: s, start: start, caps: ex.caps.Load()}
-	if len(c.caps.caps) > 0 {
-		c.host = newHostRun(ex, c.caps, ctx, start.Add(ex.limits.Deadline))
+	c := call{ex: ex, prog: p, name: p.name, slot: s, start: start, caps: ex.caps.Load()}
+	if len(c.caps.caps) > 0 || p.runtime != nil {
+		c.host = newHostRun(ex, c.caps, p.dispatch, ctx, start.Add(ex.limits.Deadline))
 		defer c.host.close()
 	}
 
@@ -220,11 +244,18 @@ func (ex *Executor) run(ctx context.Context, name string, start time.Time, src [
 	}
 
 	s.cfg = c.bridgeConfig(start)
-	st := C.bridge_slot_run(s.c, &s.cfg, (*C.char)(unsafe.Pointer(&src[0])), C.size_t(len(src)-1), &s.out)
+	if p.entry != nil {
+		var pin runtime.Pinner // the config points at the entry source
+		pin.Pin(&p.entry[0])
+		defer pin.Unpin()
+	}
+	st := C.bridge_slot_run(s.c, &s.cfg, (*C.char)(unsafe.Pointer(&p.src[0])), C.size_t(len(p.src)-1), &s.out)
 	if st == C.BRIDGE_PENDING {
 		st = c.loop(ctx)
 	}
-	return c.finish(ctx, st, &s.out)
+	o = c.finish(ctx, st, &s.out)
+	kept = p.retain && C.bridge_slot_alive(s.c) != 0
+	return o
 }
 
 // loop is the run's event loop: between cgo calls it waits for an async
@@ -255,7 +286,7 @@ func (c *call) loop(ctx context.Context) C.int32_t {
 			for _, d := range c.host.take() {
 				c.settle(d)
 			}
-			if st := C.bridge_slot_step(s.c, &s.out); st != C.BRIDGE_PENDING {
+			if st := C.bridge_slot_step(s.c, 0, &s.out); st != C.BRIDGE_PENDING {
 				return st
 			}
 			continue
@@ -276,7 +307,7 @@ func (c *call) loop(ctx context.Context) C.int32_t {
 		case <-c.ex.closing.Done():
 			return c.abandon(C.BRIDGE_CANCELED)
 		}
-		if st := C.bridge_slot_step(s.c, &s.out); st != C.BRIDGE_PENDING {
+		if st := C.bridge_slot_step(s.c, 0, &s.out); st != C.BRIDGE_PENDING {
 			return st
 		}
 	}
@@ -284,6 +315,11 @@ func (c *call) loop(ctx context.Context) C.int32_t {
 
 // settle hands one async completion to C.
 func (c *call) settle(d completion) {
+	if d.str {
+		C.bridge_slot_settle(c.slot.c, C.uint32_t(d.id), C.BRIDGE_CALL_STRING,
+			(*C.char)(unsafe.Pointer(&d.result[0])), C.size_t(len(d.result)-1))
+		return
+	}
 	if d.failed {
 		msg := stringBytes(d.failure)
 		var p *C.char
@@ -322,6 +358,18 @@ func (c *call) bridgeConfig(start time.Time) C.bridge_config {
 	if c.host != nil {
 		cfg.handle = C.uintptr_t(c.host.handle)
 	}
+	if p := c.prog; p != nil {
+		cfg.filename = p.file
+		if p.runtime != nil {
+			cfg.runtime_bc = (*C.uint8_t)(unsafe.Pointer(&p.runtime[0]))
+			cfg.runtime_bc_len = C.size_t(len(p.runtime))
+			cfg.entry = (*C.char)(unsafe.Pointer(&p.entry[0]))
+			cfg.entry_len = C.size_t(len(p.entry) - 1)
+		}
+		if p.retain {
+			cfg.retain = 1
+		}
+	}
 	return cfg
 }
 
@@ -332,7 +380,7 @@ func (ex *Executor) rawLifecycle(src []byte) int64 {
 	s := ex.slots.get()
 	defer ex.slots.put(s)
 	s.gen++
-	c := call{ex: ex, slot: s, caps: &capTable{}}
+	c := call{ex: ex, slot: s, caps: &capTable{}, prog: &program{file: scriptFile}}
 	s.cfg = c.bridgeConfig(time.Now())
 	return int64(C.bridge_raw_lifecycle(s.c, &s.cfg, (*C.char)(unsafe.Pointer(&src[0])), C.size_t(len(src)-1)))
 }
@@ -350,7 +398,7 @@ func (c *call) finish(ctx context.Context, st C.int32_t, out *C.bridge_out) outc
 	case C.BRIDGE_DONE:
 		o.value = data
 	case C.BRIDGE_THROWN:
-		o.err = &ExecError{Kind: KindJS, Name: c.name, Message: userStack(string(data), scriptFileName)}
+		o.err = &ExecError{Kind: KindJS, Name: c.name, Message: userStack(string(data), c.prog.fileName, c.prog.headCols)}
 	case C.BRIDGE_TIMEOUT:
 		o.err = c.timeout()
 	case C.BRIDGE_MEMORY:
@@ -414,31 +462,31 @@ func readLogs(out *C.bridge_out, limit int) []string {
 }
 
 // userStack rewrites the frames of a rendered error so they point into the
-// user's script: the wrapper's own top-level frame goes, and columns on
-// the first line lose the wrapper head's width.
-func userStack(msg, file string) string {
+// user's source: the wrapper's own top-level frame and codemode's internal
+// frames go, and columns on the first line lose the wrapper head's width.
+func userStack(msg, file string, headCols int) string {
 	head, frames, ok := strings.Cut(msg, "\n")
 	if !ok {
-		return fixFrame(msg, file)
+		return fixFrame(msg, file, headCols)
 	}
 	var b strings.Builder
 	b.Grow(len(msg))
-	b.WriteString(fixFrame(head, file))
+	b.WriteString(fixFrame(head, file, headCols))
 	for frames != "" {
 		var line string
 		line, frames, _ = strings.Cut(frames, "\n")
-		if strings.HasPrefix(line, "    at <eval> ("+file+":") {
+		if strings.HasPrefix(line, "    at <eval> ("+file+":") || strings.Contains(line, "<codemode:") {
 			continue
 		}
 		b.WriteByte('\n')
-		b.WriteString(fixFrame(line, file))
+		b.WriteString(fixFrame(line, file, headCols))
 	}
 	return b.String()
 }
 
 // fixFrame shifts a first-line column of file back by the wrapper head;
 // a position inside the head becomes column 1.
-func fixFrame(line, file string) string {
+func fixFrame(line, file string, headCols int) string {
 	at := file + ":1:"
 	i := strings.Index(line, at)
 	if i < 0 {

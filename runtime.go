@@ -30,14 +30,18 @@ type Executor struct {
 	// life is read-held by every run in progress; Close takes it for
 	// writing to wait for them.
 	life sync.RWMutex
+	// retained counts the loops of retained sandboxes, which own slots.
+	retained   sync.WaitGroup
+	retainIdle time.Duration
 }
 
 // Option configures an [Executor] in [New].
 type Option func(*config) error
 
 type config struct {
-	limits Limits
-	caps   []Capability
+	limits     Limits
+	caps       []Capability
+	retainIdle time.Duration
 }
 
 // WithLimits sets the executor's limits. Zero fields keep their defaults;
@@ -67,7 +71,10 @@ func New(opts ...Option) (*Executor, error) {
 			return nil, err
 		}
 	}
-	e := &Executor{limits: limits}
+	e := &Executor{limits: limits, retainIdle: cfg.retainIdle}
+	if e.retainIdle == 0 {
+		e.retainIdle = DefaultRetainIdle
+	}
 	e.closing, e.stopClosing = context.WithCancel(context.Background())
 	t := newCapTable(cfg.caps)
 	e.capTables = []*capTable{t}
@@ -92,6 +99,7 @@ func (e *Executor) Close() error {
 	e.slots.cancelAll()
 	e.life.Lock()
 	defer e.life.Unlock()
+	e.retained.Wait()
 	e.slots.freeAll()
 	e.capMu.Lock()
 	defer e.capMu.Unlock()
@@ -146,7 +154,8 @@ func (e *Executor) Run(ctx context.Context, script string) (*Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, internalError(RunJSToolName, err)
 	}
-	o := e.run(ctx, RunJSToolName, start, wrapScript(script))
+	o := e.run(ctx, &program{name: RunJSToolName, file: scriptFile, fileName: scriptFileName, headCols: headCols,
+		src: wrapScript(script)}, start)
 	res := &Result{Value: o.value, Logs: o.logs}
 	if o.err != nil {
 		return res, o.err

@@ -1,0 +1,194 @@
+// runtime.js: codemode's runtime inside every Execute sandbox.
+//
+// It is compiled once per process and evaluated in each sandbox before any
+// provider or program source runs, so every built-in it captures is the
+// language's own: a program that later replaces JSON.stringify,
+// Uint8Array.prototype.toBase64 or Map.prototype.get cannot change how a
+// tool call is encoded. Its completion value is a function that takes the
+// native bindings and returns what the entry scope needs.
+//
+// The codec: ArrayBuffer, DataView and every typed array cross as
+// {"__executor_binary_v1__": "<Type>", "data": "<base64>"} (views send only
+// their visible bytes); a function crosses as {"__executor_handle_v1__": n},
+// a handle the host can call back. Both revive as what they were.
+(function (native) {
+	'use strict';
+
+	const BINARY = '__executor_binary_v1__';
+	const HANDLE = '__executor_handle_v1__';
+	const OUTSIDE = 'The dispatch answered outside the result envelope.';
+
+	const uncurry = (fn) => Function.prototype.call.bind(fn);
+	const getter = (proto, name) => uncurry(Object.getOwnPropertyDescriptor(proto, name).get);
+
+	const { parse, stringify } = JSON;
+	const { isArray } = Array;
+	const { hasOwn } = Object;
+	const isView = ArrayBuffer.isView;
+	const includes = uncurry(String.prototype.includes);
+	const objectTag = uncurry(Object.prototype.toString);
+	const mapGet = uncurry(Map.prototype.get);
+	const mapSet = uncurry(Map.prototype.set);
+	const toBase64 = uncurry(Uint8Array.prototype.toBase64);
+	const fromBase64 = Uint8Array.fromBase64;
+	const TypedArray = Object.getPrototypeOf(Uint8Array.prototype);
+	const typedName = getter(TypedArray, Symbol.toStringTag);
+	const typedBuffer = getter(TypedArray, 'buffer');
+	const typedOffset = getter(TypedArray, 'byteOffset');
+	const typedLength = getter(TypedArray, 'byteLength');
+	const viewBuffer = getter(DataView.prototype, 'buffer');
+	const viewOffset = getter(DataView.prototype, 'byteOffset');
+	const viewLength = getter(DataView.prototype, 'byteLength');
+	const bufferLength = getter(ArrayBuffer.prototype, 'byteLength');
+	const ErrorCtor = Error;
+	const ProxyCtor = Proxy;
+	const U8 = Uint8Array;
+	const DV = DataView;
+	const console = globalThis.console;
+
+	const typed = Object.assign(Object.create(null), {
+		Int8Array, Uint8Array, Uint8ClampedArray, Int16Array, Uint16Array, Int32Array, Uint32Array,
+		Float16Array, Float32Array, Float64Array, BigInt64Array, BigUint64Array,
+	});
+
+	const handles = new Map();
+	let nextHandle = 1;
+
+	const tagged = (type, buffer, offset, length) => ({ [BINARY]: type, data: toBase64(new U8(buffer, offset, length)) });
+
+	function replacer(key, value) {
+		if (typeof value === 'function') {
+			const id = nextHandle++;
+			mapSet(handles, id, value);
+			return { [HANDLE]: id };
+		}
+		if (value === null || typeof value !== 'object') {
+			return value;
+		}
+		if (isView(value)) {
+			const name = typedName(value);
+			if (name !== undefined) {
+				return tagged(name, typedBuffer(value), typedOffset(value), typedLength(value));
+			}
+			return tagged('DataView', viewBuffer(value), viewOffset(value), viewLength(value));
+		}
+		if (objectTag(value) === '[object ArrayBuffer]') {
+			try {
+				return tagged('ArrayBuffer', value, 0, bufferLength(value));
+			} catch {
+				return value; // something that only claims to be an ArrayBuffer
+			}
+		}
+		return value;
+	}
+
+	function revive(type, data) {
+		let bytes;
+		try {
+			bytes = fromBase64(data);
+		} catch {
+			return undefined;
+		}
+		if (type === 'ArrayBuffer') {
+			return bytes.buffer;
+		}
+		if (type === 'DataView') {
+			return new DV(bytes.buffer);
+		}
+		if (!hasOwn(typed, type)) {
+			return undefined;
+		}
+		const Ctor = typed[type];
+		if (bytes.length % Ctor.BYTES_PER_ELEMENT !== 0) {
+			return undefined;
+		}
+		return new Ctor(bytes.buffer, 0, bytes.length / Ctor.BYTES_PER_ELEMENT);
+	}
+
+	function reviver(key, value) {
+		if (value === null || typeof value !== 'object' || isArray(value)) {
+			return value;
+		}
+		const type = value[BINARY];
+		if (typeof type === 'string' && typeof value.data === 'string') {
+			const v = revive(type, value.data);
+			return v === undefined ? value : v;
+		}
+		const id = value[HANDLE];
+		if (typeof id === 'number') {
+			const fn = mapGet(handles, id);
+			return fn === undefined ? value : fn;
+		}
+		return value;
+	}
+
+	const stringifyForDispatch = (value) => stringify(value, replacer);
+	const parseForDispatch = (text) =>
+		typeof text === 'string' && (includes(text, BINARY) || includes(text, HANDLE)) ? parse(text, reviver) : parse(text);
+
+	// The result envelope: {"result": v} gives v, {"error": text} throws it,
+	// anything else is the dispatch's defect.
+	function open(envelope) {
+		let data;
+		try {
+			data = parseForDispatch(envelope);
+		} catch {
+			throw new ErrorCtor(OUTSIDE);
+		}
+		if (data === null || typeof data !== 'object' || isArray(data)) {
+			throw new ErrorCtor(OUTSIDE);
+		}
+		if (data.error) {
+			throw new ErrorCtor(data.error);
+		}
+		return data.result;
+	}
+
+	const dispatch = async (provider, tool, argsJson) => native.dispatch(`${provider}`, `${tool}`, `${argsJson}`);
+
+	function tool(provider, name, positional) {
+		return async (...args) => {
+			const payload = positional ? args : args[0] === undefined ? {} : args[0];
+			return open(await native.dispatch(provider, name, stringifyForDispatch(payload)));
+		};
+	}
+
+	// A provider: a Proxy over an empty object whose get trap returns a tool
+	// function for every property a program reads, except symbol keys and
+	// `then` (so awaiting the provider yields the provider), and except
+	// properties written onto it, which win.
+	function provider(name, positional) {
+		const target = {};
+		return new ProxyCtor(target, {
+			get(t, key) {
+				if (hasOwn(t, key)) {
+					return t[key];
+				}
+				if (typeof key === 'symbol' || key === 'then') {
+					return undefined;
+				}
+				return tool(name, key, positional);
+			},
+		});
+	}
+
+	// A host call of a handle: arguments and result cross through the codec.
+	async function invoke(id, argsJson) {
+		const fn = mapGet(handles, id);
+		if (typeof fn !== 'function') {
+			throw new ErrorCtor(`no function behind handle ${id}`);
+		}
+		const args = parseForDispatch(argsJson);
+		return stringifyForDispatch(await fn(...(isArray(args) ? args : [args])));
+	}
+
+	return Object.freeze({
+		dispatch,
+		stringify: stringifyForDispatch,
+		parse: parseForDispatch,
+		provider,
+		invoke,
+		encode: stringifyForDispatch,
+		console,
+	});
+});

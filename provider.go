@@ -1,0 +1,341 @@
+package codemode
+
+/*
+#include <stdlib.h>
+#include "bridge.h"
+*/
+import "C"
+
+import (
+	"context"
+	_ "embed"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unsafe"
+)
+
+// Provider declares a namespace of tools to the program: its Name becomes
+// a const in the program's scope, a Proxy whose every property is an async
+// tool function calling the request's [DispatchFunc].
+//
+// The proxy returns a tool function for every property a program reads,
+// listed in Tools or not (Tools is what the model was told about; the
+// dispatch decides what a call gets), except symbol keys and `then`
+// (awaiting a provider yields the provider and calls nothing), and except
+// properties written onto it, which win over the trap.
+type Provider struct {
+	// Name is the program's name for the namespace: an ASCII identifier,
+	// not reserved, not a reserved word, unique in the request.
+	Name string
+	// Tools lists the tools the model was told about.
+	Tools []string
+	// ObjectArgs makes tools take one options object, sent as the
+	// arguments JSON as it is ({} for none). By default a call's arguments
+	// are sent as a JSON array ([] for none).
+	ObjectArgs bool
+	// Prelude is host source that runs after every proxy is declared and
+	// before the program, in a block of its own in the entry scope: it can
+	// hang helpers on the namespace (store.helpers = {...}).
+	Prelude string
+	// ProxySource replaces the generated proxy outright: statements in the
+	// entry scope that must declare Name. __dispatch, __stringifyForDispatch
+	// and __parseForDispatch are in scope. The generated trap's guards go
+	// with it.
+	ProxySource string
+}
+
+// DispatchFunc serves a program's tool calls: the provider name, the tool
+// name and the arguments as one JSON string (see [ParseDispatchArguments]).
+// It returns the result envelope as a JSON string: {"result": value} or
+// {"error": text} ([EnvelopeDispatch] builds it). A returned error reaches
+// the program as an Error carrying its message. It runs on a goroutine of
+// its own per call, at most 32 per run at once, and must be safe for
+// concurrent use. Its context carries the run's deadline and ends with the
+// caller's context; it does not end when the run returns, so a call the
+// program did not await can finish.
+type DispatchFunc func(ctx context.Context, provider, tool, argsJSON string) (string, error)
+
+// Request is one program for [Executor.Execute].
+type Request struct {
+	// Code is an async arrow function, `async () => { ... }`, or any
+	// expression evaluating to a function; its result is the run's result.
+	// It runs in strict mode with the providers in scope.
+	Code string
+	// Providers are the namespaces declared to the program.
+	Providers []Provider
+	// Dispatch serves the tool calls. Without it every call fails with
+	// Tool "<tool>" not found.
+	Dispatch DispatchFunc
+	// RetainHandles keeps the sandbox alive after Execute returns, so the
+	// host can call functions the program passed to tools
+	// ([ExecuteResult].Retained).
+	RetainHandles bool
+}
+
+// ExecuteResult is what [Executor.Execute] returns: the program's result as
+// codec JSON (binary tagged), or a readable Error; the logs in every case.
+type ExecuteResult struct {
+	Result json.RawMessage `json:"result,omitempty"`
+	Logs   []string        `json:"logs"`
+	Error  string          `json:"error,omitempty"`
+	// Err is the typed failure behind Error, when the program ran (nil for
+	// a refused request).
+	Err *ExecError `json:"-"`
+	// Retained is the still-running sandbox of a request with
+	// RetainHandles whose program did not die; close it when done.
+	Retained *Retained `json:"-"`
+}
+
+// ReservedProviderNames are the names the entry scope already binds, which
+// no provider may take: the codec pair and the dispatch it hands to
+// provider source, the console it binds, and its own two parameters. Every
+// name starting with __codemode is reserved as well.
+var ReservedProviderNames = []string{
+	"__dispatch", "__stringifyForDispatch", "__parseForDispatch", "console", "__codemode_rt", "__codemode_program",
+}
+
+// providerProblem returns the pinned text refusing the first bad provider
+// name of a request, or "".
+func providerProblem(providers []Provider) string {
+	seen := make(map[string]bool, len(providers))
+	for _, p := range providers {
+		name := p.Name
+		switch {
+		case isReservedProviderName(name):
+			return fmt.Sprintf("Provider name %q is reserved. Give the provider a name the entry scope does not bind.", name)
+		case !isASCIIIdentifier(name):
+			return fmt.Sprintf("Provider name %q must be ASCII letters, digits, underscore and dollar, and must not start with a digit.", name)
+		case jsReservedWords[name]:
+			return fmt.Sprintf("Provider name %q is on the list this executor refuses: every ECMAScript reserved word, the names strict mode reserves, and async. Pick a name outside it.", name)
+		case seen[name]:
+			return fmt.Sprintf("Provider name %q is declared twice. Give each provider its own name.", name)
+		}
+		seen[name] = true
+	}
+	return ""
+}
+
+func isReservedProviderName(name string) bool {
+	for _, r := range ReservedProviderNames {
+		if name == r {
+			return true
+		}
+	}
+	return strings.HasPrefix(name, reservedPrefix)
+}
+
+func isASCIIIdentifier(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c == '_' || c == '$' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z'):
+		case '0' <= c && c <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// contractNames are handed to the program unit after the providers.
+const contractNames = "__dispatch, __stringifyForDispatch, __parseForDispatch"
+
+// entrySource generates the entry scope of an Execute program:
+//
+//	(async function (__codemode_rt, __codemode_program) {
+//	'use strict';
+//	const __dispatch = …, __stringifyForDispatch = …, __parseForDispatch = …, console = …;
+//	const store = __codemode_rt.provider("store", true);   // or the ProxySource
+//	{ <Prelude> }
+//	return await __codemode_program(store, …, __dispatch, …)();
+//	})
+func entrySource(providers []Provider) []byte {
+	var b strings.Builder
+	b.WriteString("(async function (__codemode_rt, __codemode_program) {\n'use strict';\n" +
+		"const __dispatch = __codemode_rt.dispatch, __stringifyForDispatch = __codemode_rt.stringify, " +
+		"__parseForDispatch = __codemode_rt.parse, console = __codemode_rt.console;\n")
+	for _, p := range providers {
+		if p.ProxySource != "" {
+			b.WriteString(p.ProxySource)
+			b.WriteString("\n;\n")
+			continue
+		}
+		fmt.Fprintf(&b, "const %s = __codemode_rt.provider(%s, %t);\n", p.Name, strconv.Quote(p.Name), !p.ObjectArgs)
+	}
+	for _, p := range providers {
+		if p.Prelude != "" {
+			b.WriteString("{\n")
+			b.WriteString(p.Prelude)
+			b.WriteString("\n}\n")
+		}
+	}
+	b.WriteString("return await __codemode_program(")
+	for _, p := range providers {
+		b.WriteString(p.Name)
+		b.WriteString(", ")
+	}
+	b.WriteString(contractNames + ")();\n})")
+	b.WriteByte(0)
+	return []byte(b.String())
+}
+
+// programSource wraps the request's code into the program unit, a function
+// of the providers and the contract names returning the code's value,
+// NUL-terminated:
+//
+//	(function (store, …, __dispatch, …) {'use strict';L: {return (<code>
+//	);break L}})
+//
+// The head shares the code's first line; the label works as in wrapScript.
+// It returns the head's width in columns, as the engine counts them.
+func programSource(code string, providers []Provider) (src []byte, cols int) {
+	code = strings.TrimRightFunc(code, func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' })
+	code = strings.TrimSuffix(code, ";")
+	key := scriptKey("program", code)
+	label := "__codemode_" + hex.EncodeToString(key[:12])
+	var b strings.Builder
+	b.WriteString("(function (")
+	for _, p := range providers {
+		b.WriteString(p.Name)
+		b.WriteString(", ")
+	}
+	b.WriteString(contractNames + ") {'use strict';" + label + ": {return (")
+	cols = b.Len() - 1
+	b.WriteString(code)
+	b.WriteString("\n);break " + label + "}})")
+	b.WriteByte(0)
+	return []byte(b.String()), cols
+}
+
+//go:embed js/runtime.js
+var runtimeSource string
+
+// runtimeFile names the runtime's frames, which error renderings drop.
+const runtimeFile = "<codemode:runtime>"
+
+// runtimeBytecode is runtime.js compiled once per process, kept in C
+// memory for the life of the process (the bridge config points at it).
+var runtimeBytecode = sync.OnceValues(func() ([]byte, error) {
+	bc, err := compileScript(runtimeSource, runtimeFile)
+	if err != nil {
+		return nil, err
+	}
+	return unsafe.Slice((*byte)(C.CBytes(bc)), len(bc)), nil
+})
+
+// compileScript compiles a trusted script to bytecode in a throwaway runtime.
+func compileScript(src, file string) ([]byte, error) {
+	csrc := append([]byte(src), 0)
+	cfile := C.CString(file)
+	defer C.free(unsafe.Pointer(cfile))
+	var out C.bridge_out
+	st := C.bridge_compile((*C.char)(unsafe.Pointer(&csrc[0])), C.size_t(len(src)), cfile, &out)
+	defer C.bridge_out_free(&out)
+	data := C.GoBytes(unsafe.Pointer(out.data), C.int(out.size))
+	if st != C.BRIDGE_DONE {
+		return nil, fmt.Errorf("codemode: compile %s: %s", file, data)
+	}
+	return data, nil
+}
+
+// Execute runs a provider program (the protocol of providers and dispatch):
+// Request.Code with each provider declared in its scope, tool calls served
+// by Request.Dispatch. It never panics and returns no Go error: a refused
+// request, a throw, a syntax error, a timeout or a memory kill is
+// ExecuteResult.Error, a readable text (Err holds the typed error when the
+// program ran), and the logs come back in every case.
+//
+// Provider names are checked before anything runs; a refused request has
+// no result and calls nothing. A tool call whose provider name, tool name
+// and arguments exceed Limits.Payload rejects at its call site and is not
+// delivered; a result over it fails the run. A call the program did not
+// await has entered the dispatch by the time Execute returns; its answer,
+// and any call made after the program settled, is dropped (the latter
+// meets [MsgExecutionCompleted] inside the sandbox). Without
+// RetainHandles the sandbox is gone when Execute returns, so timers set
+// for later never fire.
+func (e *Executor) Execute(ctx context.Context, req Request) (res ExecuteResult) {
+	start := time.Now()
+	res.Logs = []string{}
+	defer func() {
+		if r := recover(); r != nil {
+			res.Err = &ExecError{Kind: KindInternal, Message: fmt.Sprintf("codemode: execute: panic: %v", r)}
+			res.Error = res.Err.Message
+			res.Result = nil
+		}
+	}()
+	if msg := providerProblem(req.Providers); msg != "" {
+		res.Error = msg
+		return res
+	}
+	fail := func(err *ExecError) ExecuteResult {
+		res.Err, res.Error = err, err.describe()
+		return res
+	}
+	if !e.enter() {
+		return fail(internalError(executeName, ErrClosed))
+	}
+	defer e.life.RUnlock()
+	if err := ctx.Err(); err != nil {
+		return fail(internalError(executeName, err))
+	}
+	runtime, err := runtimeBytecode()
+	if err != nil {
+		return fail(internalError(executeName, err))
+	}
+	src, cols := programSource(req.Code, req.Providers)
+	o := e.run(ctx, &program{
+		name:     executeName,
+		file:     programFile,
+		fileName: programFileName,
+		headCols: cols,
+		src:      src,
+		entry:    entrySource(req.Providers),
+		runtime:  runtime,
+		dispatch: req.Dispatch,
+		retain:   req.RetainHandles,
+	}, start)
+	if o.logs != nil {
+		res.Logs = o.logs
+	}
+	res.Retained = o.retained
+	if o.err != nil {
+		return fail(o.err)
+	}
+	res.Result = o.value
+	return res
+}
+
+// executeName attributes Execute errors.
+const executeName = "execute"
+
+// programFileName is the name a request's code carries in stack traces.
+const programFileName = "program.js"
+
+var programFile = C.CString(programFileName)
+
+// describe is the readable text of an error for ExecuteResult.Error.
+func (e *ExecError) describe() string {
+	switch e.Kind {
+	case KindJS, KindInternal:
+		return e.Message
+	case KindTimeout:
+		return fmt.Sprintf("The program timed out after %dms.", e.DeadlineMS)
+	case KindMemoryExceeded:
+		return fmt.Sprintf("The program exceeded the memory limit of %d bytes.", e.LimitBytes)
+	case KindPendingPromise:
+		return "The program's promise can never settle: nothing it waits on is outstanding."
+	case KindCapability:
+		return fmt.Sprintf("Capability %s failed: %s", e.Capability, e.Message)
+	default:
+		return strings.TrimPrefix(e.Error(), "codemode: ")
+	}
+}

@@ -1,0 +1,274 @@
+package codemode
+
+/*
+#include "bridge.h"
+*/
+import "C"
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+	"unsafe"
+)
+
+// DefaultRetainIdle is how long a retained sandbox waits for a
+// [Retained.Call] before it closes itself (see [WithRetainIdle]).
+const DefaultRetainIdle = time.Minute
+
+// WithRetainIdle sets how long a retained sandbox may go without a
+// [Retained.Call] before it closes itself; timers firing do not count as
+// activity. Zero keeps [DefaultRetainIdle]; New refuses a negative value.
+func WithRetainIdle(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return fmt.Errorf("%w: negative retain idle time %v", ErrInvalidLimits, d)
+		}
+		c.retainIdle = d
+		return nil
+	}
+}
+
+// ErrRetainedClosed is matched by the errors of a [Retained] sandbox that
+// has closed: by Close, by its idle bound, by a kill (timeout, memory) of
+// code it ran, or by the executor closing.
+var ErrRetainedClosed = errors.New("codemode: retained sandbox closed")
+
+// Retained is the sandbox of an Execute request with RetainHandles, kept
+// alive after Execute returned: its timers keep firing (each firing, and
+// each Call, under a fresh Limits.Deadline), tool calls made from it meet
+// [MsgExecutionCompleted], and the host can call the functions the program
+// passed to its tools. It closes on Close, after the executor's retain idle
+// time without a Call, when code it runs is killed, or when the executor
+// closes. Its methods are safe for concurrent use; calls run one at a time.
+type Retained struct {
+	ex       *Executor
+	name     string
+	headCols int
+	slot     *slot
+	reqs chan retainedReq
+	quit chan struct{}
+	done chan struct{} // closed once the sandbox is gone
+	stop sync.Once
+
+	err error // why it closed; set before done is closed
+}
+
+type retainedReq struct {
+	logs   bool // hand over the logs instead of calling
+	handle float64
+	args   []byte // NUL-terminated argument array
+	reply  chan retainedReply
+}
+
+type retainedReply struct {
+	value any
+	logs  []string
+	err   error
+}
+
+// retain hands slot s, holding a settled retained sandbox, to a new
+// Retained and its loop goroutine.
+func (e *Executor) retain(s *slot, p *program) *Retained {
+	r := &Retained{ex: e, name: p.name, headCols: p.headCols, slot: s, reqs: make(chan retainedReq), quit: make(chan struct{}),
+		done: make(chan struct{})}
+	e.retained.Add(1)
+	go r.loop(int64(C.bridge_slot_wait(s.c)))
+	return r
+}
+
+// Call invokes the function behind h with args (encoded by the codec:
+// []byte crosses as a Uint8Array, a Handle as its function) and returns its
+// result, awaited if it is a promise, decoded by [ParseForDispatch]. A
+// throw is an [*ExecError] of kind js; a closed sandbox gives an error
+// matching [ErrRetainedClosed].
+func (r *Retained) Call(ctx context.Context, h Handle, args ...any) (any, error) {
+	if args == nil {
+		args = []any{}
+	}
+	argsJSON, err := StringifyForDispatch(args)
+	if err != nil {
+		return nil, fmt.Errorf("codemode: retained call: %w", err)
+	}
+	rep, err := r.request(ctx, retainedReq{handle: h.id, args: append([]byte(argsJSON), 0)})
+	if err != nil {
+		return nil, err
+	}
+	return rep.value, rep.err
+}
+
+// Logs returns the console lines the sandbox wrote since Execute returned
+// or since the last Logs.
+func (r *Retained) Logs() []string {
+	rep, err := r.request(context.Background(), retainedReq{logs: true})
+	if err != nil {
+		return nil
+	}
+	return rep.logs
+}
+
+// Close frees the sandbox. It is idempotent and returns nil.
+func (r *Retained) Close() error {
+	r.stop.Do(func() { close(r.quit) })
+	<-r.done
+	return nil
+}
+
+// Done is closed once the sandbox is gone; Err then says why.
+func (r *Retained) Done() <-chan struct{} { return r.done }
+
+// Err returns why the sandbox closed, or nil while it lives.
+func (r *Retained) Err() error {
+	select {
+	case <-r.done:
+		return r.err
+	default:
+		return nil
+	}
+}
+
+func (r *Retained) request(ctx context.Context, req retainedReq) (retainedReply, error) {
+	req.reply = make(chan retainedReply, 1)
+	select {
+	case r.reqs <- req:
+	case <-r.done:
+		return retainedReply{}, r.err
+	case <-ctx.Done():
+		return retainedReply{}, ctx.Err()
+	}
+	select {
+	case rep := <-req.reply:
+		return rep, nil
+	case <-ctx.Done():
+		return retainedReply{}, ctx.Err()
+	}
+}
+
+// closedError explains the end of a retained sandbox.
+func closedError(why string) error { return fmt.Errorf("%w: %s", ErrRetainedClosed, why) }
+
+// loop owns the slot from Execute's return until the sandbox is gone: it
+// fires timers, runs Calls and answers them as their promises settle.
+func (r *Retained) loop(waitNs int64) {
+	e, s := r.ex, r.slot
+	pending := map[C.uint32_t]retainedReq{}
+	var logs []string
+	why := closedError("closed")
+	defer func() {
+		var out C.bridge_out
+		C.bridge_slot_close(s.c, &out)
+		C.bridge_out_free(&out)
+		e.slots.put(s)
+		r.err = why
+		for _, req := range pending {
+			req.reply <- retainedReply{err: why}
+		}
+		close(r.done)
+		e.retained.Done()
+	}()
+	budget := C.int64_t(e.limits.Deadline)
+	idle := time.NewTimer(e.retainIdle)
+	defer idle.Stop()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	// killed ends the sandbox after a kill of code it ran.
+	killed := func(st C.int32_t) bool {
+		switch st {
+		case C.BRIDGE_TIMEOUT, C.BRIDGE_MEMORY, C.BRIDGE_CANCELED, C.BRIDGE_INTERNAL:
+			why = closedError(r.killError(st).describe())
+			return true
+		}
+		return false
+	}
+	for {
+		var fire <-chan time.Time
+		if waitNs >= 0 {
+			timer.Reset(time.Duration(waitNs))
+			fire = timer.C
+		}
+		select {
+		case req := <-r.reqs:
+			idle.Reset(e.retainIdle)
+			if req.logs {
+				var out C.bridge_out
+				C.bridge_slot_take_logs(s.c, &out)
+				logs = append(logs, readLogs(&out, e.limits.Logs)...)
+				C.bridge_out_free(&out)
+				req.reply <- retainedReply{logs: logs}
+				logs = nil
+				break
+			}
+			var inv C.uint32_t
+			st := C.bridge_slot_invoke(s.c, budget, C.double(req.handle), (*C.char)(unsafe.Pointer(&req.args[0])),
+				C.size_t(len(req.args)-1), &inv)
+			if killed(st) {
+				req.reply <- retainedReply{err: why}
+				return
+			}
+			pending[inv] = req
+		case <-fire:
+			st := C.bridge_slot_step(s.c, budget, &s.out)
+			C.bridge_out_free(&s.out)
+			if killed(st) {
+				return
+			}
+		case <-idle.C:
+			why = closedError(fmt.Sprintf("idle for %v", e.retainIdle))
+			return
+		case <-r.quit:
+			return
+		case <-e.closing.Done():
+			why = closedError("the executor closed")
+			return
+		}
+		for inv, req := range pending {
+			var out C.bridge_out
+			st := C.bridge_slot_invocation(s.c, inv, &out)
+			if st == C.BRIDGE_PENDING {
+				continue
+			}
+			delete(pending, inv)
+			rep := r.reply(st, &out)
+			C.bridge_out_free(&out)
+			req.reply <- rep
+			if killed(st) {
+				return
+			}
+		}
+		waitNs = int64(C.bridge_slot_wait(s.c))
+	}
+}
+
+// reply decodes a settled invocation.
+func (r *Retained) reply(st C.int32_t, out *C.bridge_out) retainedReply {
+	data := C.GoStringN(out.data, C.int(out.size))
+	switch st {
+	case C.BRIDGE_DONE:
+		v, err := ParseForDispatch(data)
+		if err != nil {
+			return retainedReply{err: fmt.Errorf("codemode: retained call: %w", err)}
+		}
+		return retainedReply{value: v}
+	case C.BRIDGE_THROWN:
+		return retainedReply{err: &ExecError{Kind: KindJS, Name: r.name, Message: userStack(data, programFileName, r.headCols)}}
+	default:
+		return retainedReply{err: r.killError(st)}
+	}
+}
+
+func (r *Retained) killError(st C.int32_t) *ExecError {
+	lim := r.ex.limits
+	switch st {
+	case C.BRIDGE_TIMEOUT:
+		return &ExecError{Kind: KindTimeout, Name: r.name, DeadlineMS: lim.Deadline.Milliseconds()}
+	case C.BRIDGE_MEMORY:
+		return &ExecError{Kind: KindMemoryExceeded, Name: r.name, LimitBytes: int64(lim.Memory)}
+	case C.BRIDGE_CANCELED:
+		return internalError(r.name, ErrClosed)
+	default:
+		return &ExecError{Kind: KindInternal, Message: "codemode: " + r.name + ": the sandbox failed"}
+	}
+}
