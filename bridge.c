@@ -1338,7 +1338,7 @@ int32_t bridge_slot_step(bridge_slot *s, int64_t budget_ns, bridge_out *out)
 		drain_jobs(s);
 		return conclude(s, s->killed ? s->killed : BRIDGE_PENDING, out);
 	}
-	return conclude(s, advance(s, out), out);
+	return settle_run(s, advance(s, out), out);
 }
 
 int32_t bridge_slot_invoke(bridge_slot *s, int64_t budget_ns, double handle, const char *args, size_t len,

@@ -1,0 +1,847 @@
+package codemode
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// dispatchCall is one call a recording dispatch saw.
+type dispatchCall struct{ Provider, Tool, ArgsJSON string }
+
+// recorder is a DispatchFunc answering {"result": null} that records calls.
+type recorder struct {
+	mu    sync.Mutex
+	calls []dispatchCall
+}
+
+func (r *recorder) dispatch(_ context.Context, provider, tool, argsJSON string) (string, error) {
+	r.mu.Lock()
+	r.calls = append(r.calls, dispatchCall{provider, tool, argsJSON})
+	r.mu.Unlock()
+	return `{"result":null}`, nil
+}
+
+func (r *recorder) seen() []dispatchCall {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]dispatchCall(nil), r.calls...)
+}
+
+// result asserts a successful Execute and returns its result JSON.
+func result(t *testing.T, res ExecuteResult) string {
+	t.Helper()
+	require.Empty(t, res.Error)
+	require.NotNil(t, res.Logs)
+	return string(res.Result)
+}
+
+// TestSpecExamples runs every example of providers-and-dispatch.txt with
+// its expected output.
+func TestSpecExamples(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t)
+	ctx := context.Background()
+	rec := &recorder{}
+
+	t.Run("awaiting a provider yields the proxy", func(t *testing.T) {
+		res := e.Execute(ctx, Request{
+			Code:      "async () => { const v = await store; return typeof v }",
+			Providers: []Provider{{Name: "store", Tools: []string{"x"}}},
+			Dispatch:  rec.dispatch,
+		})
+		assert.Equal(t, `"object"`, result(t, res))
+		assert.Equal(t, []string{}, res.Logs)
+	})
+
+	t.Run("values that cross a tool call", func(t *testing.T) {
+		rec := &recorder{}
+		var logged []string
+		res := e.Execute(ctx, Request{
+			Code: `async () => {
+    await store.noArgs()
+    await store.two('ada', 7)
+    await store.obj({ id: 1, deep: { a: [1, 2] } })
+    await store.bytes(new Uint8Array([1, 2, 3]))
+    return 'sent'
+  }`,
+			Providers: []Provider{{Name: "store", Tools: []string{"noArgs"}}},
+			Dispatch: func(ctx context.Context, provider, tool, argsJSON string) (string, error) {
+				logged = append(logged, fmt.Sprintf("{ provider: '%s', tool: '%s', argsJson: '%s' }", provider, tool, argsJSON))
+				return rec.dispatch(ctx, provider, tool, argsJSON)
+			},
+		})
+		assert.Equal(t, `"sent"`, result(t, res))
+		assert.Equal(t, []string{
+			`{ provider: 'store', tool: 'noArgs', argsJson: '[]' }`,
+			`{ provider: 'store', tool: 'two', argsJson: '["ada",7]' }`,
+			`{ provider: 'store', tool: 'obj', argsJson: '[{"id":1,"deep":{"a":[1,2]}}]' }`,
+			`{ provider: 'store', tool: 'bytes', argsJson: '[{"__executor_binary_v1__":"Uint8Array","data":"AQID"}]' }`,
+		}, logged)
+	})
+
+	t.Run("positionalArgs false", func(t *testing.T) {
+		rec := &recorder{}
+		res := e.Execute(ctx, Request{
+			Code:      "async () => { await store.find({ id: 7 }); await store.all(); return 'ok' }",
+			Providers: []Provider{{Name: "store", Tools: []string{"find"}, ObjectArgs: true}},
+			Dispatch:  rec.dispatch,
+		})
+		assert.Equal(t, `"ok"`, result(t, res))
+		assert.Equal(t, []dispatchCall{{"store", "find", `{"id":7}`}, {"store", "all", `{}`}}, rec.seen())
+		args, err := ParseDispatchArguments(`{"id":7}`)
+		require.NoError(t, err)
+		assert.Equal(t, []any{map[string]any{"id": float64(7)}}, args)
+	})
+
+	t.Run("a Uint8Array returned from a tool arrives as a Uint8Array", func(t *testing.T) {
+		latch := NewLatch()
+		defer latch.Close()
+		res := e.Execute(ctx, Request{
+			Code: `async () => {
+				const back = await store.reverse(new Uint8Array([1, 2, 3]))
+				return [back instanceof Uint8Array, Array.from(back)]
+			}`,
+			Providers: []Provider{{Name: "store"}},
+			Dispatch: EnvelopeDispatch(latch, func(ctx context.Context, provider, tool, argsJSON string) (any, error) {
+				args, err := ParseDispatchArguments(argsJSON)
+				if err != nil {
+					return nil, err
+				}
+				b := args[0].([]byte)
+				out := make([]byte, len(b))
+				for i := range b {
+					out[i] = b[len(b)-1-i]
+				}
+				return out, nil
+			}),
+		})
+		assert.Equal(t, `[true,[3,2,1]]`, result(t, res))
+	})
+
+	t.Run("stringifyForDispatch", func(t *testing.T) {
+		s, err := StringifyForDispatch([]byte{1, 2, 3})
+		require.NoError(t, err)
+		assert.Equal(t, `{"__executor_binary_v1__":"Uint8Array","data":"AQID"}`, s)
+		// A Buffer-shaped value is an ordinary object: it gets no tag.
+		s, err = StringifyForDispatch(map[string]any{"type": "Buffer", "data": []int{1, 2, 3}})
+		require.NoError(t, err)
+		assert.Equal(t, `{"data":[1,2,3],"type":"Buffer"}`, s)
+	})
+
+	t.Run("dispatch worth copying", func(t *testing.T) {
+		latch := NewLatch()
+		defer latch.Close()
+		tools := map[string]func([]any) any{
+			"listUsers": func([]any) any { return []string{"ada", "bob"} },
+			"findUser":  func(a []any) any { return map[string]any{"name": a[0]} },
+		}
+		res := e.Execute(ctx, Request{
+			Code:      "async () => [await store.listUsers(), await store.findUser('ada')]",
+			Providers: []Provider{{Name: "store", Tools: []string{"listUsers", "findUser"}}},
+			Dispatch: EnvelopeDispatch(latch, func(ctx context.Context, provider, tool, argsJSON string) (any, error) {
+				if provider != "store" {
+					return nil, ToolNotFoundError{Tool: tool}
+				}
+				handler, ok := tools[tool]
+				if !ok {
+					return nil, ToolNotFoundError{Tool: tool}
+				}
+				args, err := ParseDispatchArguments(argsJSON)
+				if err != nil {
+					return nil, err
+				}
+				return handler(args), nil
+			}),
+		})
+		assert.Equal(t, `[["ada","bob"],{"name":"ada"}]`, result(t, res))
+	})
+
+	t.Run("fire and forget", func(t *testing.T) {
+		var started atomic.Bool
+		latch := NewLatch()
+		defer latch.Close()
+		res := e.Execute(ctx, Request{
+			Code:      "async () => { store.fireAndForget(); return 'returned early' }",
+			Providers: []Provider{{Name: "store", Tools: []string{"fireAndForget"}}},
+			Dispatch: EnvelopeDispatch(latch, func(ctx context.Context, provider, tool, argsJSON string) (any, error) {
+				started.Store(true)
+				time.Sleep(20 * time.Millisecond) // a round trip to a database
+				return nil, nil
+			}),
+		})
+		assert.Equal(t, `"returned early"`, result(t, res))
+		assert.Equal(t, []string{}, res.Logs)
+		assert.True(t, started.Load(), "the responder starts before Execute returns")
+	})
+
+	t.Run("undeclared names reach the dispatch", func(t *testing.T) {
+		res := e.Execute(ctx, Request{
+			Code:      "async () => await __dispatch('secrets', 'read', '[]')",
+			Providers: []Provider{{Name: "store", Tools: []string{"listOrders"}}},
+			Dispatch: func(ctx context.Context, provider, tool, argsJSON string) (string, error) {
+				b, err := json.Marshal(struct {
+					Result any `json:"result"`
+				}{struct {
+					Provider string `json:"provider"`
+					Tool     string `json:"tool"`
+					ArgsJSON string `json:"argsJson"`
+				}{provider, tool, argsJSON}})
+				return string(b), err
+			},
+		})
+		assert.Equal(t, `"{\"result\":{\"provider\":\"secrets\",\"tool\":\"read\",\"argsJson\":\"[]\"}}"`, result(t, res))
+	})
+
+	t.Run("a failure reads as an Error", func(t *testing.T) {
+		latch := NewLatch()
+		defer latch.Close()
+		res := e.Execute(ctx, Request{
+			Code: `async () => {
+    try {
+      return await store.nope()
+    } catch (failure) {
+      return { name: failure.name, message: failure.message }
+    }
+  }`,
+			Providers: []Provider{{Name: "store", Tools: []string{"listUsers"}}},
+			Dispatch: EnvelopeDispatch(latch, func(ctx context.Context, provider, tool, argsJSON string) (any, error) {
+				return nil, ToolNotFoundError{Tool: tool}
+			}),
+		})
+		assert.Equal(t, `{"name":"Error","message":"Tool \"nope\" not found"}`, result(t, res))
+	})
+
+	t.Run("outside the envelope", func(t *testing.T) {
+		res := e.Execute(ctx, Request{
+			Code:      "async () => { try { return await store.x() } catch (failure) { return failure.message } }",
+			Providers: []Provider{{Name: "store", Tools: []string{"x"}}},
+			Dispatch:  func(context.Context, string, string, string) (string, error) { return `"just a string"`, nil },
+		})
+		assert.Equal(t, `"The dispatch answered outside the result envelope."`, result(t, res))
+	})
+
+	t.Run("prelude", func(t *testing.T) {
+		res := e.Execute(ctx, Request{
+			Code:      "async () => store.helpers.twice(21)",
+			Providers: []Provider{{Name: "store", Tools: []string{"listUsers"}, Prelude: "store.helpers = { twice: (n) => n * 2 }"}},
+			Dispatch:  rec.dispatch,
+		})
+		assert.Equal(t, `42`, result(t, res))
+	})
+
+	t.Run("proxySource", func(t *testing.T) {
+		res := e.Execute(ctx, Request{
+			Code: "async () => await api.v1.users.list()",
+			Providers: []Provider{{
+				Name:  "api",
+				Tools: []string{"v1.users.list"},
+				ProxySource: `const api = { v1: { users: { list: async () => {
+        const json = await __dispatch('api', 'v1.users.list', __stringifyForDispatch([]))
+        const data = __parseForDispatch(json)
+        if (data.error) throw new Error(data.error)
+        return data.result
+      } } } };`,
+			}},
+			Dispatch: func(_ context.Context, provider, tool, _ string) (string, error) {
+				b, err := json.Marshal(map[string]string{"result": provider + "." + tool + " served"})
+				return string(b), err
+			},
+		})
+		assert.Equal(t, `"api.v1.users.list served"`, result(t, res))
+	})
+
+	t.Run("names a provider may not take", func(t *testing.T) {
+		tests := []struct {
+			providers []Provider
+			want      string
+		}{
+			{[]Provider{{Name: "console", Tools: []string{"x"}}},
+				`Provider name "console" is reserved. Give the provider a name the entry scope does not bind.`},
+			{[]Provider{{Name: "my-store", Tools: []string{"x"}}},
+				`Provider name "my-store" must be ASCII letters, digits, underscore and dollar, and must not start with a digit.`},
+			{[]Provider{{Name: "class", Tools: []string{"x"}}},
+				`Provider name "class" is on the list this executor refuses: every ECMAScript reserved word, the names strict mode reserves, and async. Pick a name outside it.`},
+			{[]Provider{{Name: "store", Tools: []string{"x"}}, {Name: "store", Tools: []string{"y"}}},
+				`Provider name "store" is declared twice. Give each provider its own name.`},
+		}
+		for _, tt := range tests {
+			rec := &recorder{}
+			res := e.Execute(ctx, Request{Code: "async () => { await store.x(); return 1 }", Providers: tt.providers, Dispatch: rec.dispatch})
+			assert.Equal(t, tt.want, res.Error)
+			assert.Nil(t, res.Result, "a refused request has no result")
+			assert.Equal(t, []string{}, res.Logs)
+			assert.Empty(t, rec.seen(), "a refused request calls nothing")
+		}
+	})
+
+	t.Run("a provider that shadows fetch", func(t *testing.T) {
+		res := e.Execute(ctx, Request{
+			Code:      `async () => { try { const r = await fetch('https://example.com'); return 'reached ' + r.status } catch (failure) { return failure.message } }`,
+			Providers: []Provider{{Name: "fetch", Tools: []string{"x"}}},
+			Dispatch:  rec.dispatch,
+		})
+		// The specification quotes V8's wording, "fetch is not a function";
+		// QuickJS-ng words the same TypeError "not a function".
+		assert.Equal(t, `"not a function"`, result(t, res))
+		res = e.Execute(ctx, Request{
+			Code:      `async () => typeof fetch`,
+			Providers: []Provider{{Name: "fetch", Tools: []string{"x"}}},
+			Dispatch:  rec.dispatch,
+		})
+		assert.Equal(t, `"object"`, result(t, res))
+	})
+}
+
+func TestProviderNames(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t)
+	for _, name := range ReservedProviderNames {
+		res := e.Execute(context.Background(), Request{Code: "async () => 1", Providers: []Provider{{Name: name}}})
+		assert.Contains(t, res.Error, "is reserved", name)
+	}
+	bad := []string{"", "2x", "a b", "é", "a-b", "a.b"}
+	for _, name := range bad {
+		res := e.Execute(context.Background(), Request{Code: "async () => 1", Providers: []Provider{{Name: name}}})
+		assert.Contains(t, res.Error, "must be ASCII letters", name)
+	}
+	for _, name := range []string{"async", "await", "let", "static", "arguments", "eval", "yield", "enum", "implements"} {
+		res := e.Execute(context.Background(), Request{Code: "async () => 1", Providers: []Provider{{Name: name}}})
+		assert.Contains(t, res.Error, "on the list this executor refuses", name)
+	}
+	res := e.Execute(context.Background(), Request{Code: "async () => 1", Providers: []Provider{{Name: "__codemode_x"}}})
+	assert.Contains(t, res.Error, "is reserved")
+	// Names outside every rule work, even ones that shadow globals.
+	for _, name := range []string{"$", "_", "a1", "JSON", "Object", "undefinedish", "store$2"} {
+		res := e.Execute(context.Background(), Request{Code: "async () => typeof " + name, Providers: []Provider{{Name: name}}})
+		assert.Equal(t, `"object"`, result(t, res), name)
+	}
+}
+
+func TestEnvelope(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t)
+	tests := []struct {
+		name   string
+		answer string
+		err    error
+		want   string
+	}{
+		{"result", `{"result":{"a":[1,"x"]}}`, nil, `{"ok":{"a":[1,"x"]}}`},
+		{"null result", `{"result":null}`, nil, `{"ok":null}`},
+		{"no result", `{}`, nil, `{}`},
+		{"error", `{"error":"the row is locked"}`, nil, `{"caught":"the row is locked"}`},
+		{"error beside a result", `{"error":"no","result":1}`, nil, `{"caught":"no"}`},
+		{"json string", `"just a string"`, nil, `{"caught":"The dispatch answered outside the result envelope."}`},
+		{"number", `42`, nil, `{"caught":"The dispatch answered outside the result envelope."}`},
+		{"array", `[1]`, nil, `{"caught":"The dispatch answered outside the result envelope."}`},
+		{"null", `null`, nil, `{"caught":"The dispatch answered outside the result envelope."}`},
+		{"not json", `{result: 1`, nil, `{"caught":"The dispatch answered outside the result envelope."}`},
+		{"empty", ``, nil, `{"caught":"The dispatch answered outside the result envelope."}`},
+		{"go error", ``, errors.New("connection refused"), `{"caught":"connection refused"}`},
+		{"tool not found", ``, ToolNotFoundError{Tool: "x"}, `{"caught":"Tool \"x\" not found"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			res := e.Execute(context.Background(), Request{
+				Code: `async () => {
+					try { return { ok: await store.x() } } catch (e) { return { caught: e.message, isError: e instanceof Error } }
+				}`,
+				Providers: []Provider{{Name: "store"}},
+				Dispatch:  func(context.Context, string, string, string) (string, error) { return tt.answer, tt.err },
+			})
+			var got map[string]any
+			require.NoError(t, json.Unmarshal([]byte(result(t, res)), &got))
+			if _, ok := got["caught"]; ok {
+				assert.Equal(t, true, got["isError"])
+				delete(got, "isError")
+			}
+			want, _ := json.Marshal(got)
+			assert.JSONEq(t, tt.want, string(want))
+		})
+	}
+
+	res := e.Execute(context.Background(), Request{
+		Code:      `async () => { try { await store.anything() } catch (e) { return e.message } }`,
+		Providers: []Provider{{Name: "store"}},
+	})
+	assert.Equal(t, `"Tool \"anything\" not found"`, result(t, res), "no Dispatch at all")
+}
+
+func TestEnvelopeDispatch(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	latch := NewLatch()
+	d := EnvelopeDispatch(latch, func(_ context.Context, provider, tool, argsJSON string) (any, error) {
+		calls.Add(1)
+		switch tool {
+		case "raw":
+			return json.RawMessage(`{"pre" : "encoded"}`), nil
+		case "bytes":
+			return map[string]any{"avatar": []byte{0xff, 0}, "list": [][]byte{{1}, nil}}, nil
+		case "struct":
+			return struct {
+				Name  string `json:"name"`
+				Photo []byte `json:"photo,omitempty"`
+				Skip  string `json:"-"`
+			}{Name: "ada", Photo: []byte("hi"), Skip: "x"}, nil
+		case "fail":
+			return nil, errors.New(`quote " and <tags>`)
+		case "nothing":
+			return nil, nil
+		case "unencodable":
+			return make(chan int), nil
+		}
+		return nil, ToolNotFoundError{Tool: tool}
+	})
+	tests := []struct{ tool, want string }{
+		{"raw", `{"result":{"pre" : "encoded"}}`},
+		{"bytes", `{"result":{"avatar":{"__executor_binary_v1__":"Uint8Array","data":"/wA="},"list":[{"__executor_binary_v1__":"Uint8Array","data":"AQ=="},null]}}`},
+		{"struct", `{"result":{"name":"ada","photo":{"__executor_binary_v1__":"Uint8Array","data":"aGk="}}}`},
+		{"fail", `{"error":"quote \" and <tags>"}`},
+		{"nothing", `{"result":null}`},
+		{"missing", `{"error":"Tool \"missing\" not found"}`},
+	}
+	for _, tt := range tests {
+		got, err := d(context.Background(), "store", tt.tool, "[]")
+		require.NoError(t, err)
+		assert.Equal(t, tt.want, got, tt.tool)
+	}
+	got, err := d(context.Background(), "store", "unencodable", "[]")
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(got, `{"error":"the tool's result cannot be encoded: `), got)
+
+	n := calls.Load()
+	latch.Close()
+	got, err = d(context.Background(), "store", "raw", "[]")
+	require.NoError(t, err)
+	assert.Equal(t, `{"error":"Execution has already completed."}`, got)
+	assert.Equal(t, n, calls.Load(), "a closed latch never reaches the responder")
+	assert.False(t, latch.Active())
+	var zero Latch
+	assert.True(t, zero.Active())
+}
+
+func TestCodec(t *testing.T) {
+	t.Parallel()
+	s, err := StringifyForDispatch(json.RawMessage(`{ "kept" :  "as is" }`))
+	require.NoError(t, err)
+	assert.Equal(t, `{ "kept" :  "as is" }`, s)
+	s, err = StringifyForDispatch([]any{[]byte(nil), []byte{}, "<&>"})
+	require.NoError(t, err)
+	assert.Equal(t, `[null,{"__executor_binary_v1__":"Uint8Array","data":""},"<&>"]`, s)
+
+	v, err := ParseForDispatch(`{"a":[{"__executor_binary_v1__":"Float32Array","data":"AACAPw=="}],"h":{"__executor_handle_v1__":3},"n":1.5}`)
+	require.NoError(t, err)
+	m := v.(map[string]any)
+	assert.Equal(t, []any{[]byte{0, 0, 0x80, 0x3f}}, m["a"])
+	assert.Equal(t, Handle{id: 3}, m["h"])
+	assert.Equal(t, 1.5, m["n"])
+	back, err := StringifyForDispatch(m["h"])
+	require.NoError(t, err)
+	assert.Equal(t, `{"__executor_handle_v1__":3}`, back)
+
+	args, err := ParseDispatchArguments(`["ada",7,{"__executor_binary_v1__":"ArrayBuffer","data":"AQID"}]`)
+	require.NoError(t, err)
+	assert.Equal(t, []any{"ada", float64(7), []byte{1, 2, 3}}, args)
+	args, err = ParseDispatchArguments(`"one"`)
+	require.NoError(t, err)
+	assert.Equal(t, []any{"one"}, args)
+	_, err = ParseDispatchArguments(`{`)
+	assert.Error(t, err)
+	v, err = ParseForDispatch(`{"__executor_binary_v1__":"Uint8Array","data":"not base64!"}`)
+	require.NoError(t, err)
+	assert.IsType(t, map[string]any{}, v, "an envelope that does not decode stays an object")
+}
+
+// TestBinaryCodecInSandbox sends every binary type out and back.
+func TestBinaryCodecInSandbox(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t)
+	var got sync.Map
+	res := e.Execute(context.Background(), Request{
+		Code: `async () => {
+			const buf = new Uint8Array([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15]).buffer
+			const values = {
+				ArrayBuffer: buf,
+				DataView: new DataView(buf, 2, 4),
+				Int8Array: new Int8Array([-1, 2]),
+				Uint8Array: new Uint8Array(buf, 1, 3),
+				Uint8ClampedArray: new Uint8ClampedArray([300, -5]),
+				Int16Array: new Int16Array([-2, 3]),
+				Uint16Array: new Uint16Array([65535]),
+				Int32Array: new Int32Array([-7]),
+				Uint32Array: new Uint32Array([4294967295]),
+				Float16Array: new Float16Array([1.5]),
+				Float32Array: new Float32Array([1]),
+				Float64Array: new Float64Array([-0.5]),
+				BigInt64Array: new BigInt64Array([-1n]),
+				BigUint64Array: new BigUint64Array([2n ** 64n - 1n]),
+				subarray: new Uint16Array([1, 2, 3, 4]).subarray(1, 3),
+			}
+			const back = await store.echo({ values, nested: [[values.Int8Array]] })
+			const out = {}
+			for (const [k, v] of Object.entries(back.values)) {
+				out[k] = [Object.prototype.toString.call(v), ArrayBuffer.isView(v) ? Array.from(new Uint8Array(v.buffer, v.byteOffset, v.byteLength)) : Array.from(new Uint8Array(v))]
+			}
+			out.nested = back.nested[0][0] instanceof Int8Array
+			return out
+		}`,
+		Providers: []Provider{{Name: "store"}},
+		Dispatch: func(_ context.Context, _, _, argsJSON string) (string, error) {
+			got.Store("args", argsJSON)
+			var args []json.RawMessage
+			if err := json.Unmarshal([]byte(argsJSON), &args); err != nil {
+				return "", err
+			}
+			return `{"result":` + string(args[0]) + `}`, nil
+		},
+	})
+	var out map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal([]byte(result(t, res)), &out))
+	want := map[string]string{
+		"ArrayBuffer":       `["[object ArrayBuffer]",[0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15]]`,
+		"DataView":          `["[object DataView]",[2,3,4,5]]`,
+		"Int8Array":         `["[object Int8Array]",[255,2]]`,
+		"Uint8Array":        `["[object Uint8Array]",[1,2,3]]`,
+		"Uint8ClampedArray": `["[object Uint8ClampedArray]",[255,0]]`,
+		"Int16Array":        `["[object Int16Array]",[254,255,3,0]]`,
+		"Uint16Array":       `["[object Uint16Array]",[255,255]]`,
+		"Int32Array":        `["[object Int32Array]",[249,255,255,255]]`,
+		"Uint32Array":       `["[object Uint32Array]",[255,255,255,255]]`,
+		"Float16Array":      `["[object Float16Array]",[0,62]]`,
+		"Float32Array":      `["[object Float32Array]",[0,0,128,63]]`,
+		"Float64Array":      `["[object Float64Array]",[0,0,0,0,0,0,224,191]]`,
+		"BigInt64Array":     `["[object BigInt64Array]",[255,255,255,255,255,255,255,255]]`,
+		"BigUint64Array":    `["[object BigUint64Array]",[255,255,255,255,255,255,255,255]]`,
+		"subarray":          `["[object Uint16Array]",[2,0,3,0]]`,
+	}
+	for k, w := range want {
+		assert.JSONEq(t, w, string(out[k]), k)
+	}
+	assert.Equal(t, "true", string(out["nested"]))
+	args, _ := got.Load("args")
+	assert.Contains(t, args, `"Uint8Array":{"__executor_binary_v1__":"Uint8Array","data":"AQID"}`, "a view sends only its visible bytes")
+	assert.Contains(t, args, `"subarray":{"__executor_binary_v1__":"Uint16Array","data":"AgADAA=="}`)
+
+	// The result of a program goes through the codec too.
+	res = e.Execute(context.Background(), Request{Code: "async () => ({ b: new Uint8Array([5, 6]) })"})
+	assert.Equal(t, `{"b":{"__executor_binary_v1__":"Uint8Array","data":"BQY="}}`, result(t, res))
+}
+
+// TestCodecIsTamperProof: replacing built-ins does not change how calls
+// are encoded.
+func TestCodecIsTamperProof(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t)
+	rec := &recorder{}
+	res := e.Execute(context.Background(), Request{
+		Code: `async () => {
+			JSON.stringify = () => '"hijacked"'
+			JSON.parse = () => ({ result: 'hijacked' })
+			Uint8Array.prototype.toBase64 = () => 'hijacked'
+			Map.prototype.get = () => undefined
+			Object.prototype.then = undefined
+			return await store.x(new Uint8Array([1]))
+		}`,
+		Providers: []Provider{{Name: "store"}},
+		Dispatch:  rec.dispatch,
+	})
+	assert.Equal(t, `null`, result(t, res))
+	assert.Equal(t, []dispatchCall{{"store", "x", `[{"__executor_binary_v1__":"Uint8Array","data":"AQ=="}]`}}, rec.seen())
+}
+
+func TestProxyBehaviour(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t)
+	rec := &recorder{}
+	res := e.Execute(context.Background(), Request{
+		Code: `async () => {
+			const r = {}
+			r.symbol = store[Symbol.iterator]
+			r.then = store.then
+			r.toString = typeof store.toString
+			store.own = 5
+			r.own = store.own
+			r.tool = typeof store.anything
+			r.awaited = (await store) === store
+			await store.toString()
+			return r
+		}`,
+		Providers: []Provider{{Name: "store"}},
+		Dispatch:  rec.dispatch,
+	})
+	assert.JSONEq(t, `{"own":5,"tool":"function","toString":"function","awaited":true}`, result(t, res))
+	assert.Equal(t, []dispatchCall{{"store", "toString", "[]"}}, rec.seen())
+}
+
+func TestPayloadBound(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t, WithLimits(Limits{Payload: 200}))
+	rec := &recorder{}
+	res := e.Execute(context.Background(), Request{
+		Code: `async () => {
+			try { await store.big('x'.repeat(300)) } catch (e) { return e.message }
+		}`,
+		Providers: []Provider{{Name: "store"}},
+		Dispatch:  rec.dispatch,
+	})
+	assert.Equal(t, `"The tool call is 312 bytes (provider, tool and arguments), over the payload limit of 200 bytes; it was not delivered."`, result(t, res))
+	assert.Empty(t, rec.seen(), "the call is never delivered")
+
+	res = e.Execute(context.Background(), Request{Code: "async () => 'y'.repeat(300)"})
+	assert.Equal(t, "RangeError: the result is 302 bytes of JSON, over the payload limit of 200 bytes", res.Error)
+	require.NotNil(t, res.Err)
+	assert.Equal(t, KindJS, res.Err.Kind)
+
+	// The dispatch's answer is not measured; a program may return less.
+	res = e.Execute(context.Background(), Request{
+		Code:      "async () => (await store.x()).length",
+		Providers: []Provider{{Name: "store"}},
+		Dispatch: func(context.Context, string, string, string) (string, error) {
+			return `{"result":"` + strings.Repeat("z", 500) + `"}`, nil
+		},
+	})
+	assert.Equal(t, `500`, result(t, res))
+}
+
+func TestExecuteFailures(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t, WithLimits(Limits{Deadline: 100 * time.Millisecond, Memory: 4 << 20}))
+	tests := []struct{ code, want string }{
+		{"async () => { console.log('before'); throw new TypeError('bad') }", "TypeError: bad\n    at <anonymous> (program.js:1:48)"},
+		{"async () => {\n  null.x\n}", "TypeError: cannot read property 'x' of null\n    at <anonymous> (program.js:2:3)"},
+		{"async () => { let }", "SyntaxError: variable name expected\n    at program.js:1:7"},
+		{"42", "TypeError: not a function"},
+		{"async () => { for (;;) {} }", "The program timed out after 100ms."},
+		{"async () => { const a = []; for (;;) a.push('x'.repeat(100)) }", "The program exceeded the memory limit of 4194304 bytes."},
+		{"async () => new Promise(() => {})", "The program's promise can never settle: nothing it waits on is outstanding."},
+		{"async () => 1 });(async () => { return 2", "SyntaxError: Unexpected token '}'\n    at program.js:1:7"},
+		{"async () => 1;", ""},
+	}
+	for _, tt := range tests {
+		res := e.Execute(context.Background(), Request{Code: tt.code})
+		assert.Equal(t, tt.want, res.Error, "Execute(%q)", tt.code)
+		assert.NotNil(t, res.Logs)
+	}
+	res := e.Execute(context.Background(), Request{Code: "async () => { console.log('kept'); throw new Error('x') }"})
+	assert.Equal(t, []string{"kept"}, res.Logs, "logs come back with a failure")
+
+	require.NoError(t, e.Close())
+	res = e.Execute(context.Background(), Request{Code: "async () => 1"})
+	assert.Equal(t, "codemode: execute: codemode: executor closed", res.Error)
+	assert.True(t, errors.Is(res.Err, ErrClosed))
+}
+
+func TestFireAndForget(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t, WithLimits(Limits{Deadline: 2 * time.Second}))
+	var entered, finished atomic.Int32
+	release := make(chan struct{})
+	dispatch := func(ctx context.Context, provider, tool, argsJSON string) (string, error) {
+		entered.Add(1)
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		finished.Add(1)
+		return `{"result":"late"}`, nil
+	}
+	res := e.Execute(context.Background(), Request{
+		Code: `async () => {
+			store.a(); store.b()
+			setTimeout(() => store.never(), 50)
+			return 'early'
+		}`,
+		Providers: []Provider{{Name: "store"}},
+		Dispatch:  dispatch,
+	})
+	assert.Equal(t, `"early"`, result(t, res))
+	assert.Equal(t, int32(2), entered.Load(), "both calls entered the dispatch before Execute returned")
+	close(release)
+	time.Sleep(100 * time.Millisecond)
+	assert.Equal(t, int32(2), entered.Load(), "a timer set for after the return never fires")
+	assert.Equal(t, int32(2), finished.Load(), "an un-awaited call keeps running after the run")
+
+	// A call made after the program settled, by a job still queued, meets
+	// the completion text and never reaches the dispatch.
+	rec := &recorder{}
+	res = e.Execute(context.Background(), Request{
+		Code: `async () => {
+			globalThis.late = (async () => { await null; await null; try { await store.after() } catch (e) { console.log(e.message) } })()
+			return 'settled'
+		}`,
+		Providers: []Provider{{Name: "store"}},
+		Dispatch:  rec.dispatch,
+	})
+	assert.Equal(t, `"settled"`, result(t, res))
+	assert.Empty(t, rec.seen())
+}
+
+func TestParallelToolCalls(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t, WithLimits(Limits{Deadline: 5 * time.Second}))
+	start := time.Now()
+	res := e.Execute(context.Background(), Request{
+		Code:      "async () => (await Promise.all([1, 2, 3, 4, 5, 6, 7, 8].map((i) => store.slow(i)))).length",
+		Providers: []Provider{{Name: "store"}},
+		Dispatch: func(ctx context.Context, _, _, _ string) (string, error) {
+			time.Sleep(100 * time.Millisecond)
+			return `{"result":1}`, nil
+		},
+	})
+	assert.Equal(t, `8`, result(t, res))
+	assert.Less(t, time.Since(start), 400*time.Millisecond, "parallel calls run concurrently")
+}
+
+func TestRetainedHandles(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t, WithLimits(Limits{Deadline: time.Second}))
+	var handle atomic.Pointer[Handle]
+	var dispatched atomic.Int32
+	dispatch := EnvelopeDispatch(NewLatch(), func(_ context.Context, _, tool, argsJSON string) (any, error) {
+		dispatched.Add(1)
+		args, err := ParseDispatchArguments(argsJSON)
+		if err != nil {
+			return nil, err
+		}
+		if h, ok := args[0].(Handle); ok {
+			handle.Store(&h)
+		}
+		return "subscribed", nil
+	})
+	res := e.Execute(context.Background(), Request{
+		Code: `async () => {
+			let ticks = 0
+			setInterval(() => { ticks++ }, 1)
+			const onEvent = async (event, bytes) => {
+				console.log('event', event.kind)
+				if (event.kind === 'boom') throw new RangeError('bad event')
+				if (event.kind === 'call') return await store.fromHandle()
+				return { seen: event.kind, ticks: ticks > 0, len: bytes.length, isBytes: bytes instanceof Uint8Array }
+			}
+			return await store.subscribe(onEvent)
+		}`,
+		Providers:     []Provider{{Name: "store"}},
+		Dispatch:      dispatch,
+		RetainHandles: true,
+	})
+	assert.Equal(t, `"subscribed"`, result(t, res))
+	require.NotNil(t, res.Retained)
+	r := res.Retained
+	h := handle.Load()
+	require.NotNil(t, h)
+
+	time.Sleep(20 * time.Millisecond) // let the interval tick
+	v, err := r.Call(context.Background(), *h, map[string]any{"kind": "ping"}, []byte{1, 2, 3})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"seen": "ping", "ticks": true, "len": float64(3), "isBytes": true}, v)
+
+	_, err = r.Call(context.Background(), *h, map[string]any{"kind": "boom"}, []byte{})
+	ee := execErr(t, err)
+	assert.Equal(t, KindJS, ee.Kind)
+	assert.True(t, strings.HasPrefix(ee.Message, "RangeError: bad event"), ee.Message)
+
+	n := dispatched.Load()
+	_, err = r.Call(context.Background(), *h, map[string]any{"kind": "call"}, []byte{})
+	ee = execErr(t, err)
+	assert.True(t, strings.HasPrefix(ee.Message, "Error: Execution has already completed."), ee.Message)
+	assert.Equal(t, n, dispatched.Load(), "a call from a retained sandbox never reaches the dispatch")
+	assert.Equal(t, []string{"event ping", "event boom", "event call"}, r.Logs())
+
+	_, err = r.Call(context.Background(), Handle{id: 999}, nil)
+	assert.Contains(t, execErr(t, err).Message, "no function behind handle 999")
+
+	require.NoError(t, r.Close())
+	require.NoError(t, r.Close())
+	_, err = r.Call(context.Background(), *h, map[string]any{"kind": "ping"}, []byte{})
+	assert.ErrorIs(t, err, ErrRetainedClosed)
+	assert.ErrorIs(t, r.Err(), ErrRetainedClosed)
+
+	// Without RetainHandles the sandbox is gone at once.
+	res = e.Execute(context.Background(), Request{
+		Code: "async () => store.subscribe(() => 1)", Providers: []Provider{{Name: "store"}}, Dispatch: dispatch,
+	})
+	assert.Equal(t, `"subscribed"`, result(t, res))
+	assert.Nil(t, res.Retained)
+}
+
+func TestRetainedBounds(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t, WithLimits(Limits{Deadline: 50 * time.Millisecond}), WithRetainIdle(100*time.Millisecond))
+	var handle atomic.Pointer[Handle]
+	dispatch := EnvelopeDispatch(nil, func(_ context.Context, _, _, argsJSON string) (any, error) {
+		args, _ := ParseDispatchArguments(argsJSON)
+		h := args[0].(Handle)
+		handle.Store(&h)
+		return nil, nil
+	})
+	run := func(code string) *Retained {
+		res := e.Execute(context.Background(), Request{Code: code, Providers: []Provider{{Name: "store"}}, Dispatch: dispatch, RetainHandles: true})
+		require.Empty(t, res.Error)
+		require.NotNil(t, res.Retained)
+		return res.Retained
+	}
+
+	// The idle bound closes a sandbox nobody calls, timers or not.
+	r := run("async () => { setInterval(() => {}, 1); await store.keep(() => 1) }")
+	select {
+	case <-r.Done():
+	case <-time.After(2 * time.Second):
+		t.Fatal("the idle bound did not close the sandbox")
+	}
+	assert.ErrorIs(t, r.Err(), ErrRetainedClosed)
+
+	// A handle call that runs past the deadline kills the sandbox.
+	r = run("async () => { await store.keep(() => { for (;;) {} }) }")
+	_, err := r.Call(context.Background(), *handle.Load())
+	assert.ErrorIs(t, err, ErrRetainedClosed)
+	<-r.Done()
+
+	// So does a timer that does.
+	r = run("async () => { setTimeout(() => { for (;;) {} }, 5); await store.keep(() => 1) }")
+	<-r.Done()
+	assert.Contains(t, r.Err().Error(), "timed out")
+
+	// Closing the executor closes retained sandboxes.
+	e2, err := New(WithRetainIdle(time.Hour))
+	require.NoError(t, err)
+	res := e2.Execute(context.Background(), Request{Code: "async () => { await store.keep(() => 1) }", Providers: []Provider{{Name: "store"}}, Dispatch: dispatch, RetainHandles: true})
+	require.NotNil(t, res.Retained)
+	require.NoError(t, e2.Close())
+	<-res.Retained.Done()
+	assert.ErrorIs(t, res.Retained.Err(), ErrRetainedClosed)
+}
+
+// TestHandleCrossesBack: a Handle in a tool's result arrives as the
+// program's own function.
+func TestHandleCrossesBack(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t)
+	res := e.Execute(context.Background(), Request{
+		Code: `async () => {
+			const f = (x) => x * 2
+			const back = await store.roundTrip(f)
+			return [back === f, back(21)]
+		}`,
+		Providers: []Provider{{Name: "store"}},
+		Dispatch: EnvelopeDispatch(nil, func(_ context.Context, _, _, argsJSON string) (any, error) {
+			args, err := ParseDispatchArguments(argsJSON)
+			if err != nil {
+				return nil, err
+			}
+			return args[0], nil
+		}),
+	})
+	assert.Equal(t, `[true,42]`, result(t, res))
+}
