@@ -129,3 +129,41 @@ func BenchmarkHostCall(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkExecute measures provider programs end to end: a fresh sandbox
+// with the runtime, the program, its tool calls through a DispatchFunc, and
+// the result through the codec.
+func BenchmarkExecute(b *testing.B) {
+	e := newExecutor(b)
+	ctx := context.Background()
+	answer := func(context.Context, string, string, string) (string, error) { return `{"result":{"id":1,"ok":true}}`, nil }
+	echo := EnvelopeDispatch(nil, func(_ context.Context, _, _, argsJSON string) (any, error) {
+		args, err := ParseDispatchArguments(argsJSON)
+		if err != nil {
+			return nil, err
+		}
+		return args[0], nil
+	})
+	cases := []struct {
+		name     string
+		code     string
+		dispatch DispatchFunc
+		want     string
+	}{
+		{"provider-call", "async () => (await store.x()).id", answer, "1"},
+		{"promise-all-16", "async () => (await Promise.all(Array.from({length: 16}, (_, i) => store.x(i)))).length", answer, "16"},
+		{"binary-64KiB", "async () => { const b = new Uint8Array(65536); b[65535] = 7; return (await store.echo(b))[65535] }", echo, "7"},
+	}
+	for _, c := range cases {
+		req := Request{Code: c.code, Providers: []Provider{{Name: "store"}}, Dispatch: c.dispatch}
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				res := e.Execute(ctx, req)
+				if res.Error != "" || string(res.Result) != c.want {
+					b.Fatalf("Execute = %s %s", res.Result, res.Error)
+				}
+			}
+		})
+	}
+}

@@ -87,6 +87,41 @@
 // handler that returns after the deadline makes the run a timeout; an async
 // one that ignores its context is abandoned at the deadline.
 //
+// # Providers
+//
+// [Executor.Execute] runs a provider program ([Request]): Code is an async
+// arrow function run in strict mode, and each declared [Provider] is a
+// const in its scope, a Proxy whose every property is an async tool
+// function. Calling store.findUser('ada') sends three strings to the
+// request's [DispatchFunc]: the provider, the tool, and the arguments as
+// one JSON string (a JSON array by default, the one options object with
+// ObjectArgs). The dispatch answers with the result envelope, a JSON
+// string: {"result": v} gives v at the call site, {"error": text} throws
+// an Error carrying exactly text, and anything else throws
+// [MsgOutsideEnvelope]. [EnvelopeDispatch] builds the envelope from plain Go
+// values and checks a [Latch]; [ParseDispatchArguments] turns the arguments
+// into a slice; [ToolNotFoundError] composes the pinned refusal.
+//
+// Values cross through a codec: an ArrayBuffer, a DataView or any typed
+// array becomes {"__executor_binary_v1__":"<Type>","data":"<base64>"} (a
+// view sends only its visible bytes) and revives as the same type in the
+// sandbox; in Go it is []byte, at any depth of a value
+// ([StringifyForDispatch], [ParseForDispatch]). A function passed to a tool
+// becomes a [Handle]; with RetainHandles the sandbox outlives Execute as a
+// [Retained] and the host can call the function back.
+//
+// The program's names are checked before anything runs: a provider name
+// must be an ASCII identifier, not one the entry scope binds
+// ([ReservedProviderNames]), not a reserved word (nor async), and unique;
+// each rule refuses with its own pinned text and nothing is called. Each
+// call's provider name, tool name and arguments are measured against
+// [Limits].Payload before they leave the sandbox; a call past it rejects at
+// its call site. A call the program does not await has entered the
+// dispatch before Execute returns and keeps running (its context carries
+// the deadline but does not end with the run); its answer is dropped, and
+// a call made after the program settled meets [MsgExecutionCompleted]
+// without reaching the dispatch.
+//
 // # Event loop
 //
 // The event loop lives in Go, between cgo calls: C runs the program and its

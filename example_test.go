@@ -92,3 +92,39 @@ func ExampleWithLimits() {
 	// Output:
 	// {"kind":"memory_exceeded","name":"run_js","limit_bytes":4194304}
 }
+
+// A provider program: tool calls go to the dispatch, which answers with the
+// result envelope.
+func ExampleExecutor_Execute() {
+	exec, err := codemode.New()
+	if err != nil {
+		panic(err)
+	}
+	defer exec.Close()
+
+	users := map[string]string{"ada": "Ada Lovelace", "alan": "Alan Turing"}
+	latch := codemode.NewLatch()
+	defer latch.Close()
+	res := exec.Execute(context.Background(), codemode.Request{
+		Code: `async () => {
+			const names = await Promise.all(['ada', 'alan'].map((id) => store.findUser(id)))
+			try { await store.dropTables() } catch (e) { console.log(e.message) }
+			return names
+		}`,
+		Providers: []codemode.Provider{{Name: "store", Tools: []string{"findUser"}}},
+		Dispatch: codemode.EnvelopeDispatch(latch, func(ctx context.Context, provider, tool, argsJSON string) (any, error) {
+			if tool != "findUser" {
+				return nil, codemode.ToolNotFoundError{Tool: tool}
+			}
+			args, err := codemode.ParseDispatchArguments(argsJSON)
+			if err != nil {
+				return nil, err
+			}
+			id, _ := args[0].(string)
+			return users[id], nil
+		}),
+	})
+	fmt.Println(string(res.Result), res.Logs, res.Error == "")
+	// Output:
+	// ["Ada Lovelace","Alan Turing"] [Tool "dropTables" not found] true
+}
