@@ -136,7 +136,9 @@ func BenchmarkHostCall(b *testing.B) {
 func BenchmarkExecute(b *testing.B) {
 	e := newExecutor(b)
 	ctx := context.Background()
-	answer := func(context.Context, string, string, string) (string, error) { return `{"result":{"id":1,"ok":true}}`, nil }
+	answer := func(context.Context, string, string, string) (string, error) {
+		return `{"result":{"id":1,"ok":true}}`, nil
+	}
 	echo := EnvelopeDispatch(nil, func(_ context.Context, _, _, argsJSON string) (any, error) {
 		args, err := ParseDispatchArguments(argsJSON)
 		if err != nil {

@@ -48,10 +48,10 @@ type Retained struct {
 	name     string
 	headCols int
 	slot     *slot
-	reqs chan retainedReq
-	quit chan struct{}
-	done chan struct{} // closed once the sandbox is gone
-	stop sync.Once
+	reqs     chan retainedReq
+	quit     chan struct{}
+	done     chan struct{} // closed once the sandbox is gone
+	stop     sync.Once
 
 	err error // why it closed; set before done is closed
 }
