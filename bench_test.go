@@ -44,7 +44,7 @@ func BenchmarkRun(b *testing.B) {
 func BenchmarkRawLifecycle(b *testing.B) {
 	e := newExecutor(b)
 	for _, w := range benchScripts(b) {
-		src := wrapScript(w.src)
+		src := wrapScript(w.src, scriptKey("run", w.src))
 		b.Run(w.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

@@ -1266,9 +1266,44 @@ static JSValue load_runtime(bridge_slot *s, const bridge_config *cfg)
 	return rt;
 }
 
+/* Compiles src in the sandbox (or reads its cached bytecode) and evaluates
+ * it: the completion value. With want_bc, fresh bytecode goes to out. */
+static JSValue load_source(bridge_slot *s, const bridge_config *cfg, const char *src, size_t len, bridge_out *out)
+{
+	JSContext *ctx = s->ctx;
+	JSValue fn;
+	if (cfg->bc) {
+		fn = JS_ReadObject(ctx, cfg->bc, cfg->bc_len, JS_READ_OBJ_BYTECODE);
+	} else {
+		JSEvalOptions opts = {
+			.version = JS_EVAL_OPTIONS_VERSION,
+			.eval_flags = JS_EVAL_TYPE_GLOBAL | JS_EVAL_FLAG_COMPILE_ONLY,
+			.filename = cfg->filename,
+			.line_num = 1,
+		};
+		fn = JS_Eval2(ctx, src, len, &opts);
+		if (!JS_IsException(fn) && cfg->want_bc) {
+			size_t n = 0;
+			uint8_t *bc = JS_WriteObject(ctx, &n, fn, JS_WRITE_OBJ_BYTECODE);
+			if (bc) {
+				if ((out->bc = malloc(n)) != NULL) {
+					memcpy(out->bc, bc, n);
+					out->bc_len = n;
+				}
+				js_free(ctx, bc);
+			} else if (JS_HasException(ctx)) {
+				JS_FreeValue(ctx, JS_GetException(ctx));
+			}
+		}
+	}
+	if (JS_IsException(fn))
+		return fn;
+	return JS_EvalFunction(ctx, fn);
+}
+
 /* Starts an Execute program: runtime, program unit, entry, then
  * entry(runtime, program) is the program's promise. */
-static JSValue start_execute(bridge_slot *s, const bridge_config *cfg, const char *src, size_t len)
+static JSValue start_execute(bridge_slot *s, const bridge_config *cfg, const char *src, size_t len, bridge_out *out)
 {
 	JSContext *ctx = s->ctx;
 	s->rtobj = load_runtime(s, cfg);
@@ -1276,7 +1311,7 @@ static JSValue start_execute(bridge_slot *s, const bridge_config *cfg, const cha
 		s->rtobj = JS_UNDEFINED;
 		return JS_EXCEPTION;
 	}
-	JSValue program = eval_source(s, src, len, cfg->filename);
+	JSValue program = load_source(s, cfg, src, len, out);
 	if (JS_IsException(program))
 		return program;
 	JSValue entry = eval_source(s, cfg->entry, cfg->entry_len, "<codemode:entry>");
@@ -1289,6 +1324,111 @@ static JSValue start_execute(bridge_slot *s, const bridge_config *cfg, const cha
 	JS_FreeValue(ctx, entry);
 	JS_FreeValue(ctx, program);
 	return p;
+}
+
+/* Calls a tool module's function with the run's argument JSON. */
+static JSValue start_tool(bridge_slot *s, const bridge_config *cfg, const char *src, size_t len, bridge_out *out)
+{
+	JSContext *ctx = s->ctx;
+	JSValue fn = load_source(s, cfg, src, len, out);
+	if (JS_IsException(fn))
+		return fn;
+	if (!JS_IsFunction(ctx, fn)) {
+		JS_FreeValue(ctx, fn);
+		return JS_ThrowTypeError(ctx, "the tool did not evaluate to a function");
+	}
+	JSValue args = JS_ParseJSON(ctx, cfg->args, cfg->args_len, "<arguments>");
+	if (JS_IsException(args)) {
+		JS_FreeValue(ctx, fn);
+		return args;
+	}
+	JSValue r = JS_Call(ctx, fn, JS_UNDEFINED, 1, &args);
+	JS_FreeValue(ctx, args);
+	JS_FreeValue(ctx, fn);
+	return r;
+}
+
+/* typeof v, in the language's vocabulary. */
+static const char *type_of(JSContext *ctx, JSValueConst v)
+{
+	if (JS_IsFunction(ctx, v))
+		return "function";
+	switch (JS_VALUE_GET_TAG(v)) {
+	case JS_TAG_UNDEFINED:
+		return "undefined";
+	case JS_TAG_BOOL:
+		return "boolean";
+	case JS_TAG_INT:
+	case JS_TAG_FLOAT64:
+		return "number";
+	case JS_TAG_STRING:
+	case JS_TAG_STRING_ROPE:
+		return "string";
+	case JS_TAG_SYMBOL:
+		return "symbol";
+	case JS_TAG_BIG_INT:
+	case JS_TAG_SHORT_BIG_INT:
+		return "bigint";
+	default:
+		return "object";
+	}
+}
+
+/* The self-test's verdict: it runs as a script with top-level await; its
+ * completion value (awaited if a promise) fails it when exactly false. */
+static const char selftest_verdict[] = "(p) => p.then((r) => r.value).then((v) => v !== false)";
+
+/* Registration: the module must evaluate to a function; then the global
+ * `tool` is that function and the self-test, if any, is the program. A
+ * parse error or a throw while evaluating is BRIDGE_COMPILE; a value that
+ * is not a function is BRIDGE_NOT_FUNCTION (data: its typeof). */
+static int32_t start_register(bridge_slot *s, const bridge_config *cfg, const char *src, size_t len, bridge_out *out)
+{
+	JSContext *ctx = s->ctx;
+	JSValue fn = load_source(s, cfg, src, len, out);
+	if (JS_IsException(fn)) {
+		if (s->killed)
+			return s->killed;
+		int32_t st = emit_exception(s, out);
+		return st == BRIDGE_THROWN ? BRIDGE_COMPILE : st;
+	}
+	if (!JS_IsFunction(ctx, fn)) {
+		out->data = dup_text(type_of(ctx, fn), &out->size);
+		JS_FreeValue(ctx, fn);
+		return BRIDGE_NOT_FUNCTION;
+	}
+	if (!cfg->selftest) {
+		JS_FreeValue(ctx, fn);
+		out->data = dup_text("true", &out->size);
+		return BRIDGE_DONE;
+	}
+	JSValue global = JS_GetGlobalObject(ctx);
+	int rc = JS_SetPropertyStr(ctx, global, "tool", fn);
+	JS_FreeValue(ctx, global);
+	if (rc < 0)
+		return s->killed ? s->killed : emit_exception(s, out);
+	JSEvalOptions opts = {
+		.version = JS_EVAL_OPTIONS_VERSION,
+		.eval_flags = JS_EVAL_TYPE_GLOBAL | JS_EVAL_FLAG_ASYNC,
+		.filename = "selftest.js",
+		.line_num = 1,
+	};
+	JSValue p = JS_Eval2(ctx, cfg->selftest, cfg->selftest_len, &opts);
+	if (JS_IsException(p))
+		return s->killed ? s->killed : emit_exception(s, out);
+	JSValue verdict = eval_source(s, selftest_verdict, sizeof(selftest_verdict) - 1, "<codemode:selftest>");
+	if (JS_IsException(verdict)) {
+		JS_FreeValue(ctx, p);
+		return s->killed ? s->killed : emit_exception(s, out);
+	}
+	s->program = JS_Call(ctx, verdict, JS_UNDEFINED, 1, &p);
+	JS_FreeValue(ctx, verdict);
+	JS_FreeValue(ctx, p);
+	if (JS_IsException(s->program)) {
+		s->program = JS_UNDEFINED;
+		return s->killed ? s->killed : emit_exception(s, out);
+	}
+	return advance(s, out);
 }
 
 int32_t bridge_slot_run(bridge_slot *s, const bridge_config *cfg, const char *src, size_t len, bridge_out *out)
@@ -1310,14 +1450,22 @@ int32_t bridge_slot_run(bridge_slot *s, const bridge_config *cfg, const char *sr
 		out->data = dup_text("cannot build a sandbox within the memory limit", &out->size);
 	} else {
 		JS_UpdateStackTop(s->rt);
-		JSValue v = cfg->runtime_bc ? start_execute(s, cfg, src, len) : eval_source(s, src, len, cfg->filename);
-		if (JS_IsException(v)) {
-			st = s->killed ? s->killed : emit_exception(s, out);
-			if (s->killed && JS_HasException(s->ctx))
+		if (cfg->mode == BRIDGE_MODE_REGISTER) {
+			st = start_register(s, cfg, src, len, out);
+			if (JS_HasException(s->ctx))
 				JS_FreeValue(s->ctx, JS_GetException(s->ctx));
 		} else {
-			s->program = v;
-			st = advance(s, out);
+			JSValue v = cfg->mode == BRIDGE_MODE_EXECUTE ? start_execute(s, cfg, src, len, out)
+			            : cfg->mode == BRIDGE_MODE_TOOL  ? start_tool(s, cfg, src, len, out)
+			                                             : load_source(s, cfg, src, len, out);
+			if (JS_IsException(v)) {
+				st = s->killed ? s->killed : emit_exception(s, out);
+				if (s->killed && JS_HasException(s->ctx))
+					JS_FreeValue(s->ctx, JS_GetException(s->ctx));
+			} else {
+				s->program = v;
+				st = advance(s, out);
+			}
 		}
 	}
 	return settle_run(s, st, out);
@@ -1516,7 +1664,9 @@ void bridge_out_free(bridge_out *out)
 {
 	free(out->data);
 	free(out->logs);
+	free(out->bc);
 	out->data = out->logs = NULL;
+	out->bc = NULL;
 }
 
 uint64_t bridge_max_stack(void)

@@ -32,6 +32,16 @@ enum {
 	BRIDGE_TOO_LARGE = 7, /* the result's JSON is over the payload limit: size is its length */
 	BRIDGE_INTERNAL = 8, /* the shim or the host-call glue failed: data says why, if C knows */
 	BRIDGE_CAPABILITY = 9, /* a capability's failure escaped: data is its message, cap its index */
+	BRIDGE_COMPILE = 10,   /* registering: the source did not parse or threw: data is the error */
+	BRIDGE_NOT_FUNCTION = 11, /* registering: the source evaluated to data (a typeof name) */
+};
+
+/* What a run executes (bridge_config.mode). */
+enum {
+	BRIDGE_MODE_SCRIPT = 0,   /* src is a script whose completion value is the program */
+	BRIDGE_MODE_EXECUTE = 1,  /* src is the program unit of an Execute request */
+	BRIDGE_MODE_TOOL = 2,     /* src is a tool module; call it with args */
+	BRIDGE_MODE_REGISTER = 3, /* src is a tool module; check it and run selftest */
 };
 
 /* Status of a host call answered by Go (bridge_reply.status and the status
@@ -73,6 +83,17 @@ typedef struct bridge_config {
 	const char *entry;
 	size_t entry_len;
 	int32_t retain; /* keep the sandbox after the program settles */
+	int32_t mode;   /* BRIDGE_MODE_* */
+	/* src's bytecode, from the cache (then src may be empty), or NULL:
+	 * then src is compiled in the sandbox, and with want_bc its bytecode
+	 * is handed out in bridge_out.bc. */
+	const uint8_t *bc;
+	size_t bc_len;
+	int32_t want_bc;
+	const char *args;     /* BRIDGE_MODE_TOOL: the argument JSON, NUL at [args_len] */
+	size_t args_len;
+	const char *selftest; /* BRIDGE_MODE_REGISTER: the self-test script or NULL */
+	size_t selftest_len;
 } bridge_config;
 
 typedef struct bridge_out {
@@ -83,6 +104,8 @@ typedef struct bridge_out {
 	size_t logs_size;
 	uint64_t logs_dropped; /* console lines dropped past the log limit */
 	int32_t cap;      /* BRIDGE_CAPABILITY: the capability's index */
+	uint8_t *bc;      /* the bytecode of src, when want_bc compiled it */
+	size_t bc_len;
 	int64_t wait_ns;  /* BRIDGE_PENDING: ns until the next timer is due, -1 if none */
 } bridge_out;
 

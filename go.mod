@@ -5,8 +5,10 @@ go 1.26.0
 require (
 	github.com/buke/quickjs-go v0.7.7
 	github.com/go-json-experiment/json v1.27.2
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/stretchr/testify v1.11.1
 	go.uber.org/goleak v1.3.0
+	golang.org/x/text v0.14.0
 	lukechampine.com/blake3 v1.4.1
 )
 

@@ -89,8 +89,7 @@ const headCols = len(wrapHead) - 1
 // script: the trailing `break L` only parses where L is an enclosing label
 // of the same function, so a body that closes the wrapper early
 // (`}); (async () => {`) cannot reopen it and is a syntax error.
-func wrapScript(script string) []byte {
-	key := scriptKey("run", script)
+func wrapScript(script string, key [32]byte) []byte {
 	var label [24]byte
 	hex.Encode(label[:], key[:12])
 	const prefix, colon = "(async () => {__codemode_", ": {"
@@ -178,12 +177,17 @@ func (p *slotPool) freeAll() {
 // the program unit with its entry source, the runtime and the dispatch.
 type program struct {
 	name     string  // attribution of errors: run_js, execute or a tool's name
+	mode     C.int32_t
 	file     *C.char // the name of src in stack traces
 	fileName string
 	headCols int    // the first-line shift of src's wrapper (see userStack)
-	src      []byte // NUL-terminated
+	src      []byte // NUL-terminated; unused when bc is set
+	bc       []byte // src's cached bytecode, or nil
+	wantBC   bool   // hand out src's bytecode when compiling it
 	entry    []byte // NUL-terminated entry source (Execute), or nil
 	runtime  []byte // runtime bytecode (Execute), or nil
+	args     []byte // NUL-terminated argument JSON (tool calls)
+	selftest []byte // NUL-terminated self-test (registration), or nil
 	dispatch DispatchFunc
 	retain   bool
 }
@@ -205,6 +209,9 @@ type outcome struct {
 	logs     []string
 	err      *ExecError
 	retained *Retained
+	status   C.int32_t // the C status the run ended with
+	detail   string    // BRIDGE_COMPILE's error, BRIDGE_NOT_FUNCTION's type
+	bytecode []byte    // src's bytecode when wantBC compiled it
 }
 
 // run executes a program in a fresh sandbox. Its deadline counts from start.
@@ -244,10 +251,12 @@ func (ex *Executor) run(ctx context.Context, p *program, start time.Time) (o out
 	}
 
 	s.cfg = c.bridgeConfig(start)
-	if p.entry != nil {
-		var pin runtime.Pinner // the config points at the entry source
-		pin.Pin(&p.entry[0])
-		defer pin.Unpin()
+	var pin runtime.Pinner // the config points at Go memory
+	defer pin.Unpin()
+	for _, b := range [][]byte{p.entry, p.bc, p.args, p.selftest} {
+		if len(b) > 0 {
+			pin.Pin(&b[0])
+		}
 	}
 	st := C.bridge_slot_run(s.c, &s.cfg, (*C.char)(unsafe.Pointer(&p.src[0])), C.size_t(len(p.src)-1), &s.out)
 	if st == C.BRIDGE_PENDING {
@@ -369,6 +378,22 @@ func (c *call) bridgeConfig(start time.Time) C.bridge_config {
 		if p.retain {
 			cfg.retain = 1
 		}
+		cfg.mode = p.mode
+		if len(p.bc) > 0 {
+			cfg.bc = (*C.uint8_t)(unsafe.Pointer(&p.bc[0]))
+			cfg.bc_len = C.size_t(len(p.bc))
+		}
+		if p.wantBC {
+			cfg.want_bc = 1
+		}
+		if len(p.args) > 0 {
+			cfg.args = (*C.char)(unsafe.Pointer(&p.args[0]))
+			cfg.args_len = C.size_t(len(p.args) - 1)
+		}
+		if len(p.selftest) > 0 {
+			cfg.selftest = (*C.char)(unsafe.Pointer(&p.selftest[0]))
+			cfg.selftest_len = C.size_t(len(p.selftest) - 1)
+		}
 	}
 	return cfg
 }
@@ -388,13 +413,22 @@ func (ex *Executor) rawLifecycle(src []byte) int64 {
 // finish turns the C outcome into Go values and releases the C buffers.
 func (c *call) finish(ctx context.Context, st C.int32_t, out *C.bridge_out) outcome {
 	defer C.bridge_out_free(out)
-	var o outcome
+	o := outcome{status: st}
 	o.logs = readLogs(out, c.ex.limits.Logs)
 	var data []byte
 	if out.data != nil {
 		data = C.GoBytes(unsafe.Pointer(out.data), C.int(out.size))
 	}
+	if out.bc != nil {
+		o.bytecode = C.GoBytes(unsafe.Pointer(out.bc), C.int(out.bc_len))
+	}
 	switch st {
+	case C.BRIDGE_COMPILE:
+		o.detail = userStack(string(data), c.prog.fileName, c.prog.headCols)
+		o.err = &ExecError{Kind: KindJS, Name: c.name, Message: o.detail}
+	case C.BRIDGE_NOT_FUNCTION:
+		o.detail = string(data)
+		o.err = &ExecError{Kind: KindJS, Name: c.name, Message: "TypeError: the source evaluated to " + o.detail}
 	case C.BRIDGE_DONE:
 		o.value = data
 	case C.BRIDGE_THROWN:

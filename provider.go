@@ -196,10 +196,8 @@ func entrySource(providers []Provider) []byte {
 //
 // The head shares the code's first line; the label works as in wrapScript.
 // It returns the head's width in columns, as the engine counts them.
-func programSource(code string, providers []Provider) (src []byte, cols int) {
-	code = strings.TrimRightFunc(code, func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' })
-	code = strings.TrimSuffix(code, ";")
-	key := scriptKey("program", code)
+func programSource(code string, providers []Provider, key [32]byte) (src []byte, cols int) {
+	code = trimStatementEnd(code)
 	label := "__codemode_" + hex.EncodeToString(key[:12])
 	var b strings.Builder
 	b.WriteString("(function (")
@@ -213,6 +211,25 @@ func programSource(code string, providers []Provider) (src []byte, cols int) {
 	b.WriteString("\n);break " + label + "}})")
 	b.WriteByte(0)
 	return []byte(b.String()), cols
+}
+
+// programKey is the cache key of a program unit: its code and the names
+// it binds.
+func programKey(code string, providers []Provider) [32]byte {
+	var b strings.Builder
+	for _, p := range providers {
+		b.WriteString(p.Name)
+		b.WriteByte(',')
+	}
+	b.WriteByte('\n')
+	b.WriteString(code)
+	return scriptKey("program", b.String())
+}
+
+// trimStatementEnd drops trailing white space and one trailing semicolon.
+func trimStatementEnd(code string) string {
+	code = strings.TrimRightFunc(code, func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' })
+	return strings.TrimSuffix(code, ";")
 }
 
 //go:embed js/runtime.js
@@ -291,18 +308,27 @@ func (e *Executor) Execute(ctx context.Context, req Request) (res ExecuteResult)
 	if err != nil {
 		return fail(internalError(executeName, err))
 	}
-	src, cols := programSource(req.Code, req.Providers)
-	o := e.run(ctx, &program{
+	p := &program{
 		name:     executeName,
+		mode:     C.BRIDGE_MODE_EXECUTE,
 		file:     programFile,
 		fileName: programFileName,
-		headCols: cols,
-		src:      src,
 		entry:    entrySource(req.Providers),
 		runtime:  runtime,
 		dispatch: req.Dispatch,
 		retain:   req.RetainHandles,
-	}, start)
+	}
+	key := programKey(req.Code, req.Providers)
+	p.src, p.headCols = programSource(req.Code, req.Providers, key)
+	if bc, ok := e.cache.get(key); ok {
+		p.bc = bc
+	} else {
+		p.wantBC = true
+	}
+	o := e.run(ctx, p, start)
+	if o.bytecode != nil {
+		e.cache.put(key, o.bytecode)
+	}
 	if o.logs != nil {
 		res.Logs = o.logs
 	}

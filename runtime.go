@@ -30,6 +30,8 @@ type Executor struct {
 	// life is read-held by every run in progress; Close takes it for
 	// writing to wait for them.
 	life sync.RWMutex
+	cache *bytecodeCache
+	tools toolSet
 	// retained counts the loops of retained sandboxes, which own slots.
 	retained   sync.WaitGroup
 	retainIdle time.Duration
@@ -42,6 +44,7 @@ type config struct {
 	limits     Limits
 	caps       []Capability
 	retainIdle time.Duration
+	cacheSize  int
 }
 
 // WithLimits sets the executor's limits. Zero fields keep their defaults;
@@ -72,6 +75,10 @@ func New(opts ...Option) (*Executor, error) {
 		}
 	}
 	e := &Executor{limits: limits, retainIdle: cfg.retainIdle}
+	if cfg.cacheSize == 0 {
+		cfg.cacheSize = DefaultCacheSize
+	}
+	e.cache = newBytecodeCache(cfg.cacheSize)
 	if e.retainIdle == 0 {
 		e.retainIdle = DefaultRetainIdle
 	}
@@ -154,8 +161,17 @@ func (e *Executor) Run(ctx context.Context, script string) (*Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, internalError(RunJSToolName, err)
 	}
-	o := e.run(ctx, &program{name: RunJSToolName, file: scriptFile, fileName: scriptFileName, headCols: headCols,
-		src: wrapScript(script)}, start)
+	p := &program{name: RunJSToolName, file: scriptFile, fileName: scriptFileName, headCols: headCols}
+	key := scriptKey("run", script)
+	if bc, ok := e.cache.get(key); ok {
+		p.bc, p.src = bc, []byte{0}
+	} else {
+		p.src, p.wantBC = wrapScript(script, key), true
+	}
+	o := e.run(ctx, p, start)
+	if o.bytecode != nil {
+		e.cache.put(key, o.bytecode)
+	}
 	res := &Result{Value: o.value, Logs: o.logs}
 	if o.err != nil {
 		return res, o.err

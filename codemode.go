@@ -1,0 +1,455 @@
+package codemode
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// RunJSParameters returns the JSON Schema of run_js's arguments: one
+// required string, code, the body of an async function that returns a
+// JSON-serialisable value.
+func RunJSParameters() json.RawMessage {
+	return json.RawMessage(`{"type":"object","properties":{"code":{"type":"string","description":` +
+		`"The body of an async JavaScript function. Call the APIs as global functions, use await freely, and return one JSON-serializable value."}},` +
+		`"required":["code"]}`)
+}
+
+// ToolAPI is one entry of the JavaScript API listed to the model.
+type ToolAPI struct {
+	JSName      string          // the global the tool is callable under (see JSIdentifier)
+	Description string          // what it does
+	Parameters  json.RawMessage // the JSON Schema of its arguments object
+}
+
+// describeContract is the execution contract at the head of Describe.
+const describeContract = "Run JavaScript to do the task in one step. `code` is the body of an async function: " +
+	"call the APIs below as global functions, use await freely, and return one JSON-serializable value, which is " +
+	"the result. Each API takes one arguments object and returns its result; a failed call throws an Error you " +
+	"can catch. There is no filesystem, no network and no import; console.log output comes back with the result."
+
+// Describe generates the default run_js description: the execution
+// contract, then one token-compact line per API,
+//
+//	- search(args): Search the web. args: {query: string, limit?: integer, tags?: string[]}
+//
+// (optional properties end in ?, enums read a|b, arrays T[], nested objects
+// {…}, a missing description "(no description)."), then a short example.
+// With no APIs it is the contract alone.
+func Describe(apis []ToolAPI) string {
+	if len(apis) == 0 {
+		return describeContract
+	}
+	var b strings.Builder
+	b.WriteString(describeContract)
+	b.WriteString("\n\nAPIs:\n")
+	for _, api := range apis {
+		desc := strings.TrimSpace(api.Description)
+		switch {
+		case desc == "":
+			desc = "(no description)."
+		case !strings.HasSuffix(desc, ".") && !strings.HasSuffix(desc, "!") && !strings.HasSuffix(desc, "?"):
+			desc += "."
+		}
+		fmt.Fprintf(&b, "- %s(args): %s args: %s\n", api.JSName, desc, schemaType(parseOrdered(api.Parameters)))
+	}
+	first := apis[0]
+	fmt.Fprintf(&b, "\nExample:\nconst r = %s(%s)\nreturn { r }", first.JSName, exampleArgs(parseOrdered(first.Parameters)))
+	return b.String()
+}
+
+// ordered is a decoded JSON value whose objects keep their key order.
+type ordered struct {
+	keys   []string
+	fields map[string]*ordered
+	items  []*ordered
+	scalar any // string, float64, bool or nil
+	object bool
+	array  bool
+}
+
+func (o *ordered) get(key string) *ordered {
+	if o == nil || !o.object {
+		return nil
+	}
+	return o.fields[key]
+}
+
+func (o *ordered) str() string {
+	if o == nil {
+		return ""
+	}
+	s, _ := o.scalar.(string)
+	return s
+}
+
+func parseOrdered(raw json.RawMessage) *ordered {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	v, err := decodeOrdered(dec)
+	if err != nil {
+		return nil
+	}
+	return v
+}
+
+func decodeOrdered(dec *json.Decoder) (*ordered, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		switch t {
+		case '{':
+			o := &ordered{object: true, fields: map[string]*ordered{}}
+			for dec.More() {
+				k, err := dec.Token()
+				if err != nil {
+					return nil, err
+				}
+				key, _ := k.(string)
+				v, err := decodeOrdered(dec)
+				if err != nil {
+					return nil, err
+				}
+				if _, dup := o.fields[key]; !dup {
+					o.keys = append(o.keys, key)
+				}
+				o.fields[key] = v
+			}
+			_, err = dec.Token()
+			return o, err
+		case '[':
+			o := &ordered{array: true}
+			for dec.More() {
+				v, err := decodeOrdered(dec)
+				if err != nil {
+					return nil, err
+				}
+				o.items = append(o.items, v)
+			}
+			_, err = dec.Token()
+			return o, err
+		}
+	case json.Number:
+		return &ordered{scalar: t.String()}, nil
+	}
+	return &ordered{scalar: tok}, nil
+}
+
+// schemaType renders a schema as a compact type: {a: string, b?: T[]},
+// a|b for enums, object, any.
+func schemaType(s *ordered) string {
+	if s == nil || !s.object {
+		return "any"
+	}
+	if enum := s.get("enum"); enum != nil && enum.array {
+		parts := make([]string, len(enum.items))
+		for i, v := range enum.items {
+			parts[i] = scalarText(v)
+		}
+		return strings.Join(parts, "|")
+	}
+	if c := s.get("const"); c != nil {
+		return scalarText(c)
+	}
+	for _, key := range []string{"anyOf", "oneOf"} {
+		if alts := s.get(key); alts != nil && alts.array && len(alts.items) > 0 {
+			parts := make([]string, len(alts.items))
+			for i, alt := range alts.items {
+				parts[i] = schemaType(alt)
+			}
+			return strings.Join(parts, "|")
+		}
+	}
+	typ := s.get("type")
+	if typ != nil && typ.array {
+		parts := make([]string, len(typ.items))
+		for i, t := range typ.items {
+			parts[i] = typeName(t.str(), s)
+		}
+		return strings.Join(parts, "|")
+	}
+	name := typ.str()
+	if name == "" {
+		if s.get("properties") != nil {
+			name = "object"
+		} else if s.get("items") != nil {
+			name = "array"
+		}
+	}
+	if name == "" {
+		return "any"
+	}
+	return typeName(name, s)
+}
+
+// typeName renders one JSON Schema type of schema s.
+func typeName(name string, s *ordered) string {
+	switch name {
+	case "object":
+		props := s.get("properties")
+		if props == nil || !props.object || len(props.keys) == 0 {
+			return "object"
+		}
+		required := map[string]bool{}
+		if r := s.get("required"); r != nil && r.array {
+			for _, v := range r.items {
+				required[v.str()] = true
+			}
+		}
+		parts := make([]string, len(props.keys))
+		for i, key := range props.keys {
+			opt := "?"
+			if required[key] {
+				opt = ""
+			}
+			parts[i] = key + opt + ": " + schemaType(props.fields[key])
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
+	case "array":
+		item := schemaType(s.get("items"))
+		if strings.Contains(item, "|") {
+			item = "(" + item + ")"
+		}
+		return item + "[]"
+	default:
+		return name
+	}
+}
+
+func scalarText(v *ordered) string {
+	if v == nil {
+		return "null"
+	}
+	switch t := v.scalar.(type) {
+	case string:
+		return t
+	case nil:
+		if v.object || v.array {
+			return "object"
+		}
+		return "null"
+	default:
+		return fmt.Sprint(t)
+	}
+}
+
+// exampleArgs renders placeholder arguments for a schema's required keys.
+func exampleArgs(s *ordered) string {
+	props := s.get("properties")
+	r := s.get("required")
+	if r == nil || !r.array || props == nil {
+		return "{}"
+	}
+	parts := make([]string, 0, len(r.items))
+	for _, v := range r.items {
+		key := v.str()
+		parts = append(parts, key+": "+placeholder(props.get(key)))
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+func placeholder(s *ordered) string {
+	if enum := s.get("enum"); enum != nil && enum.array && len(enum.items) > 0 {
+		b, _ := json.Marshal(enum.items[0].scalar)
+		return string(b)
+	}
+	switch s.get("type").str() {
+	case "string":
+		return `"…"`
+	case "integer", "number":
+		return "1"
+	case "boolean":
+		return "true"
+	case "array":
+		return "[]"
+	case "object":
+		return "{}"
+	}
+	return "null"
+}
+
+// ToolDefinition is what a tool advertises to a model.
+type ToolDefinition struct {
+	Name        string
+	Description string
+	Parameters  json.RawMessage
+}
+
+// Tool is a tool a model can call with JSON arguments: a host tool, a
+// registered sandbox tool ([Executor.SandboxTool]) or the run_js surface
+// itself ([CodeModeTool]). Implementations must be safe for concurrent use.
+type Tool interface {
+	Definition() ToolDefinition
+	Call(ctx context.Context, args json.RawMessage) (json.RawMessage, error)
+}
+
+// CodeModeTool packages Code Mode as one tool named run_js: the host tools
+// become sync capabilities of its executor, its description lists them as
+// a JavaScript API ([Describe]), and a call runs the model's script. Safe
+// for concurrent use; Close it when done.
+type CodeModeTool struct {
+	exec        *Executor
+	description string
+}
+
+// NewCodeModeTool wraps tools as capabilities of a new executor with the
+// given limits. Each tool's definition is read once; its name is mangled
+// with [JSIdentifier]. Two tools whose names mangle to the same identifier
+// are refused with a [*RegisterError] of stage invalid_capability naming
+// both. A wrapped tool's result is parsed as JSON (a result that is not
+// JSON reaches the script as a string); its error reaches the script as
+// an Error reading "tool `<name>` failed: <error>".
+func NewCodeModeTool(tools []Tool, limits Limits) (*CodeModeTool, error) {
+	opts := []Option{WithLimits(limits)}
+	apis := make([]ToolAPI, 0, len(tools))
+	owner := map[string]string{}
+	for _, t := range tools {
+		def := t.Definition()
+		id := JSIdentifier(def.Name)
+		if prev, ok := owner[id]; ok {
+			return nil, &RegisterError{Stage: StageInvalidCapability, Name: id,
+				Reason: fmt.Sprintf("tools %q and %q both map to the identifier %q", prev, def.Name, id)}
+		}
+		owner[id] = def.Name
+		opts = append(opts, WithCapability(Capability{Name: id, Description: def.Description, Params: def.Parameters,
+			Func: toolHandler(t, def.Name)}))
+		apis = append(apis, ToolAPI{JSName: id, Description: def.Description, Parameters: def.Parameters})
+	}
+	exec, err := New(opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &CodeModeTool{exec: exec, description: Describe(apis)}, nil
+}
+
+// toolHandler adapts a Tool to a capability handler.
+func toolHandler(t Tool, name string) func(context.Context, json.RawMessage) (any, error) {
+	return func(ctx context.Context, args json.RawMessage) (any, error) {
+		out, err := t.Call(ctx, args)
+		if err != nil {
+			return nil, fmt.Errorf("tool `%s` failed: %v", name, err)
+		}
+		if len(bytes.TrimSpace(out)) == 0 {
+			return nil, nil
+		}
+		if json.Valid(out) {
+			return json.RawMessage(out), nil
+		}
+		return string(out), nil
+	}
+}
+
+// WithDescription replaces the generated description (the seam for an
+// optimised description) and returns t.
+func (t *CodeModeTool) WithDescription(description string) *CodeModeTool {
+	t.description = description
+	return t
+}
+
+// Description returns the current description.
+func (t *CodeModeTool) Description() string { return t.description }
+
+// Limits returns the limits scripts run under.
+func (t *CodeModeTool) Limits() Limits { return t.exec.Limits() }
+
+// Executor returns the executor scripts run in.
+func (t *CodeModeTool) Executor() *Executor { return t.exec }
+
+// Close closes the tool's executor.
+func (t *CodeModeTool) Close() error { return t.exec.Close() }
+
+// Definition advertises run_js with [RunJSParameters].
+func (t *CodeModeTool) Definition() ToolDefinition {
+	return ToolDefinition{Name: RunJSToolName, Description: t.description, Parameters: RunJSParameters()}
+}
+
+// Call runs {"code": "<script>"} and returns {"result": value}, plus
+// "logs" when the script logged. A model-repairable failure (a script
+// error, a tool failure, a deadline or memory kill, bad arguments) is also
+// a result with a nil error: the [ExecError] JSON plus "logs", for the
+// model to read. Only an internal failure (including a cancelled ctx or a
+// closed tool) is a Go error, an [*ExecError] of kind internal.
+func (t *CodeModeTool) Call(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+	code, reason := scriptArg(args)
+	if reason != "" {
+		return withLogs((&ExecError{Kind: KindInvalidArgs, Name: RunJSToolName, Reason: reason}).LLMJSON(), nil)
+	}
+	res, err := t.exec.Run(ctx, code)
+	var logs []string
+	if res != nil {
+		logs = res.Logs
+	}
+	if err != nil {
+		var ee *ExecError
+		if !errors.As(err, &ee) || ee.Kind == KindInternal {
+			return nil, err
+		}
+		return withLogs(ee.LLMJSON(), logs)
+	}
+	return withLogs(`{"result":`+string(res.Value)+`}`, logs)
+}
+
+// scriptArg extracts run_js's code argument, or says why it cannot.
+func scriptArg(args json.RawMessage) (string, string) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(args, &obj); err != nil || obj == nil {
+		return "", "the arguments must be a JSON object with a string `code`"
+	}
+	raw, ok := obj["code"]
+	if !ok {
+		return "", "missing required argument `code`: the body of an async function, as a string"
+	}
+	var code string
+	if err := json.Unmarshal(raw, &code); err != nil {
+		return "", "`code` must be a string"
+	}
+	return code, ""
+}
+
+// withLogs appends "logs" to a JSON object when there are any.
+func withLogs(obj string, logs []string) (json.RawMessage, error) {
+	if len(logs) == 0 {
+		return json.RawMessage(obj), nil
+	}
+	l, err := marshal(logs)
+	if err != nil {
+		return nil, err
+	}
+	return json.RawMessage(obj[:len(obj)-1] + `,"logs":` + string(l) + `}`), nil
+}
+
+// SandboxTool exposes one registered tool as a [Tool] under its registered
+// name: every call round-trips through the executor (limits, capabilities,
+// bytecode cache apply). Empty arguments are treated as {}. Unlike
+// CodeModeTool it returns every failure as an error, an [*ExecError] whose
+// LLMJSON is the structured error. ok is false if no such tool is
+// registered.
+func (e *Executor) SandboxTool(name string) (Tool, bool) {
+	meta, ok := e.Tool(name)
+	if !ok {
+		return nil, false
+	}
+	return &sandboxTool{exec: e, meta: meta}, true
+}
+
+type sandboxTool struct {
+	exec *Executor
+	meta RegisteredTool
+}
+
+func (t *sandboxTool) Definition() ToolDefinition {
+	return ToolDefinition{Name: t.meta.Name, Description: t.meta.Description, Parameters: t.meta.Params}
+}
+
+func (t *sandboxTool) Call(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+	if len(bytes.TrimSpace(args)) == 0 {
+		args = json.RawMessage("{}")
+	}
+	return t.exec.Call(ctx, t.meta.Name, args)
+}

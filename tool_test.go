@@ -1,0 +1,451 @@
+package codemode
+
+import (
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"lukechampine.com/blake3"
+)
+
+const addParams = `{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`
+
+func addTool(name string) ToolSource {
+	return ToolSource{Name: name, Description: "Add two numbers.", Params: json.RawMessage(addParams),
+		Source: "({a, b}) => a + b", SelfTest: "tool({a: 1, b: 2}) === 3"}
+}
+
+func registerErr(t *testing.T, err error) *RegisterError {
+	t.Helper()
+	var re *RegisterError
+	require.ErrorAs(t, err, &re)
+	return re
+}
+
+func TestRegisterLifecycle(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t, WithLimits(Limits{Deadline: 100 * time.Millisecond, Memory: 4 << 20}),
+		WithCapability(Capability{Name: "lookup", Func: fn(func(context.Context, json.RawMessage) (any, error) { return 7, nil })}))
+	long := strings.Repeat("a", 65)
+	tests := []struct {
+		name string
+		src  ToolSource
+		want string // RegisterError JSON, or "" for success
+	}{
+		{"expression", ToolSource{Name: "expr", Source: "(args) => args.x * 2"}, ""},
+		{"named function", ToolSource{Name: "named", Source: "function double(args) { return args.x * 2 }"}, ""},
+		{"iife", ToolSource{Name: "iife", Source: "(() => { const k = 2; return (args) => args.x * k })()"}, ""},
+		{"trailing semicolon", ToolSource{Name: "semi", Source: "(args) => args.x * 2;\n"}, ""},
+		{"async self-test", ToolSource{Name: "async", Source: "async (args) => { await null; return args.x }",
+			SelfTest: "(await tool({x: 3})) === 3"}, ""},
+		{"self-test returning a promise", ToolSource{Name: "promise", Source: "async (args) => args.x", SelfTest: "tool({x: 1})"}, ""},
+		{"self-test with a capability", ToolSource{Name: "withcap", Source: "(args) => lookup({}) + args.x",
+			SelfTest: "tool({x: 1}) === 8"}, ""},
+		{"self-test false", ToolSource{Name: "selffalse", Source: "(args) => 1", SelfTest: "tool({}) === 2"},
+			`{"stage":"self_test","message":"the self-test completed with false"}`},
+		{"self-test resolving false", ToolSource{Name: "selfasyncfalse", Source: "async () => false", SelfTest: "tool({})"},
+			`{"stage":"self_test","message":"the self-test completed with false"}`},
+		{"self-test throws", ToolSource{Name: "selfthrow", Source: "(args) => 1", SelfTest: "throw new Error('nope')"},
+			`{"stage":"self_test","message":"Error: nope\n    at <eval> (selftest.js:1:10)"}`},
+		{"self-test falsy but not false", ToolSource{Name: "selfzero", Source: "(args) => 0", SelfTest: "tool({})"}, ""},
+		{"empty name", ToolSource{Name: "", Source: "x => x"}, `{"stage":"invalid_name","name":"","reason":"the name is empty"}`},
+		{"long name", ToolSource{Name: long, Source: "x => x"},
+			`{"stage":"invalid_name","name":"` + long + `","reason":"the name is 65 characters long; at most 64 are allowed"}`},
+		{"bad character", ToolSource{Name: "my.tool", Source: "x => x"},
+			`{"stage":"invalid_name","name":"my.tool","reason":"the name contains '.': only [A-Za-z0-9_-] are allowed"}`},
+		{"schema not an object", ToolSource{Name: "s1", Params: json.RawMessage(`[1]`), Source: "x => x"},
+			`{"stage":"invalid_schema","reason":"the schema must be a JSON object"}`},
+		{"schema type", ToolSource{Name: "s2", Params: json.RawMessage(`{"type":"array"}`), Source: "x => x"},
+			`{"stage":"invalid_schema","reason":"the schema's \"type\" must be \"object\", not \"array\""}`},
+		{"properties not an object", ToolSource{Name: "s3", Params: json.RawMessage(`{"properties":[]}`), Source: "x => x"},
+			`{"stage":"invalid_schema","reason":"\"properties\" must be an object"}`},
+		{"property not an object", ToolSource{Name: "s4", Params: json.RawMessage(`{"properties":{"a":1}}`), Source: "x => x"},
+			`{"stage":"invalid_schema","reason":"property ` + "`a`" + ` must be a schema object"}`},
+		{"required not strings", ToolSource{Name: "s5", Params: json.RawMessage(`{"properties":{"a":{}},"required":[1]}`), Source: "x => x"},
+			`{"stage":"invalid_schema","reason":"\"required\" must be an array of strings"}`},
+		{"required names a missing property", ToolSource{Name: "s6", Params: json.RawMessage(`{"properties":{"a":{}},"required":["b"]}`), Source: "x => x"},
+			`{"stage":"invalid_schema","reason":"\"required\" names ` + "`b`" + `, which is not in \"properties\""}`},
+		{"compile", ToolSource{Name: "c1", Source: "(args) => {"},
+			`{"stage":"compile","message":"SyntaxError: unexpected token in expression: ')'\n    at tool.js:2:59"}`},
+		{"two statements", ToolSource{Name: "c2", Source: "const x = 1; (args) => x"},
+			`{"stage":"compile","message":"SyntaxError: unexpected token in expression: 'const'\n    at tool.js:1:1"}`},
+		{"throws while evaluating", ToolSource{Name: "c3", Source: "(() => { throw new TypeError('at load') })()"},
+			`{"stage":"compile","message":"TypeError: at load\n    at <anonymous> (tool.js:1:20)\n    at <anonymous> (tool.js:1:41)"}`},
+		{"number", ToolSource{Name: "n1", Source: "42"}, `{"stage":"not_a_function","evaluated_type":"number"}`},
+		{"object", ToolSource{Name: "n2", Source: "({})"}, `{"stage":"not_a_function","evaluated_type":"object"}`},
+		{"undefined", ToolSource{Name: "n3", Source: "undefined"}, `{"stage":"not_a_function","evaluated_type":"undefined"}`},
+		{"string", ToolSource{Name: "n4", Source: "'x'"}, `{"stage":"not_a_function","evaluated_type":"string"}`},
+		{"timeout instantiating", ToolSource{Name: "t1", Source: "(() => { for (;;) {} })()"},
+			`{"stage":"execution","kind":"timeout","name":"t1","deadline_ms":100}`},
+		{"timeout self-testing", ToolSource{Name: "t2", Source: "(a) => { for (;;) {} }", SelfTest: "tool({})"},
+			`{"stage":"execution","kind":"timeout","name":"t2","deadline_ms":100}`},
+		{"memory instantiating", ToolSource{Name: "m1", Source: "(() => { const a = []; for (;;) a.push('x'.repeat(99)) })()"},
+			`{"stage":"execution","kind":"memory_exceeded","name":"m1","limit_bytes":4194304}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			before := e.CacheStats().Entries
+			got, err := e.Register(context.Background(), tt.src)
+			if tt.want == "" {
+				require.NoError(t, err)
+				assert.Equal(t, tt.src.Name, got.Name)
+				assert.Equal(t, tt.src.SelfTest != "", got.SelfTested)
+				return
+			}
+			assert.Equal(t, tt.want, registerErr(t, err).LLMJSON())
+			_, ok := e.Tool(tt.src.Name)
+			assert.False(t, ok, "a failed registration stores nothing")
+			_ = before
+		})
+	}
+}
+
+func TestFailedRegistrationStoresNothing(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t)
+	for _, src := range []ToolSource{
+		{Name: "a", Source: "42"},
+		{Name: "b", Source: "(x) => x", SelfTest: "false"},
+		{Name: "c", Source: "(x) => "},
+	} {
+		_, err := e.Register(context.Background(), src)
+		require.Error(t, err)
+	}
+	assert.Equal(t, 0, e.CacheStats().Entries)
+	assert.Empty(t, e.Tools())
+}
+
+func TestRegisteredTool(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t)
+	src := addTool("add")
+	got, err := e.Register(context.Background(), src)
+	require.NoError(t, err)
+	sum := blake3.Sum256([]byte(src.Source))
+	assert.Equal(t, RegisteredTool{Name: "add", Description: "Add two numbers.", Params: json.RawMessage(addParams),
+		SourceHash: hex.EncodeToString(sum[:]), SelfTested: true}, got)
+	meta, ok := e.Tool("add")
+	assert.True(t, ok)
+	assert.Equal(t, got, meta)
+
+	_, err = e.Register(context.Background(), addTool("add"))
+	assert.Equal(t, `{"stage":"duplicate","name":"add"}`, registerErr(t, err).LLMJSON())
+	assert.Equal(t, `{"stage":"duplicate","name":"add"}`, registerErr(t, e.Validate(addTool("add"))).LLMJSON())
+	assert.NoError(t, e.Validate(addTool("other")))
+}
+
+func TestCall(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t, WithLimits(Limits{Deadline: 200 * time.Millisecond}),
+		WithCapability(Capability{Name: "rate", Async: true, Func: fn(func(_ context.Context, args json.RawMessage) (any, error) {
+			return 1.5, nil
+		})}))
+	ctx := context.Background()
+	for _, src := range []ToolSource{
+		addTool("add"),
+		{Name: "convert", Params: json.RawMessage(`{"type":"object","properties":{"amount":{"type":"number","minimum":0},"to":{"type":"string","enum":["eur","usd"]},"when":{"type":"object","properties":{"day":{"type":"integer"}}}},"required":["to","amount"]}`),
+			Source: "async ({amount, to}) => ({ amount: amount * await rate({to}), to })"},
+		{Name: "fails", Source: "() => { throw new RangeError('out of range') }"},
+		{Name: "slow", Source: "() => { for (;;) {} }"},
+		{Name: "noargs", Source: "(args) => Object.keys(args).length"},
+	} {
+		_, err := e.Register(ctx, src)
+		require.NoError(t, err, src.Name)
+	}
+	tests := []struct {
+		name, args string
+		want       string // a value, or the ExecError's JSON
+	}{
+		{"add", `{"a":1,"b":2}`, `3`},
+		{"add", `  {"a":1.5,"b":-2}  `, `-0.5`},
+		{"convert", `{"amount":10,"to":"eur"}`, `{"amount":15,"to":"eur"}`},
+		{"noargs", `{}`, `0`},
+		{"missing", `{}`, `{"kind":"not_found","name":"missing"}`},
+		{"add", `[1,2]`, `{"kind":"invalid_args","name":"add","reason":"the arguments must be a JSON object"}`},
+		{"add", `null`, `{"kind":"invalid_args","name":"add","reason":"the arguments must be a JSON object"}`},
+		{"add", ``, `{"kind":"invalid_args","name":"add","reason":"the arguments must be a JSON object"}`},
+		{"add", `{"b":1}`, "{\"kind\":\"invalid_args\",\"name\":\"add\",\"reason\":\"missing required argument `a`\"}"},
+		{"convert", `{}`, "{\"kind\":\"invalid_args\",\"name\":\"convert\",\"reason\":\"missing required arguments `to`, `amount`\"}"},
+		{"add", `{"a":"1","b":2}`, "{\"kind\":\"invalid_args\",\"name\":\"add\",\"reason\":\"`a`: got string, want number\"}"},
+		{"convert", `{"amount":-1,"to":"gbp"}`, "{\"kind\":\"invalid_args\",\"name\":\"convert\",\"reason\":\"`amount`: minimum: got -1, want 0; `to`: value must be one of 'eur', 'usd'\"}"},
+		{"convert", `{"amount":1,"to":"eur","when":{"day":1.5}}`, "{\"kind\":\"invalid_args\",\"name\":\"convert\",\"reason\":\"`when.day`: got number, want integer\"}"},
+		{"fails", `{}`, `{"kind":"js","name":"fails","message":"RangeError: out of range\n    at <anonymous> (tool.js:1:19)"}`},
+		{"slow", `{}`, `{"kind":"timeout","name":"slow","deadline_ms":200}`},
+	}
+	for _, tt := range tests {
+		got, err := e.Call(ctx, tt.name, json.RawMessage(tt.args))
+		if strings.HasPrefix(tt.want, `{"kind"`) {
+			assert.Equal(t, tt.want, execErr(t, err).LLMJSON(), "Call(%s, %s)", tt.name, tt.args)
+			continue
+		}
+		require.NoError(t, err, "Call(%s, %s)", tt.name, tt.args)
+		assert.JSONEq(t, tt.want, string(got), "Call(%s, %s)", tt.name, tt.args)
+	}
+}
+
+func TestBytecodeCache(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t)
+	ctx := context.Background()
+
+	// Tools with the same source share one entry.
+	_, err := e.Register(ctx, addTool("add1"))
+	require.NoError(t, err)
+	_, err = e.Register(ctx, addTool("add2"))
+	require.NoError(t, err)
+	s := e.CacheStats()
+	assert.Equal(t, 1, s.Entries)
+	assert.Equal(t, uint64(1), s.Hits, "the second registration reads the first's bytecode")
+	assert.Equal(t, uint64(1), s.Misses)
+
+	// Calls never recompile.
+	for i := 0; i < 5; i++ {
+		_, err := e.Call(ctx, "add1", json.RawMessage(`{"a":1,"b":2}`))
+		require.NoError(t, err)
+	}
+	assert.Equal(t, uint64(1), e.CacheStats().Misses)
+
+	assert.Equal(t, []string{"add1", "add2"}, names(e.Tools()))
+	assert.True(t, e.Deregister("add1"))
+	assert.False(t, e.Deregister("add1"))
+	assert.Equal(t, 1, e.CacheStats().Entries, "still used by add2")
+	_, err = e.Call(ctx, "add2", json.RawMessage(`{"a":1,"b":2}`))
+	require.NoError(t, err)
+	assert.True(t, e.Deregister("add2"))
+	assert.Equal(t, 0, e.CacheStats().Entries, "unshared entries are freed")
+	_, err = e.Call(ctx, "add2", json.RawMessage(`{"a":1,"b":2}`))
+	assert.Equal(t, KindNotFound, execErr(t, err).Kind)
+
+	// Run scripts are cached too, and a cached script behaves the same.
+	before := e.CacheStats()
+	for i := 0; i < 3; i++ {
+		_, err := e.Run(ctx, "const x = 40;\nreturn x + nope")
+		assert.Equal(t, "ReferenceError: nope is not defined\n    at <anonymous> (script.js:2:12)", execErr(t, err).Message)
+	}
+	after := e.CacheStats()
+	assert.Equal(t, before.Misses+1, after.Misses)
+	assert.Equal(t, before.Hits+2, after.Hits)
+	assert.Equal(t, before.Entries+1, after.Entries)
+}
+
+func names(tools []RegisteredTool) []string {
+	out := make([]string, len(tools))
+	for i, t := range tools {
+		out[i] = t.Name
+	}
+	return out
+}
+
+func TestCacheIsBounded(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t, WithCacheSize(4096))
+	for i := 0; i < 50; i++ {
+		_, err := e.Run(context.Background(), fmt.Sprintf("return %d", i))
+		require.NoError(t, err)
+	}
+	s := e.CacheStats()
+	assert.LessOrEqual(t, s.Bytes, 4096)
+	assert.Greater(t, s.Entries, 1)
+	assert.Less(t, s.Entries, 50, "older scripts were evicted")
+	// The most recent script is still cached; the first is not.
+	_, err := e.Run(context.Background(), "return 49")
+	require.NoError(t, err)
+	assert.Equal(t, s.Hits+1, e.CacheStats().Hits)
+	_, err = e.Run(context.Background(), "return 0")
+	require.NoError(t, err)
+	assert.Equal(t, s.Misses+1, e.CacheStats().Misses)
+
+	// Registered tools are never evicted, whatever the bound.
+	_, err = e.Register(context.Background(), addTool("pinned"))
+	require.NoError(t, err)
+	for i := 0; i < 50; i++ {
+		_, err := e.Run(context.Background(), fmt.Sprintf("return 'filler %d'", i))
+		require.NoError(t, err)
+	}
+	misses := e.CacheStats().Misses
+	_, err = e.Call(context.Background(), "pinned", json.RawMessage(`{"a":1,"b":1}`))
+	require.NoError(t, err)
+	assert.Equal(t, misses, e.CacheStats().Misses)
+	_, err = New(WithCacheSize(-1))
+	assert.ErrorIs(t, err, ErrInvalidLimits)
+}
+
+// TestToolHammer registers, calls and deregisters concurrently.
+func TestToolHammer(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t, WithLimits(Limits{Deadline: 5 * time.Second}))
+	const workers, rounds = 8, 15
+	var wg sync.WaitGroup
+	var calls atomic.Int64
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range rounds {
+				name := fmt.Sprintf("t%d", (w+r)%5)
+				src := ToolSource{Name: name, Params: json.RawMessage(addParams),
+					Source: fmt.Sprintf("({a, b}) => a + b + %d", (w+r)%3)}
+				_, err := e.Register(context.Background(), src)
+				var re *RegisterError
+				if err != nil && (!errors.As(err, &re) || re.Stage != StageDuplicate) {
+					t.Errorf("Register: %v", err)
+				}
+				out, err := e.Call(context.Background(), name, json.RawMessage(`{"a":1,"b":2}`))
+				var ee *ExecError
+				switch {
+				case err == nil:
+					calls.Add(1)
+					if s := string(out); s != "3" && s != "4" && s != "5" {
+						t.Errorf("Call = %s", s)
+					}
+				case !errors.As(err, &ee) || ee.Kind != KindNotFound:
+					t.Errorf("Call: %v", err)
+				}
+				if r%3 == 0 {
+					e.Deregister(name)
+				}
+				_ = e.Tools()
+				_ = e.CacheStats()
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Greater(t, calls.Load(), int64(0))
+	for _, tool := range e.Tools() {
+		e.Deregister(tool.Name)
+	}
+	assert.Equal(t, 0, e.CacheStats().Entries)
+}
+
+func TestDescribe(t *testing.T) {
+	t.Parallel()
+	got := Describe([]ToolAPI{
+		{JSName: "get_weather", Description: "Get current weather.", Parameters: json.RawMessage(
+			`{"type":"object","properties":{"city":{"type":"string"},"units":{"type":"string","enum":["c","f"]}},"required":["city"]}`)},
+		{JSName: "search", Description: "Search the web.", Parameters: json.RawMessage(
+			`{"type":"object","properties":{"query":{"type":"string"},"limit":{"type":"integer"},"tags":{"type":"array","items":{"type":"string"}}},"required":["query"]}`)},
+		{JSName: "freeform", Parameters: json.RawMessage(`{"type":"object"}`)},
+		{JSName: "nested", Description: "Nested", Parameters: json.RawMessage(
+			`{"properties":{"filter":{"type":"object","properties":{"ids":{"type":"array","items":{"type":"integer"}},"mode":{"enum":["all",1]}},"required":["ids"]},"either":{"type":["string","null"]}}}`)},
+	})
+	lines := strings.Split(got, "\n")
+	assert.True(t, strings.HasPrefix(got, describeContract+"\n\nAPIs:\n"), got)
+	assert.Contains(t, lines, "- get_weather(args): Get current weather. args: {city: string, units?: c|f}")
+	assert.Contains(t, lines, "- search(args): Search the web. args: {query: string, limit?: integer, tags?: string[]}")
+	assert.Contains(t, lines, "- freeform(args): (no description). args: object")
+	assert.Contains(t, lines, "- nested(args): Nested. args: {filter?: {ids: integer[], mode?: all|1}, either?: string|null}")
+	assert.True(t, strings.HasSuffix(got, "\nExample:\nconst r = get_weather({city: \"…\"})\nreturn { r }"), got)
+	assert.Equal(t, describeContract, Describe(nil))
+
+	var schema map[string]any
+	require.NoError(t, json.Unmarshal(RunJSParameters(), &schema))
+	assert.Equal(t, []any{"code"}, schema["required"])
+}
+
+// hostTool is a Tool for tests.
+type hostTool struct {
+	def  ToolDefinition
+	call func(context.Context, json.RawMessage) (json.RawMessage, error)
+}
+
+func (h hostTool) Definition() ToolDefinition { return h.def }
+func (h hostTool) Call(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+	return h.call(ctx, args)
+}
+
+func TestCodeModeTool(t *testing.T) {
+	t.Parallel()
+	weather := hostTool{
+		def: ToolDefinition{Name: "get-weather", Description: "Get current weather.", Parameters: json.RawMessage(
+			`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`)},
+		call: func(_ context.Context, args json.RawMessage) (json.RawMessage, error) {
+			var a struct{ City string }
+			if err := json.Unmarshal(args, &a); err != nil {
+				return nil, err
+			}
+			if a.City == "Atlantis" {
+				return nil, errors.New("unknown city")
+			}
+			return json.RawMessage(fmt.Sprintf(`{"city":%q,"temp":21}`, a.City)), nil
+		},
+	}
+	plain := hostTool{def: ToolDefinition{Name: "motd"}, call: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+		return json.RawMessage("hello, not json"), nil
+	}}
+	cm, err := NewCodeModeTool([]Tool{weather, plain}, Limits{Deadline: 100 * time.Millisecond})
+	require.NoError(t, err)
+	defer cm.Close()
+	def := cm.Definition()
+	assert.Equal(t, RunJSToolName, def.Name)
+	assert.Equal(t, RunJSParameters(), def.Parameters)
+	assert.Contains(t, def.Description, "- get_weather(args): Get current weather. args: {city: string}")
+	assert.Contains(t, def.Description, "- motd(args): (no description). args: any")
+	assert.Equal(t, 100*time.Millisecond, cm.Limits().Deadline)
+
+	ctx := context.Background()
+	tests := []struct{ args, want string }{
+		{`{"code":"return get_weather({city: 'Paris'}).temp"}`, `{"result":21}`},
+		{`{"code":"console.log(motd()); return 1"}`, `{"result":1,"logs":["hello, not json"]}`},
+		{`{"code":"try { get_weather({city: 'Atlantis'}) } catch (e) { return e.message }"}`, "{\"result\":\"tool `get-weather` failed: unknown city\"}"},
+		{`{"code":"get_weather({city: 'Atlantis'})"}`, "{\"kind\":\"capability\",\"name\":\"run_js\",\"capability\":\"get_weather\",\"message\":\"tool `get-weather` failed: unknown city\"}"},
+		{`{"code":"console.log('a'); null.x"}`, `{"kind":"js","name":"run_js","message":"TypeError: cannot read property 'x' of null\n    at <anonymous> (script.js:1:19)","logs":["a"]}`},
+		{`{"code":"for (;;) {}"}`, `{"kind":"timeout","name":"run_js","deadline_ms":100}`},
+		{`{"script":"return 1"}`, "{\"kind\":\"invalid_args\",\"name\":\"run_js\",\"reason\":\"missing required argument `code`: the body of an async function, as a string\"}"},
+		{`{"code":42}`, "{\"kind\":\"invalid_args\",\"name\":\"run_js\",\"reason\":\"`code` must be a string\"}"},
+		{`"return 1"`, "{\"kind\":\"invalid_args\",\"name\":\"run_js\",\"reason\":\"the arguments must be a JSON object with a string `code`\"}"},
+	}
+	for _, tt := range tests {
+		got, err := cm.Call(ctx, json.RawMessage(tt.args))
+		require.NoError(t, err, tt.args)
+		assert.Equal(t, tt.want, string(got), tt.args)
+	}
+
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = cm.Call(cancelled, json.RawMessage(`{"code":"return 1"}`))
+	assert.ErrorIs(t, err, context.Canceled, "an internal failure is a Go error")
+
+	assert.Equal(t, "custom", cm.WithDescription("custom").Definition().Description)
+
+	_, err = NewCodeModeTool([]Tool{hostTool{def: ToolDefinition{Name: "my-tool"}}, hostTool{def: ToolDefinition{Name: "my.tool"}}}, Limits{})
+	re := registerErr(t, err)
+	assert.Equal(t, `{"stage":"invalid_capability","name":"my_tool","reason":"tools \"my-tool\" and \"my.tool\" both map to the identifier \"my_tool\""}`, re.LLMJSON())
+}
+
+func TestSandboxTool(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t)
+	_, err := e.Register(context.Background(), ToolSource{Name: "count", Description: "Counts keys.", Source: "(a) => Object.keys(a).length"})
+	require.NoError(t, err)
+	st, ok := e.SandboxTool("count")
+	require.True(t, ok)
+	assert.Equal(t, ToolDefinition{Name: "count", Description: "Counts keys."}, st.Definition())
+	out, err := st.Call(context.Background(), nil)
+	require.NoError(t, err)
+	assert.Equal(t, "0", string(out), "empty arguments are {}")
+	out, err = st.Call(context.Background(), json.RawMessage(`{"a":1}`))
+	require.NoError(t, err)
+	assert.Equal(t, "1", string(out))
+	_, err = st.Call(context.Background(), json.RawMessage(`[]`))
+	assert.Equal(t, KindInvalidArgs, execErr(t, err).Kind)
+	_, ok = e.SandboxTool("missing")
+	assert.False(t, ok)
+
+	// Code Mode over a sandbox tool.
+	cm, err := NewCodeModeTool([]Tool{st}, Limits{})
+	require.NoError(t, err)
+	defer cm.Close()
+	got, err := cm.Call(context.Background(), json.RawMessage(`{"code":"return count({x: 1, y: 2})"}`))
+	require.NoError(t, err)
+	assert.Equal(t, `{"result":2}`, string(got))
+}
