@@ -169,3 +169,99 @@ func BenchmarkExecute(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRegister mirrors the reference executor's benchmark: a cold
+// registration compiles, instantiates and self-tests; a warm one finds the
+// bytecode in the cache.
+func BenchmarkRegister(b *testing.B) {
+	e := newExecutor(b)
+	ctx := context.Background()
+	b.Run("cold", func(b *testing.B) {
+		b.ReportAllocs()
+		i := 0
+		for b.Loop() {
+			i++
+			src := addTool("cold")
+			src.Source = fmt.Sprintf("({a, b}) => a + b // %d", i) // a new source: a cache miss
+			if _, err := e.Register(ctx, src); err != nil {
+				b.Fatal(err)
+			}
+			e.Deregister("cold")
+		}
+	})
+	if _, err := e.Register(ctx, addTool("anchor")); err != nil { // keeps the bytecode pinned
+		b.Fatal(err)
+	}
+	b.Run("warm", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := e.Register(ctx, addTool("warm")); err != nil {
+				b.Fatal(err)
+			}
+			e.Deregister("warm")
+		}
+	})
+}
+
+// BenchmarkCall is a registered tool's call from cached bytecode, without
+// and with one capability round trip.
+func BenchmarkCall(b *testing.B) {
+	e := newExecutor(b, WithCapability(Capability{Name: "rate", Func: func(context.Context, json.RawMessage) (any, error) {
+		return json.RawMessage("2"), nil
+	}}))
+	ctx := context.Background()
+	for _, src := range []ToolSource{addTool("add"), {Name: "withcap", Params: json.RawMessage(addParams),
+		Source: "({a, b}) => (a + b) * rate({})"}} {
+		if _, err := e.Register(ctx, src); err != nil {
+			b.Fatal(err)
+		}
+	}
+	args := json.RawMessage(`{"a":1,"b":2}`)
+	for _, c := range []struct{ name, tool, want string }{{"cached", "add", "3"}, {"cached-capability", "withcap", "6"}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				out, err := e.Call(ctx, c.tool, args)
+				if err != nil || string(out) != c.want {
+					b.Fatalf("Call = %s, %v", out, err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkLargeTool calls a 2,000-line tool from its cached bytecode, and
+// runs the same source compiled each time (an executor whose cache cannot
+// hold it), the cost the cache saves.
+func BenchmarkLargeTool(b *testing.B) {
+	src, err := os.ReadFile("testdata/large_tool.js")
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	want := `{"n":5,"result":750}`
+	b.Run("cached", func(b *testing.B) {
+		e := newExecutor(b)
+		if _, err := e.Register(ctx, ToolSource{Name: "large", Source: string(src)}); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			out, err := e.Call(ctx, "large", json.RawMessage(`{"n":5}`))
+			if err != nil || string(out) != want {
+				b.Fatalf("Call = %s, %v", out, err)
+			}
+		}
+	})
+	b.Run("compiled", func(b *testing.B) {
+		e := newExecutor(b, WithCacheSize(1))
+		script := "const tool = " + string(src) + ";\nreturn tool({n: 5})"
+		b.ReportAllocs()
+		for b.Loop() {
+			res, err := e.Run(ctx, script)
+			if err != nil || string(res.Value) != want {
+				b.Fatalf("Run = %v, %v", res, err)
+			}
+		}
+	})
+}

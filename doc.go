@@ -134,6 +134,44 @@
 // completions arriving later are dropped, timers set for later never fire,
 // and the handlers' contexts end.
 //
+// # Registered tools
+//
+// [Executor.Register] turns a [ToolSource] (a name, a description, a JSON
+// Schema of its arguments, and JavaScript evaluating to a function) into a
+// tool in four stages: shape (the name, the schema, no duplicate; also
+// [Executor.Validate]), compile, instantiate (the source must evaluate to a
+// function) and the optional self-test, the last three in one fresh sandbox
+// with the executor's limits and capabilities. A failure is a
+// [*RegisterError] tagged with its stage; a failed registration stores
+// nothing. [Executor.Call] checks the arguments before any sandbox exists
+// (a JSON object, the required keys, then the whole schema, compiled once
+// with github.com/santhosh-tekuri/jsonschema, so the reason names the
+// argument and what is wrong with it) and runs the tool from cached
+// bytecode in a fresh sandbox.
+//
+// # Bytecode cache
+//
+// Sources compile once: run_js scripts, Execute programs and tool sources
+// are compiled inside their first sandbox, under its limits, and their
+// bytecode is kept, keyed by a BLAKE3 hash (keyed with a per-process secret)
+// of the engine version, the shim version, the kind of source and the
+// source. Later runs read the bytecode (several times cheaper than
+// compiling; a 2,000-line tool runs over 5× faster). Only bytecode this
+// process wrote is ever read. The cache is shared across tool names, bounded
+// in bytes ([WithCacheSize]) with least-recently-used eviction of scripts,
+// and never evicts a registered tool's bytecode; [Executor.Deregister]
+// frees what no other tool shares. [Executor.CacheStats] reports it.
+//
+// # Code Mode
+//
+// [NewCodeModeTool] packages the whole surface as one [Tool] named run_js:
+// host tools become synchronous capabilities under [JSIdentifier] names,
+// [Describe] lists them to the model as a JavaScript API, and a call runs
+// the model's script. Model-repairable failures come back as results (the
+// [ExecError] JSON, plus the logs) with a nil Go error, so a tool loop
+// feeds them back to the model; only internal failures are Go errors.
+// [Executor.SandboxTool] exposes one registered tool as a [Tool].
+//
 // # Errors
 //
 // Every failure of a run is an [*ExecError]. Its Kind is the reference

@@ -2,8 +2,10 @@ package codemode_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/codemode-go/codemode"
@@ -127,4 +129,73 @@ func ExampleExecutor_Execute() {
 	fmt.Println(string(res.Result), res.Logs, res.Error == "")
 	// Output:
 	// ["Ada Lovelace","Alan Turing"] [Tool "dropTables" not found] true
+}
+
+// A registered tool is validated, compiled, instantiated and self-tested
+// once; calls run it from cached bytecode in a fresh sandbox.
+func ExampleExecutor_Register() {
+	exec, err := codemode.New()
+	if err != nil {
+		panic(err)
+	}
+	defer exec.Close()
+	ctx := context.Background()
+
+	_, err = exec.Register(ctx, codemode.ToolSource{
+		Name:        "add",
+		Description: "Add two numbers.",
+		Params:      []byte(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`),
+		Source:      "({a, b}) => a + b",
+		SelfTest:    "tool({a: 1, b: 2}) === 3",
+	})
+	if err != nil {
+		panic(err)
+	}
+	out, _ := exec.Call(ctx, "add", []byte(`{"a": 20, "b": 22}`))
+	fmt.Println(string(out))
+
+	_, err = exec.Call(ctx, "add", []byte(`{"a": 1}`))
+	var ee *codemode.ExecError
+	if errors.As(err, &ee) {
+		fmt.Println(ee.LLMJSON())
+	}
+	// Output:
+	// 42
+	// {"kind":"invalid_args","name":"add","reason":"missing required argument `b`"}
+}
+
+// weatherTool is a host tool for the Code Mode example.
+type weatherTool struct{}
+
+func (weatherTool) Definition() codemode.ToolDefinition {
+	return codemode.ToolDefinition{
+		Name:        "get-weather",
+		Description: "Get current weather.",
+		Parameters:  []byte(`{"type":"object","properties":{"city":{"type":"string"},"units":{"enum":["c","f"]}},"required":["city"]}`),
+	}
+}
+
+func (weatherTool) Call(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+	return json.RawMessage(`{"temp": 21, "sky": "clear"}`), nil
+}
+
+// Code Mode: one run_js tool stands in for the host tools, listed to the
+// model as a JavaScript API.
+func ExampleNewCodeModeTool() {
+	runJS, err := codemode.NewCodeModeTool([]codemode.Tool{weatherTool{}}, codemode.Limits{})
+	if err != nil {
+		panic(err)
+	}
+	defer runJS.Close()
+
+	def := runJS.Definition()
+	fmt.Println(def.Name)
+	fmt.Println(strings.Split(def.Description, "\n")[3])
+
+	out, _ := runJS.Call(context.Background(), []byte(`{"code": "const w = get_weather({city: 'Oslo'}); return w.sky"}`))
+	fmt.Println(string(out))
+	// Output:
+	// run_js
+	// - get_weather(args): Get current weather. args: {city: string, units?: c|f}
+	// {"result":"clear"}
 }

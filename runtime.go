@@ -31,7 +31,8 @@ type Executor struct {
 	// writing to wait for them.
 	life sync.RWMutex
 	cache *bytecodeCache
-	tools toolSet
+	tools   toolSet
+	schemas schemaCache
 	// retained counts the loops of retained sandboxes, which own slots.
 	retained   sync.WaitGroup
 	retainIdle time.Duration

@@ -55,11 +55,10 @@ type RegisteredTool struct {
 
 // tool is a registered tool with what calls need.
 type tool struct {
-	meta     RegisteredTool
-	key      [32]byte // its bytecode's cache key (pinned)
-	bc       []byte
-	required []string
-	schema   *jsonschema.Schema
+	meta   RegisteredTool
+	key    [32]byte // its bytecode's cache key (pinned)
+	bc     []byte
+	params *params
 }
 
 // toolSet is the executor's registry.
@@ -80,24 +79,70 @@ const maxToolName = 64
 // is a [*RegisterError] of stage invalid_name, duplicate or
 // invalid_schema. Safe for concurrent use.
 func (e *Executor) Validate(src ToolSource) error {
-	if err := validateShape(src); err != nil {
+	if _, err := e.validate(src); err != nil {
 		return err
-	}
-	if _, ok := e.Tool(src.Name); ok {
-		return &RegisterError{Stage: StageDuplicate, Name: src.Name}
 	}
 	return nil
 }
 
-// validateShape checks the name and the schema.
-func validateShape(src ToolSource) *RegisterError {
+// validate is Validate returning the compiled parameters.
+func (e *Executor) validate(src ToolSource) (*params, *RegisterError) {
 	if reason := toolNameProblem(src.Name); reason != "" {
-		return &RegisterError{Stage: StageInvalidName, Name: src.Name, Reason: reason}
+		return nil, &RegisterError{Stage: StageInvalidName, Name: src.Name, Reason: reason}
 	}
-	if _, _, err := compileParams(src.Params); err != nil {
-		return err
+	p, err := e.schemas.compile(src.Params)
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	if _, ok := e.Tool(src.Name); ok {
+		return nil, &RegisterError{Stage: StageDuplicate, Name: src.Name}
+	}
+	return p, nil
+}
+
+// params is a compiled parameters schema.
+type params struct {
+	schema   *jsonschema.Schema
+	required []string // in schema order
+}
+
+// schemaCache shares compiled parameter schemas between tools with the same
+// schema: compiling one checks it against the JSON Schema meta-schema,
+// which costs far more than the sandbox work of a registration.
+type schemaCache struct {
+	mu sync.Mutex
+	m  map[[32]byte]*params
+}
+
+// maxSchemas bounds schemaCache; past it an arbitrary entry goes.
+const maxSchemas = 256
+
+func (c *schemaCache) compile(raw json.RawMessage) (*params, *RegisterError) {
+	key := blake3.Sum256(raw)
+	c.mu.Lock()
+	p, ok := c.m[key]
+	c.mu.Unlock()
+	if ok {
+		return p, nil
+	}
+	sch, required, err := compileParams(raw)
+	if err != nil {
+		return nil, err
+	}
+	p = &params{schema: sch, required: required}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = make(map[[32]byte]*params)
+	}
+	if len(c.m) >= maxSchemas {
+		for k := range c.m {
+			delete(c.m, k)
+			break
+		}
+	}
+	c.m[key] = p
+	return p, nil
 }
 
 func toolNameProblem(name string) string {
@@ -190,10 +235,10 @@ func compileParams(params json.RawMessage) (*jsonschema.Schema, []string, *Regis
 // concurrent use.
 func (e *Executor) Register(ctx context.Context, src ToolSource) (RegisteredTool, error) {
 	start := time.Now()
-	if err := e.Validate(src); err != nil {
-		return RegisteredTool{}, err
+	params, verr := e.validate(src)
+	if verr != nil {
+		return RegisteredTool{}, verr
 	}
-	schema, required, _ := compileParams(src.Params)
 	if !e.enter() {
 		return RegisteredTool{}, &RegisterError{Stage: StageExecution, Exec: internalError("register", ErrClosed)}
 	}
@@ -229,9 +274,8 @@ func (e *Executor) Register(ctx context.Context, src ToolSource) (RegisteredTool
 	t := &tool{
 		meta: RegisteredTool{Name: src.Name, Description: src.Description, Params: src.Params,
 			SourceHash: hex.EncodeToString(sum[:]), SelfTested: src.SelfTest != ""},
-		key:      key,
-		required: required,
-		schema:   schema,
+		key:    key,
+		params: params,
 	}
 	e.tools.mu.Lock()
 	defer e.tools.mu.Unlock()
@@ -390,7 +434,7 @@ func (t *tool) argsProblem(args json.RawMessage) string {
 		return "the arguments must be a JSON object"
 	}
 	var missing []string
-	for _, name := range t.required {
+	for _, name := range t.params.required {
 		if _, ok := obj[name]; !ok {
 			missing = append(missing, "`"+name+"`")
 		}
@@ -406,7 +450,7 @@ func (t *tool) argsProblem(args json.RawMessage) string {
 	if err != nil {
 		return "the arguments must be a JSON object"
 	}
-	verr, ok := t.schema.Validate(inst).(*jsonschema.ValidationError)
+	verr, ok := t.params.schema.Validate(inst).(*jsonschema.ValidationError)
 	if !ok {
 		return ""
 	}
