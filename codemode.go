@@ -34,7 +34,7 @@ const describeContract = "Run JavaScript to do the task in one step. `code` is t
 // Describe generates the default run_js description: the execution
 // contract, then one token-compact line per API,
 //
-//	- search(args): Search the web. args: {query: string, limit?: integer, tags?: string[]}
+//   - search(args): Search the web. args: {query: string, limit?: integer, tags?: string[]}
 //
 // (optional properties end in ?, enums read a|b, arrays T[], nested objects
 // {…}, a missing description "(no description)."), then a short example.

@@ -176,7 +176,7 @@ func (p *slotPool) freeAll() {
 // program is what one run executes: for Run a wrapped script, for Execute
 // the program unit with its entry source, the runtime and the dispatch.
 type program struct {
-	name     string  // attribution of errors: run_js, execute or a tool's name
+	name     string // attribution of errors: run_js, execute or a tool's name
 	mode     C.int32_t
 	file     *C.char // the name of src in stack traces
 	fileName string

@@ -29,8 +29,8 @@ type Executor struct {
 	stopClosing context.CancelFunc
 	// life is read-held by every run in progress; Close takes it for
 	// writing to wait for them.
-	life sync.RWMutex
-	cache *bytecodeCache
+	life    sync.RWMutex
+	cache   *bytecodeCache
 	tools   toolSet
 	schemas schemaCache
 	// retained counts the loops of retained sandboxes, which own slots.
