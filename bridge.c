@@ -663,6 +663,21 @@ static int install_capabilities(bridge_slot *s)
 /* Async host calls: the call gets a Promise at once and an id; Go starts
  * the handler and later settles the id from its event loop. */
 
+/* Makes room for one more element in an engine-heap array of *cap
+ * elements holding len; false on out-of-memory. */
+static bool grow_array(JSContext *ctx, void **arr, uint32_t *cap, uint32_t len, size_t elem)
+{
+	if (len < *cap)
+		return true;
+	uint32_t n = *cap ? *cap * 2 : 8;
+	void *p = js_realloc(ctx, *arr, n * elem);
+	if (!p)
+		return false;
+	*arr = p;
+	*cap = n;
+	return true;
+}
+
 /* Registers a call in flight and returns its promise; *pid names it. */
 static JSValue new_call(bridge_slot *s, int32_t cap, const char *name, uint32_t *pid)
 {
@@ -671,14 +686,8 @@ static JSValue new_call(bridge_slot *s, int32_t cap, const char *name, uint32_t 
 		return JS_ThrowRangeError(ctx, "%s: too many host calls in flight (%d)", name, MAX_PENDING_CALLS);
 	uint32_t id = s->calls_free;
 	if (id == NO_CALL) {
-		if (s->calls_len == s->calls_cap) {
-			uint32_t cap2 = s->calls_cap ? s->calls_cap * 2 : 16;
-			host_call *c = js_realloc(ctx, s->calls, cap2 * sizeof(*c));
-			if (!c)
-				return JS_EXCEPTION;
-			s->calls = c;
-			s->calls_cap = cap2;
-		}
+		if (!grow_array(ctx, (void **)&s->calls, &s->calls_cap, s->calls_len, sizeof(*s->calls)))
+			return JS_EXCEPTION;
 		id = s->calls_len++;
 		s->calls[id].used = false;
 	} else {
@@ -827,14 +836,8 @@ static JSValue js_set_timer(JSContext *ctx, JSValueConst this_val, int argc, JSV
 		ms = 2147483647.0;
 	if (s->ntimers >= MAX_TIMERS)
 		return JS_ThrowRangeError(ctx, "%s: too many timers (%d)", name, MAX_TIMERS);
-	if (s->ntimers == s->timers_cap) {
-		uint32_t cap = s->timers_cap ? s->timers_cap * 2 : 8;
-		js_timer *t = js_realloc(ctx, s->timers, cap * sizeof(*t));
-		if (!t)
-			return JS_EXCEPTION;
-		s->timers = t;
-		s->timers_cap = cap;
-	}
+	if (!grow_array(ctx, (void **)&s->timers, &s->timers_cap, s->ntimers, sizeof(*s->timers)))
+		return JS_EXCEPTION;
 	int extra = argc > 2 ? argc - 2 : 0;
 	JSValue *args = NULL;
 	if (extra > 0 && !(args = js_malloc(ctx, extra * sizeof(JSValue))))
@@ -1501,14 +1504,8 @@ int32_t bridge_slot_invoke(bridge_slot *s, int64_t budget_ns, double handle, con
 	while (id < s->ninvs && !JS_IsUndefined(s->invs[id]))
 		id++;
 	if (id == s->ninvs) {
-		if (s->ninvs == s->invs_cap) {
-			uint32_t cap = s->invs_cap ? s->invs_cap * 2 : 4;
-			JSValue *v = js_realloc(ctx, s->invs, cap * sizeof(*v));
-			if (!v)
-				return s->killed ? s->killed : BRIDGE_MEMORY;
-			s->invs = v;
-			s->invs_cap = cap;
-		}
+		if (!grow_array(ctx, (void **)&s->invs, &s->invs_cap, s->ninvs, sizeof(*s->invs)))
+			return s->killed ? s->killed : BRIDGE_MEMORY;
 		s->invs[s->ninvs++] = JS_UNDEFINED;
 	}
 	JSValue a[2] = {JS_NewFloat64(ctx, handle), JS_NewStringLen(ctx, args, len)};
