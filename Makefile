@@ -29,8 +29,8 @@ leakcheck:
 lint:
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
-	$(CC) -std=gnu11 -fsyntax-only -Wall -Wextra -Werror -D_GNU_SOURCE -Iquickjs bridge.c
-	$(CC) -std=gnu11 -fsyntax-only -Wall -Wextra -Werror -D_GNU_SOURCE -I$(ENGINE_INCLUDE) -include quickjs.h -Iquickjs bridge.c
+	$(CC) -std=gnu11 -fsyntax-only -Wall -Wextra -Werror -D_GNU_SOURCE -DBRIDGE_LINT -Iquickjs bridge.c
+	$(CC) -std=gnu11 -fsyntax-only -Wall -Wextra -Werror -D_GNU_SOURCE -DBRIDGE_LINT -I$(ENGINE_INCLUDE) -include quickjs.h -Iquickjs bridge.c
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

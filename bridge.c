@@ -11,7 +11,9 @@
 #endif
 #include "bridge.h"
 #include "quickjs_api.h"
+#ifndef BRIDGE_LINT
 #include "_cgo_export.h"
+#endif
 
 #include <malloc.h>
 #include <pthread.h>

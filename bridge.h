@@ -109,6 +109,14 @@ typedef struct bridge_out {
 	int64_t wait_ns;  /* BRIDGE_PENDING: ns until the next timer is due, -1 if none */
 } bridge_out;
 
+/* The Go functions C calls back (//export, in capability.go). In a cgo
+ * build bridge.c also includes _cgo_export.h, so the compiler checks these
+ * against cgo's own declarations. */
+void go_capability_call(uintptr_t handle, int32_t index, char *args, size_t n, bridge_reply *reply);
+int32_t go_capability_start(uintptr_t handle, int32_t index, uint32_t id, char *args, size_t n);
+int32_t go_dispatch_start(uintptr_t handle, uint32_t id, char *provider, size_t np, char *tool, size_t nt, char *args,
+                          size_t na);
+
 /* A slot is the long-lived C shell one sandbox runs in: its cancel flag,
  * its kill state, its log buffer. Only one goroutine uses a slot at a time;
  * bridge_slot_cancel may be called from any thread. */
