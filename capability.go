@@ -271,7 +271,6 @@ type hostRun struct {
 	dispatch DispatchFunc
 	caller   context.Context
 	deadline time.Time
-	handle   cgo.Handle
 
 	// The handlers' context, made on the first call.
 	ctx      context.Context
@@ -321,9 +320,7 @@ type completion struct {
 }
 
 func newHostRun(ex *Executor, caps *capTable, dispatch DispatchFunc, caller context.Context, deadline time.Time) *hostRun {
-	h := &hostRun{ex: ex, caps: caps, dispatch: dispatch, caller: caller, deadline: deadline, notify: make(chan struct{}, 1)}
-	h.handle = cgo.NewHandle(h)
-	return h
+	return &hostRun{ex: ex, caps: caps, dispatch: dispatch, caller: caller, deadline: deadline, notify: make(chan struct{}, 1)}
 }
 
 // context returns the handlers' context, creating it on first use: it
@@ -359,7 +356,6 @@ func (h *hostRun) close() {
 		h.stopExec()
 		h.cancel()
 	}
-	h.handle.Delete()
 }
 
 // spinWindow is how long the event loop polls for a completion before it
@@ -540,9 +536,15 @@ func (h *hostRun) glueFailure(r any) {
 	}
 }
 
+// hostOf finds the host side of the run in progress in the slot behind a
+// C handle, making it on the run's first host call.
+func hostOf(handle C.uintptr_t) *hostRun {
+	return cgo.Handle(handle).Value().(*slot).call.hostRun()
+}
+
 //export go_capability_call
 func go_capability_call(handle C.uintptr_t, index C.int32_t, args *C.char, n C.size_t, reply *C.bridge_reply) {
-	h := cgo.Handle(handle).Value().(*hostRun)
+	h := hostOf(handle)
 	defer func() {
 		if r := recover(); r != nil {
 			h.glueFailure(r)
@@ -554,7 +556,7 @@ func go_capability_call(handle C.uintptr_t, index C.int32_t, args *C.char, n C.s
 
 //export go_capability_start
 func go_capability_start(handle C.uintptr_t, index C.int32_t, id C.uint32_t, args *C.char, n C.size_t) (rc C.int32_t) {
-	h := cgo.Handle(handle).Value().(*hostRun)
+	h := hostOf(handle)
 	defer func() {
 		if r := recover(); r != nil {
 			h.glueFailure(r)
@@ -568,7 +570,7 @@ func go_capability_start(handle C.uintptr_t, index C.int32_t, id C.uint32_t, arg
 //export go_dispatch_start
 func go_dispatch_start(handle C.uintptr_t, id C.uint32_t, provider *C.char, np C.size_t, tool *C.char, nt C.size_t,
 	args *C.char, na C.size_t) (rc C.int32_t) {
-	h := cgo.Handle(handle).Value().(*hostRun)
+	h := hostOf(handle)
 	defer func() {
 		if r := recover(); r != nil {
 			h.glueFailure(r)

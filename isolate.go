@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"runtime"
+	"runtime/cgo"
 	"strconv"
 	"strings"
 	"sync"
@@ -108,14 +109,22 @@ func wrapScript(script string, key [32]byte) []byte {
 // slot is a C bridge_slot: the shell a sandbox runs in. gen numbers its
 // runs so that a late cancel of a finished run cannot stop the next one.
 type slot struct {
-	c   *C.bridge_slot
-	gen int64
+	c      *C.bridge_slot
+	gen    int64
+	handle cgo.Handle // to this slot, for C's host calls
+	call   *call      // the run in progress: &run, or nil
+	run    call
 
-	// Scratch of the run in progress, kept here so it is not allocated
-	// per run (cgo makes whatever is passed to C escape).
-	cfg    C.bridge_config
-	out    C.bridge_out
+	// io is the scratch C reads and writes, allocated once per slot (cgo
+	// makes whatever is passed to C escape) and free of Go pointers (cgo
+	// checks the whole allocation a pointer argument points into).
+	io     *slotIO
 	cancel sync.WaitGroup // an AfterFunc cancel in flight
+}
+
+type slotIO struct {
+	cfg C.bridge_config
+	out C.bridge_out
 }
 
 // slotPool hands out slots, one run each at a time. Slots are made on
@@ -142,7 +151,8 @@ func (p *slotPool) get() *slot {
 	if c == nil {
 		return nil
 	}
-	s := &slot{c: c}
+	s := &slot{c: c, io: new(slotIO)}
+	s.handle = cgo.NewHandle(s)
 	p.all = append(p.all, s)
 	return s
 }
@@ -169,6 +179,7 @@ func (p *slotPool) freeAll() {
 	defer p.mu.Unlock()
 	for _, s := range p.all {
 		C.bridge_slot_free(s.c)
+		s.handle.Delete()
 	}
 	p.all, p.free = nil, nil
 }
@@ -200,7 +211,16 @@ type call struct {
 	slot  *slot
 	start time.Time
 	caps  *capTable
-	host  *hostRun // nil when the run has no host calls
+	ctx   context.Context
+	host  *hostRun // made by the run's first host call
+}
+
+// hostRun returns the run's host side, making it on first use.
+func (c *call) hostRun() *hostRun {
+	if c.host == nil {
+		c.host = newHostRun(c.ex, c.caps, c.prog.dispatch, c.ctx, c.start.Add(c.ex.limits.Deadline))
+	}
+	return c.host
 }
 
 // outcome is what a finished call hands back.
@@ -229,11 +249,15 @@ func (ex *Executor) run(ctx context.Context, p *program, start time.Time) (o out
 		}
 	}()
 	s.gen++
-	c := call{ex: ex, prog: p, name: p.name, slot: s, start: start, caps: ex.caps.Load()}
-	if len(c.caps.caps) > 0 || p.runtime != nil {
-		c.host = newHostRun(ex, c.caps, p.dispatch, ctx, start.Add(ex.limits.Deadline))
-		defer c.host.close()
-	}
+	s.run = call{ex: ex, prog: p, name: p.name, slot: s, start: start, caps: ex.caps.Load(), ctx: ctx}
+	c := &s.run
+	s.call = c
+	defer func() {
+		if c.host != nil {
+			c.host.close()
+		}
+		s.call, s.run = nil, call{}
+	}()
 
 	if ctx.Done() != nil {
 		s.cancel.Add(1)
@@ -250,7 +274,7 @@ func (ex *Executor) run(ctx context.Context, p *program, start time.Time) (o out
 		}()
 	}
 
-	s.cfg = c.bridgeConfig(start)
+	s.io.cfg = c.bridgeConfig(start)
 	var pin runtime.Pinner // the config points at Go memory
 	defer pin.Unpin()
 	for _, b := range [][]byte{p.entry, p.bc, p.args, p.selftest} {
@@ -258,11 +282,11 @@ func (ex *Executor) run(ctx context.Context, p *program, start time.Time) (o out
 			pin.Pin(&b[0])
 		}
 	}
-	st := C.bridge_slot_run(s.c, &s.cfg, (*C.char)(unsafe.Pointer(&p.src[0])), C.size_t(len(p.src)-1), &s.out)
+	st := C.bridge_slot_run(s.c, &s.io.cfg, (*C.char)(unsafe.Pointer(&p.src[0])), C.size_t(len(p.src)-1), &s.io.out)
 	if st == C.BRIDGE_PENDING {
 		st = c.loop(ctx)
 	}
-	o = c.finish(ctx, st, &s.out)
+	o = c.finish(ctx, st, &s.io.out)
 	kept = p.retain && C.bridge_slot_alive(s.c) != 0
 	return o
 }
@@ -273,10 +297,6 @@ func (ex *Executor) run(ctx context.Context, p *program, start time.Time) (o out
 func (c *call) loop(ctx context.Context) C.int32_t {
 	s := c.slot
 	deadline := c.start.Add(c.ex.limits.Deadline)
-	var notify <-chan struct{}
-	if c.host != nil {
-		notify = c.host.notify
-	}
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -288,14 +308,14 @@ func (c *call) loop(ctx context.Context) C.int32_t {
 		if wait <= 0 {
 			return c.abandon(C.BRIDGE_TIMEOUT)
 		}
-		if w := time.Duration(s.out.wait_ns); w >= 0 && w < wait {
+		if w := time.Duration(s.io.out.wait_ns); w >= 0 && w < wait {
 			wait = w
 		}
 		if c.host != nil && c.host.spinForCompletion(wait) {
 			for _, d := range c.host.take() {
 				c.settle(d)
 			}
-			if st := C.bridge_slot_step(s.c, 0, &s.out); st != C.BRIDGE_PENDING {
+			if st := C.bridge_slot_step(s.c, 0, &s.io.out); st != C.BRIDGE_PENDING {
 				return st
 			}
 			continue
@@ -304,6 +324,10 @@ func (c *call) loop(ctx context.Context) C.int32_t {
 			timer = time.NewTimer(wait)
 		} else {
 			timer.Reset(wait)
+		}
+		var notify <-chan struct{} // the first host call may come from a timer
+		if c.host != nil {
+			notify = c.host.notify
 		}
 		select {
 		case <-notify:
@@ -316,7 +340,7 @@ func (c *call) loop(ctx context.Context) C.int32_t {
 		case <-c.ex.closing.Done():
 			return c.abandon(C.BRIDGE_CANCELED)
 		}
-		if st := C.bridge_slot_step(s.c, 0, &s.out); st != C.BRIDGE_PENDING {
+		if st := C.bridge_slot_step(s.c, 0, &s.io.out); st != C.BRIDGE_PENDING {
 			return st
 		}
 	}
@@ -344,7 +368,7 @@ func (c *call) settle(d completion) {
 
 // abandon ends a pending run from the Go side with the given outcome.
 func (c *call) abandon(st C.int32_t) C.int32_t {
-	C.bridge_slot_close(c.slot.c, &c.slot.out)
+	C.bridge_slot_close(c.slot.c, &c.slot.io.out)
 	return st
 }
 
@@ -364,9 +388,7 @@ func (c *call) bridgeConfig(start time.Time) C.bridge_config {
 		cap_async: c.caps.async,
 		ncaps:     C.int32_t(len(c.caps.caps)),
 	}
-	if c.host != nil {
-		cfg.handle = C.uintptr_t(c.host.handle)
-	}
+	cfg.handle = C.uintptr_t(c.slot.handle)
 	if p := c.prog; p != nil {
 		cfg.filename = p.file
 		if p.runtime != nil {
@@ -406,8 +428,8 @@ func (ex *Executor) rawLifecycle(src []byte) int64 {
 	defer ex.slots.put(s)
 	s.gen++
 	c := call{ex: ex, slot: s, caps: &capTable{}, prog: &program{file: scriptFile}}
-	s.cfg = c.bridgeConfig(time.Now())
-	return int64(C.bridge_raw_lifecycle(s.c, &s.cfg, (*C.char)(unsafe.Pointer(&src[0])), C.size_t(len(src)-1)))
+	s.io.cfg = c.bridgeConfig(time.Now())
+	return int64(C.bridge_raw_lifecycle(s.c, &s.io.cfg, (*C.char)(unsafe.Pointer(&src[0])), C.size_t(len(src)-1)))
 }
 
 // finish turns the C outcome into Go values and releases the C buffers.

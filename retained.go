@@ -210,8 +210,8 @@ func (r *Retained) loop(waitNs int64) {
 			}
 			pending[inv] = req
 		case <-fire:
-			st := C.bridge_slot_step(s.c, budget, &s.out)
-			C.bridge_out_free(&s.out)
+			st := C.bridge_slot_step(s.c, budget, &s.io.out)
+			C.bridge_out_free(&s.io.out)
 			if killed(st) {
 				return
 			}

@@ -1,0 +1,444 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime"
+	"time"
+
+	buke "github.com/buke/quickjs-go"
+	"github.com/dop251/goja"
+	fsqjs "github.com/fastschema/qjs"
+	mquickjs "modernc.org/quickjs"
+
+	"github.com/codemode-go/codemode"
+)
+
+// The limits every engine is given where it supports them.
+const (
+	memoryLimit = 32 << 20
+	stackLimit  = 512 << 10
+	deadline    = time.Second
+	hostLatency = time.Millisecond // of each async host call in W4
+)
+
+// engine runs the workloads one way.
+type engine struct {
+	name   string
+	limits [3]string                         // memory, stack, deadline: how each is enforced, or why not
+	runs   map[string]func() (string, error) // by workload id
+	skip   map[string]string                 // workloads it cannot run, and why
+	close  func()
+}
+
+// engineNames lists the engines in table order.
+var engineNames = []string{"codemode", "raw floor", "buke", "modernc", "goja", "fastschema"}
+
+func newEngine(name string, sc *scripts) (*engine, error) {
+	switch name {
+	case "codemode":
+		return newCodemode(sc)
+	case "raw floor":
+		return newFloor(sc)
+	case "buke":
+		return newBuke(sc)
+	case "modernc":
+		return newModernc(sc)
+	case "goja":
+		return newGoja(sc)
+	case "fastschema":
+		return newFastschema(sc)
+	}
+	return nil, fmt.Errorf("unknown engine %q", name)
+}
+
+// argI reads the {"i": n} argument of codemode's host functions.
+func argI(args json.RawMessage) (int, error) {
+	var a struct {
+		I int `json:"i"`
+	}
+	err := json.Unmarshal(args, &a)
+	return a.I, err
+}
+
+func newCodemode(sc *scripts) (*engine, error) {
+	exec, err := codemode.New(
+		codemode.WithLimits(codemode.Limits{Memory: memoryLimit, Stack: stackLimit, Deadline: deadline}),
+		codemode.WithCapability(codemode.Capability{Name: "hcall", Func: func(_ context.Context, args json.RawMessage) (any, error) {
+			i, err := argI(args)
+			return i + 1, err
+		}}),
+		codemode.WithCapability(codemode.Capability{Name: "hasync", Async: true, Func: func(ctx context.Context, args json.RawMessage) (any, error) {
+			i, err := argI(args)
+			select {
+			case <-time.After(hostLatency):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			return i + 1, err
+		}}),
+	)
+	if err != nil {
+		return nil, err
+	}
+	ctx := context.Background()
+	if _, err := exec.Register(ctx, codemode.ToolSource{Name: "large", Source: sc.largeTool}); err != nil {
+		return nil, err
+	}
+	run := func(body string) func() (string, error) {
+		return func() (string, error) {
+			res, err := exec.Run(ctx, body)
+			if err != nil {
+				return "", err
+			}
+			return string(res.Value), nil
+		}
+	}
+	return &engine{
+		name:   "codemode",
+		limits: [3]string{"yes", "yes", "yes (C, monotonic clock)"},
+		runs: map[string]func() (string, error){
+			"W1": run(sc.tinyBody),
+			"W2": run(sc.realisticBody),
+			"W3": run(sc.host100Body),
+			"W4": run(sc.async16Body),
+			"W5": func() (string, error) {
+				out, err := exec.Call(ctx, "large", json.RawMessage(`{"n":5}`))
+				return string(out), err
+			},
+		},
+		close: func() { exec.Close() },
+	}, nil
+}
+
+func newFloor(sc *scripts) (*engine, error) {
+	large, err := floorCompile(cstr(sc.largeExpr))
+	if err != nil {
+		return nil, err
+	}
+	run := func(src string, host bool) func() (string, error) {
+		c := cstr(src)
+		return func() (string, error) { return floorRun(c, host) }
+	}
+	return &engine{
+		name:   "raw floor",
+		limits: [3]string{"yes", "yes", "yes (C, monotonic clock)"},
+		runs: map[string]func() (string, error){
+			"W1": run(sc.tinyExpr, false),
+			"W2": run(sc.realisticExpr, false),
+			"W3": run(sc.host100Expr, true),
+			"W5": func() (string, error) { return floorRunBytecode(large) },
+		},
+		skip:  map[string]string{"W4": "no event loop: the floor is one C call"},
+		close: func() {},
+	}, nil
+}
+
+func newBuke(sc *scripts) (*engine, error) {
+	// buke never calls JS_UpdateStackTop: a run pins its goroutine to one OS
+	// thread, or a thread migration breaks its stack checks.
+	run := func(src string, host, async bool) (string, error) {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		rt := buke.NewRuntime(buke.WithMemoryLimit(memoryLimit), buke.WithMaxStackSize(stackLimit), buke.WithExecuteTimeout(1))
+		defer rt.Close()
+		ctx := rt.NewBareContext()
+		defer ctx.Close()
+		if host {
+			ctx.Globals().Set("hcall", ctx.Function(func(c *buke.Context, this *buke.Value, args []*buke.Value) *buke.Value {
+				return c.NewInt32(args[0].Int32() + 1)
+			}))
+		}
+		if async {
+			ctx.Globals().Set("hasync", ctx.Function(func(c *buke.Context, this *buke.Value, args []*buke.Value) *buke.Value {
+				i := args[0].Int32()
+				return c.NewPromise(func(resolve, reject func(*buke.Value)) {
+					go func() {
+						time.Sleep(hostLatency)
+						c.Schedule(func(c *buke.Context) { resolve(c.NewInt32(i + 1)) })
+					}()
+				})
+			}))
+		}
+		v := ctx.Eval(src)
+		if async {
+			v = ctx.Await(v)
+		}
+		defer v.Free()
+		if v.IsException() {
+			return "", ctx.Exception()
+		}
+		return v.JSONStringify(), nil
+	}
+	var large []byte
+	func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		rt := buke.NewRuntime()
+		defer rt.Close()
+		ctx := rt.NewBareContext()
+		defer ctx.Close()
+		large, _ = ctx.Compile(sc.largeExpr)
+	}()
+	if large == nil {
+		return nil, errors.New("buke cannot compile the large tool")
+	}
+	return &engine{
+		name:   "buke",
+		limits: [3]string{"yes", "yes", "whole seconds only (1 s)"},
+		runs: map[string]func() (string, error){
+			"W1": func() (string, error) { return run(sc.tinyExpr, false, false) },
+			"W2": func() (string, error) { return run(sc.realisticExpr, false, false) },
+			"W3": func() (string, error) { return run(sc.host100Expr, true, false) },
+			"W4": func() (string, error) { return run(sc.async16Expr, false, true) },
+			"W5": func() (string, error) {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				rt := buke.NewRuntime(buke.WithMemoryLimit(memoryLimit), buke.WithMaxStackSize(stackLimit), buke.WithExecuteTimeout(1))
+				defer rt.Close()
+				ctx := rt.NewBareContext()
+				defer ctx.Close()
+				v := ctx.EvalBytecode(large)
+				defer v.Free()
+				if v.IsException() {
+					return "", ctx.Exception()
+				}
+				return v.JSONStringify(), nil
+			},
+		},
+		close: func() {},
+	}, nil
+}
+
+func newModernc(sc *scripts) (*engine, error) {
+	vmFor := func(host bool) (*mquickjs.VM, error) {
+		vm, err := mquickjs.NewVM()
+		if err != nil {
+			return nil, err
+		}
+		vm.SetMemoryLimit(memoryLimit)
+		vm.SetMaxStackSize(stackLimit)
+		if err := vm.SetEvalTimeout(deadline); err != nil {
+			vm.Close()
+			return nil, err
+		}
+		if host {
+			if err := vm.RegisterFunc("hcall", func(x int) int { return x + 1 }, false); err != nil {
+				vm.Close()
+				return nil, err
+			}
+		}
+		return vm, nil
+	}
+	run := func(src string, host bool) func() (string, error) {
+		return func() (string, error) {
+			vm, err := vmFor(host)
+			if err != nil {
+				return "", err
+			}
+			defer vm.Close()
+			r, err := vm.Eval(src, mquickjs.EvalGlobal)
+			if err != nil {
+				return "", err
+			}
+			b, err := json.Marshal(r)
+			return string(b), err
+		}
+	}
+	vm, err := vmFor(false)
+	if err != nil {
+		return nil, err
+	}
+	large, err := vm.Compile(sc.largeExpr, mquickjs.EvalGlobal)
+	vm.Close()
+	if err != nil {
+		return nil, err
+	}
+	return &engine{
+		name:   "modernc",
+		limits: [3]string{"yes", "yes", "yes"},
+		runs: map[string]func() (string, error){
+			"W1": run(sc.tinyExpr, false),
+			"W2": run(sc.realisticExpr, false),
+			"W3": run(sc.host100Expr, true),
+			"W5": func() (string, error) {
+				vm, err := vmFor(false)
+				if err != nil {
+					return "", err
+				}
+				defer vm.Close()
+				r, err := vm.EvalBytecode(large)
+				if err != nil {
+					return "", err
+				}
+				b, err := json.Marshal(r)
+				return string(b), err
+			},
+		},
+		skip:  map[string]string{"W4": "no async host functions in its API"},
+		close: func() {},
+	}, nil
+}
+
+func newGoja(sc *scripts) (*engine, error) {
+	vmFor := func() (*goja.Runtime, func()) {
+		vm := goja.New()
+		vm.SetMaxCallStackSize(10000)
+		t := time.AfterFunc(deadline, func() { vm.Interrupt("deadline") })
+		return vm, func() { t.Stop() }
+	}
+	export := func(v goja.Value, err error) (string, error) {
+		if err != nil {
+			return "", err
+		}
+		b, err := json.Marshal(v.Export())
+		return string(b), err
+	}
+	run := func(src string, host bool) func() (string, error) {
+		return func() (string, error) {
+			vm, done := vmFor()
+			defer done()
+			if host {
+				vm.Set("hcall", func(x int) int { return x + 1 })
+			}
+			return export(vm.RunString(src))
+		}
+	}
+	async := func() (string, error) {
+		vm, done := vmFor()
+		defer done()
+		type settled struct {
+			resolve func(any) error
+			v       int
+		}
+		ch := make(chan settled, 16)
+		vm.Set("hasync", func(i int) *goja.Promise {
+			p, resolve, _ := vm.NewPromise()
+			go func() {
+				time.Sleep(hostLatency)
+				ch <- settled{resolve, i + 1}
+			}()
+			return p
+		})
+		v, err := vm.RunString(sc.async16Expr)
+		if err != nil {
+			return "", err
+		}
+		p, ok := v.Export().(*goja.Promise)
+		if !ok {
+			return "", errors.New("not a promise")
+		}
+		for p.State() == goja.PromiseStatePending {
+			s := <-ch
+			if err := s.resolve(s.v); err != nil {
+				return "", err
+			}
+		}
+		if p.State() == goja.PromiseStateRejected {
+			return "", fmt.Errorf("rejected: %v", p.Result())
+		}
+		return export(p.Result(), nil)
+	}
+	large := goja.MustCompile("large.js", sc.largeExpr, false)
+	return &engine{
+		name:   "goja",
+		limits: [3]string{"no memory limit", "call depth only (10,000 frames)", "yes (Interrupt from a timer)"},
+		runs: map[string]func() (string, error){
+			"W1": run(sc.tinyExpr, false),
+			"W2": run(sc.realisticExpr, false),
+			"W3": run(sc.host100Expr, true),
+			"W4": async,
+			"W5": func() (string, error) {
+				vm, done := vmFor()
+				defer done()
+				return export(vm.RunProgram(large))
+			},
+		},
+		close: func() {},
+	}, nil
+}
+
+func newFastschema(sc *scripts) (*engine, error) {
+	newRT := func() (*fsqjs.Runtime, error) {
+		return fsqjs.New(fsqjs.Option{MemoryLimit: memoryLimit, MaxStackSize: stackLimit, Context: context.Background()})
+	}
+	// Its Value.JSONStringify garbles larger results, so the script
+	// stringifies in the engine; Eval awaits a promise by itself.
+	eval := func(ctx *fsqjs.Context, opt fsqjs.EvalOptionFunc) (string, error) {
+		v, err := ctx.Eval("w.js", opt)
+		if err != nil {
+			return "", err
+		}
+		if v.IsPromise() {
+			w, err := v.Await()
+			v.Free()
+			if err != nil {
+				return "", err
+			}
+			v = w
+		}
+		defer v.Free()
+		return v.String(), nil
+	}
+	stringified := func(src string, async bool) string {
+		if async {
+			return "(async () => JSON.stringify(await " + src + "))()"
+		}
+		return "JSON.stringify(" + src + ")"
+	}
+	run := func(src string, host, async bool) func() (string, error) {
+		return func() (string, error) {
+			rt, err := newRT()
+			if err != nil {
+				return "", err
+			}
+			defer rt.Close()
+			ctx := rt.Context()
+			if host {
+				ctx.SetFunc("hcall", func(this *fsqjs.This) (*fsqjs.Value, error) {
+					return this.Context().NewInt32(this.Args()[0].Int32() + 1), nil
+				})
+			}
+			if async {
+				// Its async functions resolve on the engine's only thread:
+				// the calls cannot overlap, so each waits its latency out.
+				ctx.SetAsyncFunc("hasync", func(this *fsqjs.This) {
+					i := this.Args()[0].Int32()
+					time.Sleep(hostLatency)
+					this.Promise().Resolve(this.Context().NewInt32(i + 1))
+				})
+			}
+			return eval(ctx, fsqjs.Code(stringified(src, async)))
+		}
+	}
+	rt, err := newRT()
+	if err != nil {
+		return nil, err
+	}
+	large, err := rt.Context().Compile("large.js", fsqjs.Code(stringified(sc.largeExpr, false)))
+	rt.Close()
+	if err != nil {
+		return nil, err
+	}
+	return &engine{
+		name:   "fastschema",
+		limits: [3]string{"yes", "yes", "no (the option is ignored in v0.0.6)"},
+		runs: map[string]func() (string, error){
+			"W1": run(sc.tinyExpr, false, false),
+			"W2": run(sc.realisticExpr, false, false),
+			"W3": run(sc.host100Expr, true, false),
+			"W4": run(sc.async16Expr, false, true),
+			"W5": func() (string, error) {
+				rt, err := newRT()
+				if err != nil {
+					return "", err
+				}
+				defer rt.Close()
+				return eval(rt.Context(), fsqjs.Bytecode(large))
+			},
+		},
+		close: func() {},
+	}, nil
+}
