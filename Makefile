@@ -4,18 +4,28 @@ STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BENCHSTAT ?= golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 FUZZTIME ?= 10s
 COUNT ?= 6
+ROUNDS ?= 10
 CC ?= gcc
 ENGINE_INCLUDE = $(shell $(GO) list -m -f '{{.Dir}}' github.com/buke/quickjs-go)/deps/quickjs
 
-.PHONY: test bench fuzz leakcheck lint fmt check
+.PHONY: test bench bench-callgrind microbench fuzz leakcheck lint fmt check
 
 # vet, then every test under the race detector.
 test:
 	$(GO) vet ./...
 	$(GO) test -race ./...
 
-# Library benchmarks, COUNT runs each, summarised by benchstat.
+# The suite against peers (bench/, its own module): prints one markdown
+# table and writes bench/results/latest.md and latest.svg.
 bench:
+	cd bench && $(GO) run . -rounds $(ROUNDS)
+
+# Instructions per call, codemode against the raw QuickJS-ng floor.
+bench-callgrind:
+	bench/callgrind.sh
+
+# The library's own benchmarks, COUNT runs each, summarised by benchstat.
+microbench:
 	$(GO) test -run '^$$' -bench . -count $(COUNT) . | tee bench.out
 	$(GO) run $(BENCHSTAT) bench.out
 
@@ -28,6 +38,7 @@ leakcheck:
 
 lint:
 	$(GO) vet ./...
+	cd bench && $(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 	$(CC) -std=gnu11 -fsyntax-only -Wall -Wextra -Werror -D_GNU_SOURCE -DBRIDGE_LINT -Iquickjs bridge.c
 	$(CC) -std=gnu11 -fsyntax-only -Wall -Wextra -Werror -D_GNU_SOURCE -DBRIDGE_LINT -I$(ENGINE_INCLUDE) -include quickjs.h -Iquickjs bridge.c
@@ -38,4 +49,5 @@ fmt:
 # Fails when formatting or go.mod/go.sum are not as fmt and tidy leave them.
 check: fmt
 	$(GO) mod tidy
+	cd bench && $(GO) mod tidy
 	git diff --exit-code
