@@ -196,13 +196,16 @@ func (r *report) chart(path string) error {
 	if len(names) == 0 {
 		return nil
 	}
-	width := vg.Points(9)
+	const chartW, chartH = 10 * vg.Inch, 5 * vg.Inch
+	width := chartW * 0.8 / vg.Length(len(names)*(len(r.engines)+1))
+	top := 0.0
 	for i, e := range r.engines {
 		vals := make(plotter.Values, len(names))
 		for j, id := range names {
 			if c := r.row(id)[i]; c.note == "" && c.median() > 0 {
 				// Heights are log10 of µs, so bars start at 1 µs.
 				vals[j] = math.Max(math.Log10(float64(c.median())/1e3), 0)
+				top = math.Max(top, vals[j])
 			}
 		}
 		bars, err := plotter.NewBarChart(vals, width)
@@ -216,13 +219,16 @@ func (r *report) chart(path string) error {
 		p.Legend.Add(e, bars)
 	}
 	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Legend.XOffs = vg.Points(40)
 	p.NominalX(names...)
-	p.Y.Min = 0
+	p.X.Min, p.X.Max = -0.6, float64(len(names))-0.4
+	p.Y.Min, p.Y.Max = 0, math.Ceil(top)+1.2 // headroom for the legend
 	p.Y.Tick.Marker = plot.ConstantTicks([]plot.Tick{
 		{Value: 0, Label: "1 µs"}, {Value: 1, Label: "10 µs"}, {Value: 2, Label: "100 µs"},
 		{Value: 3, Label: "1 ms"}, {Value: 4, Label: "10 ms"}, {Value: 5, Label: "100 ms"},
 	})
-	return p.Save(10*vg.Inch, 5*vg.Inch, path)
+	return p.Save(chartW, chartH, path)
 }
 
 // memoryOf2 runs W7 for one engine in a child process, so each engine's
