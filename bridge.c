@@ -22,8 +22,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 /* An async host call waiting for Go to settle it. */
 typedef struct host_call {
@@ -52,6 +54,17 @@ typedef struct js_timer {
 #define MAX_TIMERS 10000
 #define NO_CALL UINT32_MAX
 
+typedef struct arena arena;
+
+/* What a snapshot restores besides the arena's bytes: the slot's pointers
+ * into the arena as they were when the image was taken. */
+typedef struct saved_state {
+	JSRuntime *rt;
+	JSContext *ctx;
+	JSValue rtobj, marks, marks_get, marks_set;
+	size_t heap_used;
+} saved_state;
+
 struct bridge_slot {
 	atomic_llong cancel; /* a run id, or -1 for every run: set from any thread */
 	int64_t run_id;      /* the run in progress */
@@ -63,6 +76,9 @@ struct bridge_slot {
 	size_t heap_limit;
 
 	/* The open sandbox. */
+	bool open;      /* a sandbox is live: running, pending or retained */
+	bool snapshot;  /* it lives in the arena (else libc, freed per run) */
+	bool codec;     /* results go through runtime.js's codec (Execute) */
 	JSRuntime *rt;
 	JSContext *ctx;
 	JSValue program; /* the promise the wrapper returned */
@@ -94,6 +110,20 @@ struct bridge_slot {
 	uint32_t ntimers, timers_cap;
 	int32_t timer_ids;
 	uint64_t timer_seq;
+
+	/* Snapshot mode: the arena, its image and what restoring it means. */
+	arena *ar;
+	uint8_t *image;
+	size_t image_len;     /* bytes of the region the image covers */
+	uintptr_t image_id;   /* which capability set the image was built with */
+	size_t image_stack;   /* and which stack limit */
+	bool dirty;           /* a run has used the arena since the last restore */
+	size_t dirty_end;     /* how far into the region that run wrote */
+	saved_state saved;
+
+	/* Math.random: xorshift128+ reseeded per run from the host's CSPRNG,
+	 * outside the arena, so a restored image never replays a sequence. */
+	uint64_t rng[2];
 
 	/* Console records: uint32 length + bytes each. */
 	char *logs;
@@ -216,6 +246,211 @@ static size_t heap_usable(const void *ptr) { return malloc_usable_size((void *)p
 
 static const JSMallocFunctions heap_funcs = {
 	heap_calloc, heap_malloc, heap_free, heap_realloc, heap_usable,
+};
+
+
+/* ---------------------------------------------------------------------- */
+/* The arena: one mmap'd region per slot holding every allocation of its
+ * sandbox, with the allocator's own state at the region's start, so a byte
+ * image of the region's used prefix is a complete sandbox. Blocks carry a
+ * 16-byte header with their usable size, which is their size class:
+ * multiples of 16 up to 1 KiB, then four classes per power of two. Freed
+ * blocks go to their class's free list and are reused; the last block is
+ * returned to the bump pointer. The region's end is a hard cap. */
+
+#define ARENA_SMALL 1024
+#define ARENA_NSMALL (ARENA_SMALL / 16 + 1)
+#define ARENA_NLARGE 256
+
+typedef struct arena_block {
+	size_t usable;
+	size_t pad;
+} arena_block;
+
+struct arena {
+	size_t size;  /* the region's bytes */
+	size_t start; /* offset of the first block */
+	size_t top;   /* bump offset: end of the last block */
+	size_t hwm;   /* the highest top since the last reset or restore */
+	void *small[ARENA_NSMALL];
+	void *large[ARENA_NLARGE];
+};
+
+static size_t class_of(size_t n, int *small, int *idx)
+{
+	if (n == 0)
+		n = 1;
+	if (n <= ARENA_SMALL) {
+		size_t r = (n + 15) & ~(size_t)15;
+		*small = 1;
+		*idx = (int)(r >> 4);
+		return r;
+	}
+	int p = 63 - __builtin_clzll((unsigned long long)(n - 1)); /* 2^p < n <= 2^(p+1) */
+	size_t base = (size_t)1 << p, step = base >> 2;
+	size_t k = (n - base + step - 1) / step; /* 1..4 */
+	*small = 0;
+	*idx = (p - 10) * 4 + (int)k - 1;
+	return base + k * step;
+}
+
+static size_t arena_class(size_t n)
+{
+	int small, idx;
+	return class_of(n, &small, &idx);
+}
+
+static arena *arena_new(size_t size)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size = (size + page - 1) & ~(page - 1);
+	void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (m == MAP_FAILED)
+		return NULL;
+	arena *a = m;
+	memset(a, 0, sizeof(*a));
+	a->size = size;
+	a->start = (sizeof(*a) + 63) & ~(size_t)63;
+	a->top = a->hwm = a->start;
+	return a;
+}
+
+static void arena_reset(arena *a)
+{
+	memset(a->small, 0, sizeof(a->small));
+	memset(a->large, 0, sizeof(a->large));
+	a->top = a->hwm = a->start;
+}
+
+static void **arena_list(arena *a, int small, int idx)
+{
+	if (small)
+		return &a->small[idx];
+	return idx < ARENA_NLARGE ? &a->large[idx] : NULL;
+}
+
+static void *arena_alloc(arena *a, size_t n)
+{
+	int small, idx;
+	size_t cs = class_of(n, &small, &idx);
+	void **list = arena_list(a, small, idx);
+	if (list && *list) {
+		void *p = *list;
+		*list = *(void **)p;
+		return p;
+	}
+	if (cs > a->size - a->top - sizeof(arena_block))
+		return NULL;
+	arena_block *b = (arena_block *)((char *)a + a->top);
+	b->usable = cs;
+	a->top += sizeof(arena_block) + cs;
+	if (a->top > a->hwm)
+		a->hwm = a->top;
+	return b + 1;
+}
+
+static size_t arena_usable(const void *p) { return p ? ((const arena_block *)p - 1)->usable : 0; }
+
+static bool arena_is_last(arena *a, void *p)
+{
+	return (char *)p + arena_usable(p) == (char *)a + a->top;
+}
+
+static void arena_free(arena *a, void *p)
+{
+	if (!p)
+		return;
+	size_t cs = arena_usable(p);
+	if (arena_is_last(a, p)) {
+		a->top -= sizeof(arena_block) + cs;
+		return;
+	}
+	int small, idx;
+	class_of(cs, &small, &idx);
+	void **list = arena_list(a, small, idx);
+	if (list) {
+		*(void **)p = *list;
+		*list = p;
+	}
+}
+
+static void *arena_realloc(arena *a, void *p, size_t n)
+{
+	if (!p)
+		return arena_alloc(a, n);
+	size_t old = arena_usable(p);
+	if (n <= old)
+		return p;
+	size_t cs = arena_class(n);
+	if (arena_is_last(a, p) && cs - old <= a->size - a->top) {
+		((arena_block *)p - 1)->usable = cs;
+		a->top += cs - old;
+		if (a->top > a->hwm)
+			a->hwm = a->top;
+		return p;
+	}
+	void *q = arena_alloc(a, n);
+	if (!q)
+		return NULL;
+	memcpy(q, p, old);
+	arena_free(a, p);
+	return q;
+}
+
+/* The engine's allocator functions over the slot's arena, with the memory
+ * limit checked against the size class a request will occupy. */
+static void *ar_malloc(void *opaque, size_t size)
+{
+	bridge_slot *s = opaque;
+	if (!heap_admit(s, arena_class(size)))
+		return NULL;
+	void *p = arena_alloc(s->ar, size);
+	if (!p) {
+		slot_kill(s, BRIDGE_MEMORY);
+		return NULL;
+	}
+	s->heap_used += arena_usable(p);
+	return p;
+}
+
+static void *ar_calloc(void *opaque, size_t count, size_t size)
+{
+	size_t n;
+	if (__builtin_mul_overflow(count, size, &n))
+		return NULL;
+	void *p = ar_malloc(opaque, n);
+	if (p)
+		memset(p, 0, n);
+	return p;
+}
+
+static void ar_free(void *opaque, void *ptr)
+{
+	bridge_slot *s = opaque;
+	if (!ptr)
+		return;
+	s->heap_used -= arena_usable(ptr);
+	arena_free(s->ar, ptr);
+}
+
+static void *ar_realloc(void *opaque, void *ptr, size_t size)
+{
+	bridge_slot *s = opaque;
+	size_t old = arena_usable(ptr);
+	size_t cs = arena_class(size);
+	if (cs > old && !heap_admit(s, cs - old))
+		return NULL;
+	void *p = arena_realloc(s->ar, ptr, size);
+	if (!p) {
+		slot_kill(s, BRIDGE_MEMORY);
+		return NULL;
+	}
+	s->heap_used += arena_usable(p) - old;
+	return p;
+}
+
+static const JSMallocFunctions arena_funcs = {
+	ar_calloc, ar_malloc, ar_free, ar_realloc, arena_usable,
 };
 
 /* ---------------------------------------------------------------------- */
@@ -426,6 +661,37 @@ static JSValue js_console(JSContext *ctx, JSValueConst this_val, int argc, JSVal
 		logs_append(s, line.p ? line.p : "", line.len);
 	free(line.p);
 	return JS_UNDEFINED;
+}
+
+/* Math.random: xorshift128+ over the slot's state, which each run seeds
+ * from the host (see bridge_config.seed). */
+static JSValue js_random(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+	(void)this_val;
+	(void)argc;
+	(void)argv;
+	bridge_slot *s = JS_GetContextOpaque(ctx);
+	uint64_t s1 = s->rng[0];
+	const uint64_t s0 = s->rng[1];
+	s->rng[0] = s0;
+	s1 ^= s1 << 23;
+	s->rng[1] = s1 ^ s0 ^ (s1 >> 17) ^ (s0 >> 26);
+	return JS_NewFloat64(ctx, (double)((s->rng[1] + s0) >> 11) * 0x1.0p-53);
+}
+
+static int install_random(JSContext *ctx)
+{
+	JSValue global = JS_GetGlobalObject(ctx);
+	JSValue math = JS_GetPropertyStr(ctx, global, "Math");
+	JSValue f = JS_NewCFunction2(ctx, js_random, "random", 0, JS_CFUNC_generic, 0);
+	int rc = JS_IsException(math) || JS_IsException(f) ? -1 : 0;
+	if (rc == 0)
+		rc = JS_DefinePropertyValueStr(ctx, math, "random", f, JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE) < 0 ? -1 : 0;
+	else
+		JS_FreeValue(ctx, f);
+	JS_FreeValue(ctx, math);
+	JS_FreeValue(ctx, global);
+	return rc;
 }
 
 static int install_console(JSContext *ctx)
@@ -768,7 +1034,7 @@ cleanup:
 
 void bridge_slot_settle(bridge_slot *s, uint32_t id, int32_t status, const char *data, size_t len)
 {
-	if (!s->ctx || id >= s->calls_len || !s->calls[id].used)
+	if (!s->open || id >= s->calls_len || !s->calls[id].used)
 		return;
 	JS_UpdateStackTop(s->rt);
 	JSContext *ctx = s->ctx;
@@ -958,9 +1224,11 @@ static void fire_timers(bridge_slot *s)
 /* The sandbox lifecycle (straightforward: a fresh runtime and context per
  * run, freed afterwards). */
 
-static int sandbox_open(bridge_slot *s, const bridge_config *cfg)
+static int install_random(JSContext *ctx);
+
+static int sandbox_open(bridge_slot *s, const bridge_config *cfg, const JSMallocFunctions *mf)
 {
-	JSRuntime *rt = JS_NewRuntime2(&heap_funcs, s);
+	JSRuntime *rt = JS_NewRuntime2(mf, s);
 	if (!rt)
 		return -1;
 	s->rt = rt;
@@ -976,7 +1244,7 @@ static int sandbox_open(bridge_slot *s, const bridge_config *cfg)
 	    JS_AddIntrinsicRegExp(ctx) || JS_AddIntrinsicJSON(ctx) || JS_AddIntrinsicProxy(ctx) ||
 	    JS_AddIntrinsicMapSet(ctx) || JS_AddIntrinsicTypedArrays(ctx) || JS_AddIntrinsicPromise(ctx))
 		return -1;
-	if (install_console(ctx) || install_timers(ctx))
+	if (install_console(ctx) || install_timers(ctx) || install_random(ctx))
 		return -1;
 	s->handle = cfg->handle;
 	s->cap_names = cfg->cap_names;
@@ -987,8 +1255,40 @@ static int sandbox_open(bridge_slot *s, const bridge_config *cfg)
 	return 0;
 }
 
+/* Forgets the slot's pointers into a sandbox's heap. */
+static void forget_sandbox(bridge_slot *s)
+{
+	s->calls = NULL;
+	s->calls_len = s->calls_cap = s->pending_calls = 0;
+	s->calls_free = NO_CALL;
+	s->timers = NULL;
+	s->ntimers = s->timers_cap = 0;
+	s->timer_ids = 0;
+	s->timer_seq = 0;
+	s->marks = s->marks_get = s->marks_set = JS_UNDEFINED;
+	s->rtobj = JS_UNDEFINED;
+	s->retain = s->retained = false;
+	s->invs = NULL;
+	s->ninvs = s->invs_cap = 0;
+	s->program = JS_UNDEFINED;
+	s->ctx = NULL;
+	s->rt = NULL;
+	s->open = false;
+}
+
+/* Ends the sandbox: a libc one is freed value by value, so a leaked
+ * reference aborts in JS_FreeRuntime; an arena one is left for the next
+ * restore, which overwrites it. */
 static void sandbox_close(bridge_slot *s)
 {
+	if (s->snapshot) {
+		if (s->ar) {
+			s->dirty = true;
+			s->dirty_end = s->ar->hwm;
+		}
+		forget_sandbox(s);
+		return;
+	}
 	if (s->ctx) {
 		JSContext *ctx = s->ctx;
 		for (uint32_t i = 0; i < s->calls_len; i++) {
@@ -1011,23 +1311,109 @@ static void sandbox_close(bridge_slot *s)
 		JS_FreeValue(ctx, s->program);
 		JS_FreeContext(ctx);
 	}
-	s->calls = NULL;
-	s->calls_len = s->calls_cap = s->pending_calls = 0;
-	s->calls_free = NO_CALL;
-	s->timers = NULL;
-	s->ntimers = s->timers_cap = 0;
-	s->timer_ids = 0;
-	s->timer_seq = 0;
-	s->marks = s->marks_get = s->marks_set = JS_UNDEFINED;
-	s->rtobj = JS_UNDEFINED;
-	s->retain = s->retained = false;
-	s->invs = NULL;
-	s->ninvs = s->invs_cap = 0;
-	if (s->rt)
-		JS_FreeRuntime(s->rt);
-	s->program = JS_UNDEFINED;
-	s->ctx = NULL;
-	s->rt = NULL;
+	JSRuntime *rt = s->rt;
+	forget_sandbox(s);
+	if (rt)
+		JS_FreeRuntime(rt);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Snapshots: build a sandbox once in the slot's arena (runtime, context,
+ * intrinsics, console, timers, capabilities, marks, Math.random, the
+ * runtime.js object), keep the used prefix of the region as an image, and
+ * copy it back before every run. */
+
+static JSValue load_runtime(bridge_slot *s, const bridge_config *cfg);
+
+/* The region reserved per slot: the memory limit, room for fragmentation
+ * and the image. Reserved, not committed (MAP_NORESERVE). */
+static size_t region_size(uint64_t memory) { return (size_t)memory * 2 + (4u << 20); }
+
+static int build_image(bridge_slot *s, const bridge_config *cfg)
+{
+	if (!s->ar && !(s->ar = arena_new(region_size(cfg->memory))))
+		return -1;
+	arena_reset(s->ar);
+	s->heap_used = 0;
+	s->snapshot = true;
+	if (sandbox_open(s, cfg, &arena_funcs) < 0)
+		return -1;
+	JS_UpdateStackTop(s->rt);
+	if (cfg->runtime_bc) {
+		s->rtobj = load_runtime(s, cfg);
+		if (JS_IsException(s->rtobj)) {
+			s->rtobj = JS_UNDEFINED;
+			return -1;
+		}
+	}
+	JS_RunGC(s->rt);
+	s->saved = (saved_state){.rt = s->rt, .ctx = s->ctx, .rtobj = s->rtobj, .marks = s->marks,
+	                         .marks_get = s->marks_get, .marks_set = s->marks_set, .heap_used = s->heap_used};
+	size_t len = (s->ar->top + 63) & ~(size_t)63;
+	uint8_t *img = realloc(s->image, len);
+	if (!img)
+		return -1;
+	memcpy(img, s->ar, len);
+	s->image = img;
+	s->image_len = len;
+	s->image_id = cfg->image_id;
+	s->image_stack = cfg->stack;
+	s->dirty = false;
+	s->ar->hwm = s->ar->top;
+	return 0;
+}
+
+/* Beyond this many dirty bytes the tail is handed back to the kernel
+ * (zero-filled on the next touch) instead of cleared by hand. */
+#define SCRUB_MADVISE (256u << 10)
+
+/* Puts the image back: the region's prefix, the slot's pointers into it,
+ * and zeroes over whatever the last run wrote past the image. */
+static void restore_image(bridge_slot *s)
+{
+	char *base = (char *)s->ar;
+	size_t end = s->dirty_end;
+	if (end > s->image_len) {
+		size_t page = (size_t)sysconf(_SC_PAGESIZE);
+		size_t from = s->image_len, upto = end;
+		if (upto - from > SCRUB_MADVISE) {
+			size_t aligned = (from + page - 1) & ~(page - 1);
+			memset(base + from, 0, aligned - from);
+			madvise(base + aligned, ((upto + page - 1) & ~(page - 1)) - aligned, MADV_DONTNEED);
+		} else {
+			memset(base + from, 0, upto - from);
+		}
+	}
+	memcpy(base, s->image, s->image_len);
+	s->rt = s->saved.rt;
+	s->ctx = s->saved.ctx;
+	s->rtobj = s->saved.rtobj;
+	s->marks = s->saved.marks;
+	s->marks_get = s->saved.marks_get;
+	s->marks_set = s->saved.marks_set;
+	s->heap_used = s->saved.heap_used;
+	s->dirty = false;
+	s->ar->hwm = s->ar->top;
+}
+
+/* Opens the run's sandbox: from the image (building it first when there is
+ * none or it was built for other capabilities), or fresh on libc. */
+static int open_run(bridge_slot *s, const bridge_config *cfg)
+{
+	if (!cfg->snapshot) {
+		s->snapshot = false;
+		if (sandbox_open(s, cfg, &heap_funcs) < 0)
+			return -1;
+	} else if (!s->image || s->image_id != cfg->image_id || s->image_stack != cfg->stack) {
+		if (build_image(s, cfg) < 0)
+			return -1;
+	} else {
+		s->snapshot = true;
+		restore_image(s);
+	}
+	s->handle = cfg->handle;
+	s->open = true;
+	return 0;
 }
 
 /* Runs queued jobs (promise reactions) until none is runnable or a kill
@@ -1086,8 +1472,7 @@ static JSValue rt_call(bridge_slot *s, const char *name, int argc, JSValueConst 
 static int32_t emit_result(bridge_slot *s, JSValueConst val, bridge_out *out)
 {
 	JSContext *ctx = s->ctx;
-	JSValue json = JS_IsUndefined(s->rtobj) ? JS_JSONStringify(ctx, val, JS_UNDEFINED, JS_UNDEFINED)
-	                                        : rt_call(s, "encode", 1, &val);
+	JSValue json = s->codec ? rt_call(s, "encode", 1, &val) : JS_JSONStringify(ctx, val, JS_UNDEFINED, JS_UNDEFINED);
 	if (s->killed) {
 		if (JS_IsException(json))
 			JS_FreeValue(ctx, JS_GetException(ctx));
@@ -1194,14 +1579,14 @@ static void finish(bridge_slot *s, bridge_out *out)
 
 int64_t bridge_slot_wait(bridge_slot *s)
 {
-	int i = s->rt ? earliest_timer(s) : -1;
+	int i = s->open ? earliest_timer(s) : -1;
 	if (i < 0)
 		return -1;
 	int64_t d = s->timers[i].due - now_ns();
 	return d > 0 ? d : 0;
 }
 
-int32_t bridge_slot_alive(bridge_slot *s) { return s->rt != NULL; }
+int32_t bridge_slot_alive(bridge_slot *s) { return s->open; }
 
 static bool is_kill(int32_t st)
 {
@@ -1213,7 +1598,7 @@ static bool is_kill(int32_t st)
 static int32_t conclude(bridge_slot *s, int32_t st, bridge_out *out)
 {
 	out->wait_ns = -1;
-	if ((s->retained && !is_kill(st) && s->rt) || st == BRIDGE_PENDING) {
+	if ((s->retained && !is_kill(st) && s->open) || st == BRIDGE_PENDING) {
 		out->wait_ns = bridge_slot_wait(s);
 	} else {
 		finish(s, out);
@@ -1226,7 +1611,7 @@ static int32_t conclude(bridge_slot *s, int32_t st, bridge_out *out)
  * sandbox and hands over the logs so far. */
 static int32_t settle_run(bridge_slot *s, int32_t st, bridge_out *out)
 {
-	if (s->retain && st != BRIDGE_PENDING && !is_kill(st) && s->rt)
+	if (s->retain && st != BRIDGE_PENDING && !is_kill(st) && s->open)
 		s->retained = true;
 	st = conclude(s, st, out);
 	if (s->retained)
@@ -1311,10 +1696,12 @@ static JSValue load_source(bridge_slot *s, const bridge_config *cfg, const char 
 static JSValue start_execute(bridge_slot *s, const bridge_config *cfg, const char *src, size_t len, bridge_out *out)
 {
 	JSContext *ctx = s->ctx;
-	s->rtobj = load_runtime(s, cfg);
-	if (JS_IsException(s->rtobj)) {
-		s->rtobj = JS_UNDEFINED;
-		return JS_EXCEPTION;
+	if (JS_IsUndefined(s->rtobj)) { /* a snapshot's image holds it already */
+		s->rtobj = load_runtime(s, cfg);
+		if (JS_IsException(s->rtobj)) {
+			s->rtobj = JS_UNDEFINED;
+			return JS_EXCEPTION;
+		}
 	}
 	JSValue program = load_source(s, cfg, src, len, out);
 	if (JS_IsException(program))
@@ -1448,10 +1835,13 @@ int32_t bridge_slot_run(bridge_slot *s, const bridge_config *cfg, const char *sr
 	s->logs_limit = cfg->logs;
 	s->program = JS_UNDEFINED;
 	s->retain = cfg->retain != 0;
+	s->codec = cfg->mode == BRIDGE_MODE_EXECUTE;
+	s->rng[0] = cfg->seed[0];
+	s->rng[1] = cfg->seed[1] ? cfg->seed[1] : 1;
 
 	int32_t st;
-	if (sandbox_open(s, cfg) < 0) {
-		st = BRIDGE_INTERNAL;
+	if (open_run(s, cfg) < 0) {
+		st = s->killed ? s->killed : BRIDGE_INTERNAL;
 		out->data = dup_text("cannot build a sandbox within the memory limit", &out->size);
 	} else {
 		JS_UpdateStackTop(s->rt);
@@ -1479,7 +1869,7 @@ int32_t bridge_slot_run(bridge_slot *s, const bridge_config *cfg, const char *sr
 int32_t bridge_slot_step(bridge_slot *s, int64_t budget_ns, bridge_out *out)
 {
 	memset(out, 0, sizeof(*out));
-	if (!s->rt) {
+	if (!s->open) {
 		out->status = BRIDGE_INTERNAL;
 		return BRIDGE_INTERNAL;
 	}
@@ -1497,7 +1887,7 @@ int32_t bridge_slot_step(bridge_slot *s, int64_t budget_ns, bridge_out *out)
 int32_t bridge_slot_invoke(bridge_slot *s, int64_t budget_ns, double handle, const char *args, size_t len,
                            uint32_t *inv)
 {
-	if (!s->rt || !s->retained)
+	if (!s->open || !s->retained)
 		return BRIDGE_INTERNAL;
 	JSContext *ctx = s->ctx;
 	JS_UpdateStackTop(s->rt);
@@ -1528,7 +1918,7 @@ int32_t bridge_slot_invocation(bridge_slot *s, uint32_t inv, bridge_out *out)
 	memset(out, 0, sizeof(*out));
 	if (s->killed)
 		return s->killed;
-	if (!s->rt || inv >= s->ninvs)
+	if (!s->open || inv >= s->ninvs)
 		return BRIDGE_INTERNAL;
 	JSContext *ctx = s->ctx;
 	JSValue p = s->invs[inv];
@@ -1630,9 +2020,12 @@ cleanup:
 void bridge_slot_close(bridge_slot *s, bridge_out *out)
 {
 	memset(out, 0, sizeof(*out));
-	if (s->rt)
+	if (s->open) {
 		JS_UpdateStackTop(s->rt);
-	finish(s, out);
+		finish(s, out);
+	} else {
+		hand_over_logs(s, out);
+	}
 }
 
 bridge_slot *bridge_slot_new(void)
@@ -1651,8 +2044,11 @@ void bridge_slot_free(bridge_slot *s)
 {
 	if (!s)
 		return;
-	if (s->rt)
+	if (s->open)
 		sandbox_close(s);
+	if (s->ar)
+		munmap(s->ar, s->ar->size);
+	free(s->image);
 	free(s->logs);
 	free(s);
 }

@@ -94,6 +94,14 @@ typedef struct bridge_config {
 	size_t args_len;
 	const char *selftest; /* BRIDGE_MODE_REGISTER: the self-test script or NULL */
 	size_t selftest_len;
+	/* Snapshot mode: the sandbox is restored from the slot's image, built
+	 * on first use and whenever image_id (the capability set) changes; the
+	 * image includes the runtime (runtime_bc, required). Otherwise a fresh
+	 * libc-backed runtime is built and freed, so JS_FreeRuntime's leak
+	 * checks run. */
+	int32_t snapshot;
+	uintptr_t image_id;
+	uint64_t seed[2]; /* Math.random's seed for this run, from a CSPRNG */
 } bridge_config;
 
 typedef struct bridge_out {

@@ -12,6 +12,8 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	mrand "math/rand/v2"
 	"runtime"
 	"runtime/cgo"
 	"strconv"
@@ -127,40 +129,100 @@ type slotIO struct {
 	out C.bridge_out
 }
 
-// slotPool hands out slots, one run each at a time. Slots are made on
-// demand and reused; Close cancels and frees them all.
+// slotPool hands out slots, one run each at a time, and so bounds how many
+// runs execute at once (WithSlots). Slots are made on demand up to the
+// bound and reused; a run waits for a free one under its deadline and
+// context. Close cancels and frees them all.
 type slotPool struct {
+	idle chan *slot // free slots
+
 	mu     sync.Mutex
-	free   []*slot
-	all    []*slot
+	max    int
+	made   int // slots counted against max
+	all    map[*slot]struct{}
 	closed bool
 }
 
-func (p *slotPool) get() *slot {
+func (p *slotPool) init(max int) {
+	p.max = max
+	p.idle = make(chan *slot, max)
+	p.all = make(map[*slot]struct{})
+}
+
+// errNoSlot says why get returned no slot.
+type errNoSlot struct {
+	timeout bool
+	cause   error
+}
+
+// get returns a free slot, waiting for one until the deadline, the end of
+// ctx or of closing.
+func (p *slotPool) get(ctx context.Context, deadline time.Time, closing <-chan struct{}) (*slot, *errNoSlot) {
+	select {
+	case s := <-p.idle:
+		return s, nil
+	default:
+	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.closed {
-		return nil
+		p.mu.Unlock()
+		return nil, &errNoSlot{cause: ErrClosed}
 	}
-	if n := len(p.free); n > 0 {
-		s := p.free[n-1]
-		p.free = p.free[:n-1]
-		return s
+	if p.made < p.max {
+		p.made++
+		p.mu.Unlock()
+		s := newSlot()
+		if s == nil {
+			p.mu.Lock()
+			p.made--
+			p.mu.Unlock()
+			return nil, &errNoSlot{cause: errors.New("cannot allocate a slot")}
+		}
+		p.mu.Lock()
+		p.all[s] = struct{}{}
+		p.mu.Unlock()
+		return s, nil
 	}
+	p.mu.Unlock()
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	select {
+	case s := <-p.idle:
+		return s, nil
+	case <-ctx.Done():
+		return nil, &errNoSlot{cause: ctx.Err()}
+	case <-closing:
+		return nil, &errNoSlot{cause: ErrClosed}
+	case <-timer.C:
+		return nil, &errNoSlot{timeout: true}
+	}
+}
+
+func newSlot() *slot {
 	c := C.bridge_slot_new()
 	if c == nil {
 		return nil
 	}
 	s := &slot{c: c, io: new(slotIO)}
 	s.handle = cgo.NewHandle(s)
-	p.all = append(p.all, s)
 	return s
 }
 
-func (p *slotPool) put(s *slot) {
+func (p *slotPool) put(s *slot) { p.idle <- s }
+
+// detach takes s out of the pool for good (a retained sandbox keeps it):
+// another slot may be made in its place. The caller frees it with free.
+func (p *slotPool) detach(s *slot) {
 	p.mu.Lock()
-	p.free = append(p.free, s)
-	p.mu.Unlock()
+	defer p.mu.Unlock()
+	delete(p.all, s)
+	p.made--
+}
+
+// free releases a slot's C side.
+func (s *slot) free() {
+	C.bridge_slot_free(s.c)
+	s.handle.Delete()
 }
 
 // cancelAll stops every run in progress and refuses new ones.
@@ -168,7 +230,7 @@ func (p *slotPool) cancelAll() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.closed = true
-	for _, s := range p.all {
+	for s := range p.all {
 		C.bridge_slot_cancel(s.c, -1)
 	}
 }
@@ -177,11 +239,17 @@ func (p *slotPool) cancelAll() {
 func (p *slotPool) freeAll() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, s := range p.all {
-		C.bridge_slot_free(s.c)
-		s.handle.Delete()
+	for s := range p.all {
+		s.free()
 	}
-	p.all, p.free = nil, nil
+	p.all = nil
+	for {
+		select {
+		case <-p.idle:
+		default:
+			return
+		}
+	}
 }
 
 // program is what one run executes: for Run a wrapped script, for Execute
@@ -236,9 +304,12 @@ type outcome struct {
 
 // run executes a program in a fresh sandbox. Its deadline counts from start.
 func (ex *Executor) run(ctx context.Context, p *program, start time.Time) (o outcome) {
-	s := ex.slots.get()
-	if s == nil {
-		return outcome{err: internalError(p.name, ErrClosed)}
+	s, noSlot := ex.slots.get(ctx, start.Add(ex.limits.Deadline), ex.closing.Done())
+	if noSlot != nil {
+		if noSlot.timeout {
+			return outcome{err: &ExecError{Kind: KindTimeout, Name: p.name, DeadlineMS: ex.limits.Deadline.Milliseconds()}}
+		}
+		return outcome{err: internalError(p.name, noSlot.cause)}
 	}
 	kept := false
 	defer func() {
@@ -389,6 +460,15 @@ func (c *call) bridgeConfig(start time.Time) C.bridge_config {
 		ncaps:     C.int32_t(len(c.caps.caps)),
 	}
 	cfg.handle = C.uintptr_t(c.slot.handle)
+	cfg.seed[0], cfg.seed[1] = C.uint64_t(mrand.Uint64()), C.uint64_t(mrand.Uint64())
+	if !checkedMode {
+		cfg.snapshot = 1
+		cfg.image_id = C.uintptr_t(uintptr(unsafe.Pointer(c.caps)))
+		if rt, err := runtimeBytecode(); err == nil {
+			cfg.runtime_bc = (*C.uint8_t)(unsafe.Pointer(&rt[0]))
+			cfg.runtime_bc_len = C.size_t(len(rt))
+		}
+	}
 	if p := c.prog; p != nil {
 		cfg.filename = p.file
 		if p.runtime != nil {
@@ -424,10 +504,13 @@ func (c *call) bridgeConfig(start time.Time) C.bridge_config {
 // between and returns its JSON length (or -1): the floor that benchmarks
 // hold Run against.
 func (ex *Executor) rawLifecycle(src []byte) int64 {
-	s := ex.slots.get()
+	s, noSlot := ex.slots.get(context.Background(), time.Now().Add(time.Hour), nil)
+	if noSlot != nil {
+		return -1
+	}
 	defer ex.slots.put(s)
 	s.gen++
-	c := call{ex: ex, slot: s, caps: &capTable{}, prog: &program{file: scriptFile}}
+	c := call{ex: ex, slot: s, caps: ex.caps.Load(), prog: &program{file: scriptFile}}
 	s.io.cfg = c.bridgeConfig(time.Now())
 	return int64(C.bridge_raw_lifecycle(s.c, &s.io.cfg, (*C.char)(unsafe.Pointer(&src[0])), C.size_t(len(src)-1)))
 }

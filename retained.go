@@ -72,6 +72,7 @@ type retainedReply struct {
 // retain hands slot s, holding a settled retained sandbox, to a new
 // Retained and its loop goroutine.
 func (e *Executor) retain(s *slot, p *program) *Retained {
+	e.slots.detach(s)
 	r := &Retained{ex: e, name: p.name, headCols: p.headCols, slot: s, reqs: make(chan retainedReq), quit: make(chan struct{}),
 		done: make(chan struct{})}
 	e.retained.Add(1)
@@ -160,7 +161,7 @@ func (r *Retained) loop(waitNs int64) {
 		var out C.bridge_out
 		C.bridge_slot_close(s.c, &out)
 		C.bridge_out_free(&out)
-		e.slots.put(s)
+		s.free()
 		r.err = why
 		for _, req := range pending {
 			req.reply <- retainedReply{err: why}

@@ -3,6 +3,8 @@ package codemode
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,10 +44,25 @@ type Executor struct {
 type Option func(*config) error
 
 type config struct {
+	slots      int
 	limits     Limits
 	caps       []Capability
 	retainIdle time.Duration
 	cacheSize  int
+}
+
+// WithSlots bounds how many runs execute at once: each run holds a slot (a
+// sandbox's memory and its snapshot image) from start to end, and further
+// runs wait for a free one, under their deadline and context. Zero keeps
+// the default, runtime.GOMAXPROCS(0); New refuses a negative n.
+func WithSlots(n int) Option {
+	return func(c *config) error {
+		if n < 0 {
+			return fmt.Errorf("%w: negative slot count %d", ErrInvalidLimits, n)
+		}
+		c.slots = n
+		return nil
+	}
 }
 
 // WithLimits sets the executor's limits. Zero fields keep their defaults;
@@ -76,6 +93,10 @@ func New(opts ...Option) (*Executor, error) {
 		}
 	}
 	e := &Executor{limits: limits, retainIdle: cfg.retainIdle}
+	if cfg.slots == 0 {
+		cfg.slots = runtime.GOMAXPROCS(0)
+	}
+	e.slots.init(cfg.slots)
 	if cfg.cacheSize == 0 {
 		cfg.cacheSize = DefaultCacheSize
 	}

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -470,6 +471,7 @@ func (t *tool) argsProblem(args json.RawMessage) string {
 		}
 	}
 	walk(verr)
+	sort.Strings(problems) // the library reports in map order
 	return strings.Join(problems, "; ")
 }
 
