@@ -10,10 +10,13 @@ ENGINE_INCLUDE = $(shell $(GO) list -m -f '{{.Dir}}' github.com/buke/quickjs-go)
 
 .PHONY: test bench bench-callgrind microbench fuzz leakcheck lint fmt check
 
-# vet, then every test under the race detector.
+# vet, then every test under the race detector, in both modes: snapshot
+# slots (the default) and checked (every sandbox built and freed on libc,
+# so JS_FreeRuntime's assertions catch a leaked reference).
 test:
 	$(GO) vet ./...
 	$(GO) test -race ./...
+	$(GO) test -race -tags codemode_checked ./...
 
 # The suite against peers (bench/, its own module): prints one markdown
 # table and writes bench/results/latest.md and latest.svg.
@@ -35,6 +38,7 @@ fuzz:
 # The tests under AddressSanitizer; LeakSanitizer checks at exit (go -asan).
 leakcheck:
 	$(GO) test -asan -count=1 ./...
+	$(GO) test -asan -count=1 -tags codemode_checked ./...
 
 lint:
 	$(GO) vet ./...

@@ -46,25 +46,31 @@ var processKey = func() [32]byte {
 	return k
 }()
 
-// keyedHashers recycles BLAKE3 hashers keyed with processKey (a hasher is
-// 3 KiB; Reset keeps its key).
-var keyedHashers = sync.Pool{New: func() any { return blake3.New(32, processKey[:]) }}
+// keyHasher is a BLAKE3 hasher keyed with processKey, with scratch space
+// (a hasher is 3 KiB; Reset keeps its key).
+type keyHasher struct {
+	h   *blake3.Hasher
+	buf [32]byte
+}
+
+var keyHashers = sync.Pool{New: func() any { return &keyHasher{h: blake3.New(32, processKey[:])} }}
 
 // scriptKey returns the keyed BLAKE3 of a script together with everything
 // that decides how it compiles.
 func scriptKey(kind string, source string) [32]byte {
-	h := keyedHashers.Get().(*blake3.Hasher)
+	k := keyHashers.Get().(*keyHasher)
+	h := k.h
 	h.Reset()
 	h.Write(stringBytes(quickjs.EngineVersion))
-	var v [8]byte
-	binary.LittleEndian.PutUint64(v[:], C.BRIDGE_VERSION)
-	h.Write(v[:])
+	binary.LittleEndian.PutUint64(k.buf[:8], C.BRIDGE_VERSION)
+	k.buf[8] = 0
+	h.Write(k.buf[:9])
 	h.Write(stringBytes(kind))
-	h.Write([]byte{0})
+	h.Write(k.buf[8:9])
 	h.Write(stringBytes(source))
-	var sum [32]byte
-	h.Sum(sum[:0])
-	keyedHashers.Put(h)
+	h.Sum(k.buf[:0])
+	sum := k.buf
+	keyHashers.Put(k)
 	return sum
 }
 
@@ -116,6 +122,7 @@ type slot struct {
 	handle cgo.Handle // to this slot, for C's host calls
 	call   *call      // the run in progress: &run, or nil
 	run    call
+	prog   program // the run's program, copied here so the caller's stays on its stack
 
 	// io is the scratch C reads and writes, allocated once per slot (cgo
 	// makes whatever is passed to C escape) and free of Go pointers (cgo
@@ -312,14 +319,17 @@ func (ex *Executor) run(ctx context.Context, p *program, start time.Time) (o out
 		return outcome{err: internalError(p.name, noSlot.cause)}
 	}
 	kept := false
+	name, headCols := p.name, p.headCols
 	defer func() {
 		if kept {
-			o.retained = ex.retain(s, p)
+			o.retained = ex.retain(s, name, headCols)
 		} else {
 			ex.slots.put(s)
 		}
 	}()
 	s.gen++
+	s.prog = *p
+	p = &s.prog
 	s.run = call{ex: ex, prog: p, name: p.name, slot: s, start: start, caps: ex.caps.Load(), ctx: ctx}
 	c := &s.run
 	s.call = c
@@ -327,7 +337,7 @@ func (ex *Executor) run(ctx context.Context, p *program, start time.Time) (o out
 		if c.host != nil {
 			c.host.close()
 		}
-		s.call, s.run = nil, call{}
+		s.call, s.run, s.prog = nil, call{}, program{}
 	}()
 
 	if ctx.Done() != nil {
@@ -500,19 +510,24 @@ func (c *call) bridgeConfig(start time.Time) C.bridge_config {
 	return cfg
 }
 
-// rawLifecycle runs one wrapped program in a single C call with no Go in
-// between and returns its JSON length (or -1): the floor that benchmarks
-// hold Run against.
-func (ex *Executor) rawLifecycle(src []byte) int64 {
+// rawLifecycle runs one program in a single C call with no Go in between
+// and returns its JSON length (or -1): the floor that benchmarks hold Run
+// against. p carries what Run would pass (the cached bytecode, if any).
+func (ex *Executor) rawLifecycle(p *program) int64 {
 	s, noSlot := ex.slots.get(context.Background(), time.Now().Add(time.Hour), nil)
 	if noSlot != nil {
 		return -1
 	}
 	defer ex.slots.put(s)
 	s.gen++
-	c := call{ex: ex, slot: s, caps: ex.caps.Load(), prog: &program{file: scriptFile}}
+	c := call{ex: ex, slot: s, caps: ex.caps.Load(), prog: p}
 	s.io.cfg = c.bridgeConfig(time.Now())
-	return int64(C.bridge_raw_lifecycle(s.c, &s.io.cfg, (*C.char)(unsafe.Pointer(&src[0])), C.size_t(len(src)-1)))
+	var pin runtime.Pinner
+	defer pin.Unpin()
+	if len(p.bc) > 0 {
+		pin.Pin(&p.bc[0])
+	}
+	return int64(C.bridge_raw_lifecycle(s.c, &s.io.cfg, (*C.char)(unsafe.Pointer(&p.src[0])), C.size_t(len(p.src)-1)))
 }
 
 // finish turns the C outcome into Go values and releases the C buffers.

@@ -71,9 +71,9 @@ type retainedReply struct {
 
 // retain hands slot s, holding a settled retained sandbox, to a new
 // Retained and its loop goroutine.
-func (e *Executor) retain(s *slot, p *program) *Retained {
+func (e *Executor) retain(s *slot, name string, headCols int) *Retained {
 	e.slots.detach(s)
-	r := &Retained{ex: e, name: p.name, headCols: p.headCols, slot: s, reqs: make(chan retainedReq), quit: make(chan struct{}),
+	r := &Retained{ex: e, name: name, headCols: headCols, slot: s, reqs: make(chan retainedReq), quit: make(chan struct{}),
 		done: make(chan struct{})}
 	e.retained.Add(1)
 	go r.loop(int64(C.bridge_slot_wait(s.c)))
