@@ -1588,6 +1588,8 @@ int64_t bridge_slot_wait(bridge_slot *s)
 
 int32_t bridge_slot_alive(bridge_slot *s) { return s->open; }
 
+size_t bridge_slot_image_size(bridge_slot *s) { return s->image ? s->image_len : 0; }
+
 static bool is_kill(int32_t st)
 {
 	return st == BRIDGE_TIMEOUT || st == BRIDGE_CANCELED || st == BRIDGE_MEMORY || st == BRIDGE_INTERNAL;

@@ -166,6 +166,8 @@ int32_t bridge_slot_invocation(bridge_slot *s, uint32_t inv, bridge_out *out);
 /* ns until the slot's next timer is due, or -1; whether it holds a sandbox. */
 int64_t bridge_slot_wait(bridge_slot *s);
 int32_t bridge_slot_alive(bridge_slot *s);
+/* Bytes a run restores (the snapshot image), 0 without one. */
+size_t bridge_slot_image_size(bridge_slot *s);
 /* Hands over the console lines gathered since the last hand-over. */
 void bridge_slot_take_logs(bridge_slot *s, bridge_out *out);
 

@@ -226,6 +226,9 @@ func (p *slotPool) detach(s *slot) {
 	p.made--
 }
 
+// imageSize reports the bytes the slot restores per run.
+func (s *slot) imageSize() int { return int(C.bridge_slot_image_size(s.c)) }
+
 // free releases a slot's C side.
 func (s *slot) free() {
 	C.bridge_slot_free(s.c)
