@@ -1365,7 +1365,7 @@ static int build_image(bridge_slot *s, const bridge_config *cfg)
 
 /* Beyond this many dirty bytes the tail is handed back to the kernel
  * (zero-filled on the next touch) instead of cleared by hand. */
-#define SCRUB_MADVISE (256u << 10)
+#define SCRUB_MADVISE (8u << 20)
 
 /* Puts the image back: the region's prefix, the slot's pointers into it,
  * and zeroes over whatever the last run wrote past the image. */
