@@ -544,25 +544,31 @@ func hostOf(handle C.uintptr_t) *hostRun {
 
 //export go_capability_call
 func go_capability_call(handle C.uintptr_t, index C.int32_t, args *C.char, n C.size_t, reply *C.bridge_reply) {
-	h := hostOf(handle)
+	var h *hostRun
 	defer func() {
-		if r := recover(); r != nil {
-			h.glueFailure(r)
+		if r := recover(); r != nil { // never unwind through the engine's frames
+			if h != nil {
+				h.glueFailure(r)
+			}
 			reply.status = C.BRIDGE_CALL_INTERNAL
 		}
 	}()
+	h = hostOf(handle)
 	h.callSync(int(index), C.GoBytes(unsafe.Pointer(args), C.int(n)), reply)
 }
 
 //export go_capability_start
 func go_capability_start(handle C.uintptr_t, index C.int32_t, id C.uint32_t, args *C.char, n C.size_t) (rc C.int32_t) {
-	h := hostOf(handle)
+	var h *hostRun
 	defer func() {
-		if r := recover(); r != nil {
-			h.glueFailure(r)
+		if r := recover(); r != nil { // never unwind through the engine's frames
+			if h != nil {
+				h.glueFailure(r)
+			}
 			rc = -1
 		}
 	}()
+	h = hostOf(handle)
 	h.start(asyncCall{cap: int(index), id: uint32(id), args: C.GoBytes(unsafe.Pointer(args), C.int(n))})
 	return 0
 }
@@ -570,13 +576,16 @@ func go_capability_start(handle C.uintptr_t, index C.int32_t, id C.uint32_t, arg
 //export go_dispatch_start
 func go_dispatch_start(handle C.uintptr_t, id C.uint32_t, provider *C.char, np C.size_t, tool *C.char, nt C.size_t,
 	args *C.char, na C.size_t) (rc C.int32_t) {
-	h := hostOf(handle)
+	var h *hostRun
 	defer func() {
-		if r := recover(); r != nil {
-			h.glueFailure(r)
+		if r := recover(); r != nil { // never unwind through the engine's frames
+			if h != nil {
+				h.glueFailure(r)
+			}
 			rc = -1
 		}
 	}()
+	h = hostOf(handle)
 	h.start(asyncCall{cap: -1, id: uint32(id), provider: C.GoStringN(provider, C.int(np)),
 		tool: C.GoStringN(tool, C.int(nt)), args: C.GoBytes(unsafe.Pointer(args), C.int(na))})
 	return 0

@@ -474,7 +474,7 @@ func (c *call) bridgeConfig(start time.Time) C.bridge_config {
 	}
 	cfg.handle = C.uintptr_t(c.slot.handle)
 	cfg.seed[0], cfg.seed[1] = C.uint64_t(mrand.Uint64()), C.uint64_t(mrand.Uint64())
-	if !checkedMode {
+	if !c.ex.checked {
 		cfg.snapshot = 1
 		cfg.image_id = C.uintptr_t(uintptr(unsafe.Pointer(c.caps)))
 		if rt, err := runtimeBytecode(); err == nil {

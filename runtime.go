@@ -32,6 +32,7 @@ type Executor struct {
 	// life is read-held by every run in progress; Close takes it for
 	// writing to wait for them.
 	life    sync.RWMutex
+	checked bool // build and free every sandbox on libc (see checked_on.go)
 	cache   *bytecodeCache
 	tools   toolSet
 	schemas schemaCache
@@ -92,7 +93,7 @@ func New(opts ...Option) (*Executor, error) {
 			return nil, err
 		}
 	}
-	e := &Executor{limits: limits, retainIdle: cfg.retainIdle}
+	e := &Executor{limits: limits, retainIdle: cfg.retainIdle, checked: checkedMode}
 	if cfg.slots == 0 {
 		cfg.slots = runtime.GOMAXPROCS(0)
 	}
