@@ -2,7 +2,9 @@ package codemode
 
 import (
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 )
@@ -16,8 +18,43 @@ func newExecutor(t testing.TB, opts ...Option) *Executor {
 	t.Helper()
 	e, err := New(opts...)
 	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, e.Close()) })
+	t.Cleanup(func() {
+		assertQuiet(t, e)
+		require.NoError(t, e.Close())
+	})
 	return e
+}
+
+// assertQuiet checks that no run of e left anything behind: every pooled
+// slot is free, holds no live sandbox and no run's host state.
+func assertQuiet(t testing.TB, e *Executor) {
+	t.Helper()
+	if e.isClosed() {
+		return
+	}
+	p := &e.slots
+	p.mu.Lock()
+	n := len(p.all)
+	p.mu.Unlock()
+	var taken []*slot
+	defer func() {
+		for _, s := range taken {
+			p.put(s)
+		}
+	}()
+	for len(taken) < n {
+		select {
+		case s := <-p.idle:
+			taken = append(taken, s)
+		case <-time.After(5 * time.Second):
+			t.Errorf("%d of %d slots are still busy", n-len(taken), n)
+			return
+		}
+	}
+	for _, s := range taken {
+		assert.False(t, s.alive(), "a slot holds a live sandbox after its run")
+		assert.Nil(t, s.call, "a slot holds a run's state after it")
+	}
 }
 
 // execErr asserts err is an *ExecError and returns it.
