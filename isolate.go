@@ -226,6 +226,9 @@ func (p *slotPool) detach(s *slot) {
 	p.made--
 }
 
+// alive reports whether the slot holds a live sandbox.
+func (s *slot) alive() bool { return C.bridge_slot_alive(s.c) != 0 }
+
 // imageSize reports the bytes the slot restores per run.
 func (s *slot) imageSize() int { return int(C.bridge_slot_image_size(s.c)) }
 
