@@ -265,6 +265,9 @@ func (p *slotPool) freeAll() {
 	}
 }
 
+// noSource is the src of a program run from cached bytecode.
+var noSource = []byte{0}
+
 // program is what one run executes: for Run a wrapped script, for Execute
 // the program unit with its entry source, the runtime and the dispatch.
 type program struct {
@@ -316,16 +319,16 @@ type outcome struct {
 }
 
 // run executes a program in a fresh sandbox. Its deadline counts from start.
-func (ex *Executor) run(ctx context.Context, p *program, start time.Time) (o outcome) {
+func (ex *Executor) run(ctx context.Context, prog *program, start time.Time) (o outcome) {
+	name, headCols := prog.name, prog.headCols
 	s, noSlot := ex.slots.get(ctx, start.Add(ex.limits.Deadline), ex.closing.Done())
 	if noSlot != nil {
 		if noSlot.timeout {
-			return outcome{err: &ExecError{Kind: KindTimeout, Name: p.name, DeadlineMS: ex.limits.Deadline.Milliseconds()}}
+			return outcome{err: &ExecError{Kind: KindTimeout, Name: name, DeadlineMS: ex.limits.Deadline.Milliseconds()}}
 		}
-		return outcome{err: internalError(p.name, noSlot.cause)}
+		return outcome{err: internalError(name, noSlot.cause)}
 	}
 	kept := false
-	name, headCols := p.name, p.headCols
 	defer func() {
 		if kept {
 			o.retained = ex.retain(s, name, headCols)
@@ -334,8 +337,8 @@ func (ex *Executor) run(ctx context.Context, p *program, start time.Time) (o out
 		}
 	}()
 	s.gen++
-	s.prog = *p
-	p = &s.prog
+	s.prog = *prog // the caller's program stays on its stack
+	p := &s.prog
 	s.run = call{ex: ex, prog: p, name: p.name, slot: s, start: start, caps: ex.caps.Load(), ctx: ctx}
 	c := &s.run
 	s.call = c

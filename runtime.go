@@ -187,7 +187,7 @@ func (e *Executor) Run(ctx context.Context, script string) (*Result, error) {
 	p := &program{name: RunJSToolName, file: scriptFile, fileName: scriptFileName, headCols: headCols}
 	key := scriptKey("run", script)
 	if bc, ok := e.cache.get(key); ok {
-		p.bc, p.src = bc, []byte{0}
+		p.bc, p.src = bc, noSource
 	} else {
 		p.src, p.wantBC = wrapScript(script, key), true
 	}

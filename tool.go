@@ -251,7 +251,7 @@ func (e *Executor) Register(ctx context.Context, src ToolSource) (RegisteredTool
 	key := scriptKey("tool", trimStatementEnd(src.Source))
 	p := &program{name: src.Name, mode: C.BRIDGE_MODE_REGISTER, file: toolFile, fileName: toolFileName, headCols: toolHeadCols}
 	if bc, ok := e.cache.get(key); ok {
-		p.bc, p.src = bc, []byte{0}
+		p.bc, p.src = bc, noSource
 	} else {
 		p.src, p.wantBC = wrapTool(src.Source, key), true
 	}
@@ -418,7 +418,7 @@ func (e *Executor) Call(ctx context.Context, name string, args json.RawMessage) 
 	}
 	e.cache.hits.Add(1) // a call reads the tool's pinned bytecode
 	o := e.run(ctx, &program{name: name, mode: C.BRIDGE_MODE_TOOL, file: toolFile, fileName: toolFileName,
-		headCols: toolHeadCols, src: []byte{0}, bc: t.bc, args: append(bytes.TrimSpace(args), 0)}, start)
+		headCols: toolHeadCols, src: noSource, bc: t.bc, args: append(bytes.TrimSpace(args), 0)}, start)
 	if o.err != nil {
 		return nil, o.err
 	}
