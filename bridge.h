@@ -86,7 +86,8 @@ typedef struct bridge_config {
 	int32_t mode;   /* BRIDGE_MODE_* */
 	/* src's bytecode, from the cache (then src may be empty), or NULL:
 	 * then src is compiled in the sandbox, and with want_bc its bytecode
-	 * is handed out in bridge_out.bc. */
+	 * is handed out in bridge_out.bc by bridge_slot_run (take it before
+	 * a step: steps start from a zeroed bridge_out). */
 	const uint8_t *bc;
 	size_t bc_len;
 	int32_t want_bc;

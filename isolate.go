@@ -373,10 +373,15 @@ func (ex *Executor) run(ctx context.Context, prog *program, start time.Time) (o 
 		}
 	}
 	st := C.bridge_slot_run(s.c, &s.io.cfg, (*C.char)(unsafe.Pointer(&p.src[0])), C.size_t(len(p.src)-1), &s.io.out)
+	var bc []byte
 	if st == C.BRIDGE_PENDING {
+		bc = takeBytecode(&s.io.out) // the loop's steps reuse out
 		st = c.loop(ctx)
 	}
 	o = c.finish(ctx, st, &s.io.out)
+	if bc != nil {
+		o.bytecode = bc
+	}
 	kept = p.retain && C.bridge_slot_alive(s.c) != 0
 	return o
 }
@@ -539,6 +544,18 @@ func (ex *Executor) rawLifecycle(p *program) int64 {
 	return int64(C.bridge_raw_lifecycle(s.c, &s.io.cfg, (*C.char)(unsafe.Pointer(&p.src[0])), C.size_t(len(p.src)-1)))
 }
 
+// takeBytecode copies out the bytecode C handed out with a run's first
+// slice, if any, and frees it.
+func takeBytecode(out *C.bridge_out) []byte {
+	if out.bc == nil {
+		return nil
+	}
+	bc := C.GoBytes(unsafe.Pointer(out.bc), C.int(out.bc_len))
+	C.free(unsafe.Pointer(out.bc))
+	out.bc, out.bc_len = nil, 0
+	return bc
+}
+
 // finish turns the C outcome into Go values and releases the C buffers.
 func (c *call) finish(ctx context.Context, st C.int32_t, out *C.bridge_out) outcome {
 	defer C.bridge_out_free(out)
@@ -548,9 +565,7 @@ func (c *call) finish(ctx context.Context, st C.int32_t, out *C.bridge_out) outc
 	if out.data != nil {
 		data = C.GoBytes(unsafe.Pointer(out.data), C.int(out.size))
 	}
-	if out.bc != nil {
-		o.bytecode = C.GoBytes(unsafe.Pointer(out.bc), C.int(out.bc_len))
-	}
+	o.bytecode = takeBytecode(out)
 	switch st {
 	case C.BRIDGE_COMPILE:
 		o.detail = userStack(string(data), c.prog.fileName, c.prog.headCols)

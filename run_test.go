@@ -516,3 +516,46 @@ func TestExecErrorJSON(t *testing.T) {
 	_, err := json.Marshal(&ExecError{Kind: "bogus"})
 	assert.Error(t, err)
 }
+
+// TestRunCachesBytecode: a script's first run compiles it and caches the
+// bytecode, whether the script finishes in its first slice or waits on
+// timers and host calls; the second run reads the cache.
+func TestRunCachesBytecode(t *testing.T) {
+	t.Parallel()
+	slow := Capability{Name: "later", Async: true, Func: fn(func(context.Context, json.RawMessage) (any, error) {
+		return 7, nil
+	})}
+	e := newExecutor(t, WithCapability(slow))
+	ctx := context.Background()
+	runs := []struct{ name, script, want string }{
+		{"synchronous", "return 1 + 1", "2"},
+		{"awaits a timer", "await new Promise(r => setTimeout(r, 1)); return 3", "3"},
+		{"awaits a host call", "return await later({})", "7"},
+	}
+	for _, r := range runs {
+		for i, wantHits := range []uint64{0, 1} {
+			before := e.CacheStats()
+			res, err := e.Run(ctx, r.script)
+			require.NoError(t, err, r.name)
+			assert.Equal(t, r.want, string(res.Value), r.name)
+			after := e.CacheStats()
+			assert.Equal(t, wantHits, after.Hits-before.Hits, "%s: hits of run %d", r.name, i+1)
+			assert.Equal(t, 1-wantHits, after.Misses-before.Misses, "%s: misses of run %d", r.name, i+1)
+		}
+	}
+	assert.Equal(t, len(runs), e.CacheStats().Entries)
+
+	// Execute programs wait on their dispatch: cached all the same.
+	dispatch := func(context.Context, string, string, string) (string, error) { return `{"result":{"ok":true}}`, nil }
+	for i, wantHits := range []uint64{0, 1} {
+		before := e.CacheStats()
+		res := e.Execute(ctx, Request{
+			Code:      "async () => (await store.get()).ok",
+			Providers: []Provider{{Name: "store", Tools: []string{"get"}}},
+			Dispatch:  dispatch,
+		})
+		require.Nil(t, res.Err)
+		assert.Equal(t, "true", string(res.Result))
+		assert.Equal(t, wantHits, e.CacheStats().Hits-before.Hits, "Execute %d", i+1)
+	}
+}
