@@ -16,6 +16,7 @@
 #endif
 
 #include <malloc.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -55,6 +56,15 @@ typedef struct js_timer {
 #define NO_CALL UINT32_MAX
 
 typedef struct arena arena;
+
+/* A growable C string with an optional size cap past which it only counts
+ * (sb_put). */
+typedef struct strbuf {
+	char *p;
+	size_t len, cap;
+	size_t limit;  /* 0: unbounded */
+	bool overflow; /* a write was refused (cap reached or malloc failed) */
+} strbuf;
 
 /* What a snapshot restores besides the arena's bytes: the slot's pointers
  * into the arena as they were when the image was taken. */
@@ -121,6 +131,11 @@ struct bridge_slot {
 	size_t dirty_end;     /* how far into the region that run wrote */
 	saved_state saved;
 
+	/* Plain-data JSON (json_plain_write): the classes of {} and [],
+	 * learnt when a sandbox opens, and a scratch buffer. */
+	JSClassID cls_object, cls_array;
+	strbuf json;
+
 	/* Math.random: xorshift128+ reseeded per run from the host's CSPRNG,
 	 * outside the arena, so a restored image never replays a sequence. */
 	uint64_t rng[2];
@@ -141,14 +156,7 @@ static inline int64_t now_ns(void)
 }
 
 /* ---------------------------------------------------------------------- */
-/* A growable C string with an optional size cap past which it only counts. */
-
-typedef struct strbuf {
-	char *p;
-	size_t len, cap;
-	size_t limit;  /* 0: unbounded */
-	bool overflow; /* a write was refused (cap reached or malloc failed) */
-} strbuf;
+/* strbuf */
 
 static void sb_put(strbuf *b, const char *s, size_t n)
 {
@@ -482,6 +490,310 @@ static int on_interrupt(JSRuntime *rt, void *opaque)
 }
 
 /* ---------------------------------------------------------------------- */
+/* JSON of plain data without the engine's JSON.stringify, which builds a
+ * key array, a cycle stack and a JS string per value: it was half the cost
+ * of a host call and a third of a small run. json_plain_write takes the
+ * values whose JSON.stringify can run no script: strings, numbers,
+ * booleans, null, and arrays and objects of the intrinsic Array and Object
+ * classes over the intrinsic prototypes, whose own enumerable properties
+ * are all data, with no holes and no toJSON on the value or a prototype.
+ * It reads them without side effects and declines anything else
+ * (accessors, proxies, toJSON, class instances, boxed primitives,
+ * functions, BigInt, holes, nesting past JSON_PLAIN_DEPTH and so cycles,
+ * output past the strbuf's limit); the caller then gives the whole value
+ * to JS_JSONStringify. What it writes is byte for byte what
+ * JS_JSONStringify gives (json_test.go holds it to that). */
+
+#define JSON_PLAIN_DEPTH 64
+
+typedef struct json_plain {
+	JSContext *ctx;
+	strbuf *b;
+	JSClassID cls_object, cls_array;
+	void *object_proto, *array_proto;
+	JSAtom to_json;
+} json_plain;
+
+/* Drops the exception an engine call left, so the caller's fallback meets
+ * the same condition afresh (a kill is sticky in the slot, not here). */
+static bool jp_decline(JSContext *ctx)
+{
+	JS_FreeValue(ctx, JS_GetException(ctx));
+	return false;
+}
+
+static void jp_int(strbuf *b, int64_t v)
+{
+	char buf[24], *p = buf + sizeof(buf);
+	uint64_t u = v < 0 ? -(uint64_t)v : (uint64_t)v;
+	do {
+		*--p = (char)('0' + u % 10);
+		u /= 10;
+	} while (u);
+	if (v < 0)
+		*--p = '-';
+	sb_put(b, p, (size_t)(buf + sizeof(buf) - p));
+}
+
+/* Quotes UTF-8 as JSON.stringify quotes the string it came from: the
+ * engine's UTF-8 (JS_ToCStringLen) joins surrogate pairs and writes a
+ * lone surrogate as its three-byte form, which becomes \udxxx. */
+static void jp_quote(strbuf *b, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	const uint8_t *p = (const uint8_t *)s, *run = p, *end = p + n;
+	sb_put(b, "\"", 1);
+	while (p < end) {
+		uint8_t c = *p;
+		char esc[6] = {'\\', 0};
+		size_t len = 2;
+		if (c >= 0x20 && c != '"' && c != '\\' && !(c == 0xed && p + 1 < end && p[1] >= 0xa0)) {
+			p++;
+			continue;
+		}
+		sb_put(b, (const char *)run, (size_t)(p - run));
+		unsigned cp = c;
+		size_t used = 1;
+		switch (c) {
+		case '"': case '\\': esc[1] = (char)c; break;
+		case '\b': esc[1] = 'b'; break;
+		case '\f': esc[1] = 'f'; break;
+		case '\n': esc[1] = 'n'; break;
+		case '\r': esc[1] = 'r'; break;
+		case '\t': esc[1] = 't'; break;
+		default:
+			if (c == 0xed) { /* a lone surrogate, U+D800..U+DFFF */
+				cp = 0xd000 | (unsigned)(p[1] & 0x3f) << 6 | (p + 2 < end ? (unsigned)(p[2] & 0x3f) : 0);
+				used = 3;
+			}
+			esc[1] = 'u';
+			esc[2] = hex[cp >> 12 & 15];
+			esc[3] = hex[cp >> 8 & 15];
+			esc[4] = hex[cp >> 4 & 15];
+			esc[5] = hex[cp & 15];
+			len = 6;
+		}
+		sb_put(b, esc, len);
+		p += used;
+		run = p;
+	}
+	sb_put(b, (const char *)run, (size_t)(p - run));
+	sb_put(b, "\"", 1);
+}
+
+static bool jp_string(json_plain *j, JSValueConst v)
+{
+	size_t n;
+	const char *p = JS_ToCStringLen(j->ctx, &n, v);
+	if (!p)
+		return jp_decline(j->ctx);
+	jp_quote(j->b, p, n);
+	JS_FreeCString(j->ctx, p);
+	return true;
+}
+
+static bool jp_value(json_plain *j, JSValueConst v, int depth);
+
+/* Whether obj has no own toJSON, of any kind. */
+static bool jp_no_to_json(json_plain *j, JSValueConst obj)
+{
+	int r = JS_GetOwnProperty(j->ctx, NULL, obj, j->to_json);
+	if (r < 0)
+		jp_decline(j->ctx);
+	return r == 0;
+}
+
+/* Reads an own data property; false (declined) if it is absent, an
+ * accessor, or reading it failed. */
+static bool jp_own(json_plain *j, JSValueConst obj, JSAtom key, JSValue *val)
+{
+	JSPropertyDescriptor d;
+	int r = JS_GetOwnProperty(j->ctx, &d, obj, key);
+	if (r <= 0)
+		return r < 0 ? jp_decline(j->ctx) : false;
+	JS_FreeValue(j->ctx, d.getter);
+	JS_FreeValue(j->ctx, d.setter);
+	if (d.flags & JS_PROP_GETSET) {
+		JS_FreeValue(j->ctx, d.value);
+		return false;
+	}
+	*val = d.value;
+	return true;
+}
+
+static bool jp_array(json_plain *j, JSValueConst arr, int depth)
+{
+	JSContext *ctx = j->ctx;
+	int64_t len;
+	if (JS_GetLength(ctx, arr, &len))
+		return jp_decline(ctx);
+	sb_put(j->b, "[", 1);
+	for (int64_t i = 0; i < len; i++) {
+		if (j->b->overflow)
+			return false;
+		if (i > 0)
+			sb_put(j->b, ",", 1);
+		JSAtom key = JS_NewAtomUInt32(ctx, (uint32_t)i);
+		if (key == JS_ATOM_NULL)
+			return jp_decline(ctx);
+		JSValue v;
+		bool ok = jp_own(j, arr, key, &v);
+		JS_FreeAtom(ctx, key);
+		if (!ok)
+			return false; /* a hole reads through to the prototypes */
+		if (JS_IsUndefined(v) || JS_IsSymbol(v)) {
+			sb_put(j->b, "null", 4);
+		} else {
+			ok = jp_value(j, v, depth + 1);
+		}
+		JS_FreeValue(ctx, v);
+		if (!ok)
+			return false;
+	}
+	sb_put(j->b, "]", 1);
+	return true;
+}
+
+static bool jp_object(json_plain *j, JSValueConst obj, int depth)
+{
+	JSContext *ctx = j->ctx;
+	JSPropertyEnum *tab;
+	uint32_t n;
+	if (JS_GetOwnPropertyNames(ctx, &tab, &n, obj, JS_GPN_STRING_MASK | JS_GPN_ENUM_ONLY) < 0)
+		return jp_decline(ctx);
+	bool ok = true, first = true;
+	sb_put(j->b, "{", 1);
+	for (uint32_t i = 0; i < n && ok && !j->b->overflow; i++) {
+		JSValue v;
+		if (!(ok = jp_own(j, obj, tab[i].atom, &v)))
+			break;
+		if (!JS_IsUndefined(v) && !JS_IsSymbol(v)) {
+			size_t klen;
+			const char *k = JS_AtomToCStringLen(ctx, &klen, tab[i].atom);
+			if (k) {
+				if (!first)
+					sb_put(j->b, ",", 1);
+				first = false;
+				jp_quote(j->b, k, klen);
+				JS_FreeCString(ctx, k);
+				sb_put(j->b, ":", 1);
+				ok = jp_value(j, v, depth + 1);
+			} else {
+				ok = jp_decline(ctx);
+			}
+		}
+		JS_FreeValue(ctx, v);
+	}
+	JS_FreePropertyEnum(ctx, tab, n);
+	sb_put(j->b, "}", 1);
+	return ok;
+}
+
+static bool jp_value(json_plain *j, JSValueConst v, int depth)
+{
+	switch (JS_VALUE_GET_TAG(v)) {
+	case JS_TAG_NULL:
+		sb_put(j->b, "null", 4);
+		return true;
+	case JS_TAG_BOOL:
+		if (JS_VALUE_GET_BOOL(v))
+			sb_put(j->b, "true", 4);
+		else
+			sb_put(j->b, "false", 5);
+		return true;
+	case JS_TAG_INT:
+		jp_int(j->b, JS_VALUE_GET_INT(v));
+		return true;
+	case JS_TAG_FLOAT64: {
+		double d = JS_VALUE_GET_FLOAT64(v);
+		if (!isfinite(d)) {
+			sb_put(j->b, "null", 4);
+		} else if (d == trunc(d) && fabs(d) < 0x1p53) { /* -0 too: "0" */
+			jp_int(j->b, (int64_t)d);
+		} else { /* the engine's shortest round-trip form */
+			size_t n;
+			const char *p = JS_ToCStringLen(j->ctx, &n, v);
+			if (!p)
+				return jp_decline(j->ctx);
+			sb_put(j->b, p, n);
+			JS_FreeCString(j->ctx, p);
+		}
+		return true;
+	}
+	case JS_TAG_STRING:
+	case JS_TAG_STRING_ROPE:
+		return jp_string(j, v);
+	case JS_TAG_OBJECT:
+		break;
+	default: /* undefined and symbols (the callers place them), BigInt */
+		return false;
+	}
+	if (depth >= JSON_PLAIN_DEPTH)
+		return false;
+	JSClassID cls = JS_GetClassID(v);
+	void *want = cls == j->cls_object ? j->object_proto : cls == j->cls_array ? j->array_proto : NULL;
+	if (!want)
+		return false;
+	JSValue proto = JS_GetPrototype(j->ctx, v);
+	bool ours = JS_IsObject(proto) && JS_VALUE_GET_PTR(proto) == want;
+	JS_FreeValue(j->ctx, proto);
+	if (!ours || !jp_no_to_json(j, v))
+		return false;
+	return cls == j->cls_array ? jp_array(j, v, depth) : jp_object(j, v, depth);
+}
+
+/* Writes v's JSON to b (empty on entry); false if v is not plain data or
+ * b's limit was reached, and b's contents are then meaningless. undefined
+ * and symbols are declined: JSON.stringify gives undefined for them. */
+static bool json_plain_write(bridge_slot *s, JSValueConst v, strbuf *b)
+{
+	JSContext *ctx = s->ctx;
+	json_plain j = {.ctx = ctx, .b = b, .cls_object = s->cls_object, .cls_array = s->cls_array};
+	if (!JS_IsObject(v))
+		return jp_value(&j, v, 0) && !b->overflow;
+	if (s->cls_object == s->cls_array) /* not learnt (see sandbox_open) */
+		return false;
+	JSValue op = JS_GetClassProto(ctx, s->cls_object), ap = JS_GetClassProto(ctx, s->cls_array);
+	JSValue app = JS_GetPrototype(ctx, ap);
+	j.object_proto = JS_VALUE_GET_PTR(op);
+	j.array_proto = JS_VALUE_GET_PTR(ap);
+	j.to_json = JS_NewAtom(ctx, "toJSON");
+	/* No toJSON where a plain object's or array's lookup would find one. */
+	bool ok = j.to_json != JS_ATOM_NULL && JS_IsObject(op) && JS_IsObject(ap) && JS_IsObject(app) &&
+	          JS_VALUE_GET_PTR(app) == j.object_proto && jp_no_to_json(&j, op) && jp_no_to_json(&j, ap) &&
+	          jp_value(&j, v, 0) && !b->overflow;
+	if (j.to_json == JS_ATOM_NULL)
+		jp_decline(ctx);
+	JS_FreeAtom(ctx, j.to_json);
+	JS_FreeValue(ctx, app);
+	JS_FreeValue(ctx, ap);
+	JS_FreeValue(ctx, op);
+	return ok;
+}
+
+#define JSON_SCRATCH_KEEP (64 << 10)
+
+/* The slot's scratch buffer for json_plain_write, emptied, refusing
+ * output past max (> 0) bytes. */
+static strbuf *json_scratch(bridge_slot *s, uint64_t max)
+{
+	strbuf *b = &s->json;
+	b->len = 0;
+	b->overflow = false;
+	b->limit = max < SIZE_MAX ? (size_t)max : SIZE_MAX;
+	return b;
+}
+
+/* Gives back the memory a large value made the scratch buffer take. */
+static void json_scratch_trim(bridge_slot *s)
+{
+	if (s->json.cap > JSON_SCRATCH_KEEP) {
+		free(s->json.p);
+		s->json = (strbuf){0};
+	}
+}
+
+/* ---------------------------------------------------------------------- */
 /* Rendering values as text: strings as they are, other values as compact
  * JSON, and String(v) when JSON has nothing to say. Returns -1 only when a
  * kill fired meanwhile; the pending exception then propagates. */
@@ -515,6 +827,13 @@ static int describe(bridge_slot *s, JSValueConst v, strbuf *b)
 		sb_puts(b, ")");
 		return 0;
 	}
+	strbuf *plain = json_scratch(s, b->limit ? b->limit : s->payload);
+	bool done = json_plain_write(s, v, plain);
+	if (done)
+		sb_put(b, plain->p, plain->len);
+	json_scratch_trim(s);
+	if (done)
+		return 0;
 	JSValue json = JS_JSONStringify(ctx, v, JS_UNDEFINED, JS_UNDEFINED);
 	if (JS_IsException(json)) {
 		if (s->killed)
@@ -853,9 +1172,16 @@ static JSValue js_capability(JSContext *ctx, JSValueConst this_val, int argc, JS
 	JSValue json = JS_UNDEFINED;
 	const char *args = "{}";
 	size_t n = 2;
-	if (!JS_IsUndefined(arg)) {
-		if (!JS_IsObject(arg) || JS_IsArray(arg) || JS_IsFunction(ctx, arg))
-			return JS_ThrowTypeError(ctx, "%s expects one argument object", name);
+	strbuf *plain = json_scratch(s, s->payload);
+	if (JS_IsUndefined(arg)) {
+		/* no argument: {} */
+	} else if (!JS_IsObject(arg) || JS_IsArray(arg) || JS_IsFunction(ctx, arg)) {
+		return JS_ThrowTypeError(ctx, "%s expects one argument object", name);
+	} else if (json_plain_write(s, arg, plain)) {
+		args = plain->p;
+		n = plain->len;
+	} else {
+		json_scratch_trim(s);
 		json = JS_JSONStringify(ctx, arg, JS_UNDEFINED, JS_UNDEFINED);
 		if (JS_IsException(json))
 			return json;
@@ -909,6 +1235,7 @@ static JSValue js_capability(JSContext *ctx, JSValueConst this_val, int argc, JS
 		JS_FreeCString(ctx, args);
 		JS_FreeValue(ctx, json);
 	}
+	json_scratch_trim(s);
 	return ret;
 }
 
@@ -1244,6 +1571,13 @@ static int sandbox_open(bridge_slot *s, const bridge_config *cfg, const JSMalloc
 	    JS_AddIntrinsicRegExp(ctx) || JS_AddIntrinsicJSON(ctx) || JS_AddIntrinsicProxy(ctx) ||
 	    JS_AddIntrinsicMapSet(ctx) || JS_AddIntrinsicTypedArrays(ctx) || JS_AddIntrinsicPromise(ctx))
 		return -1;
+	JSValue o = JS_NewObject(ctx), a = JS_NewArray(ctx);
+	s->cls_object = JS_GetClassID(o);
+	s->cls_array = JS_GetClassID(a);
+	JS_FreeValue(ctx, o);
+	JS_FreeValue(ctx, a);
+	if (JS_IsException(o) || JS_IsException(a))
+		return -1;
 	if (install_console(ctx) || install_timers(ctx) || install_random(ctx))
 		return -1;
 	s->handle = cfg->handle;
@@ -1472,6 +1806,18 @@ static JSValue rt_call(bridge_slot *s, const char *name, int argc, JSValueConst 
 static int32_t emit_result(bridge_slot *s, JSValueConst val, bridge_out *out)
 {
 	JSContext *ctx = s->ctx;
+	strbuf *plain = json_scratch(s, s->payload);
+	if (!s->codec && json_plain_write(s, val, plain)) {
+		int32_t st = BRIDGE_DONE;
+		out->size = plain->len;
+		if ((out->data = malloc(plain->len + 1)) != NULL)
+			memcpy(out->data, plain->p, plain->len + 1);
+		else
+			st = BRIDGE_INTERNAL;
+		json_scratch_trim(s);
+		return st;
+	}
+	json_scratch_trim(s);
 	JSValue json = s->codec ? rt_call(s, "encode", 1, &val) : JS_JSONStringify(ctx, val, JS_UNDEFINED, JS_UNDEFINED);
 	if (s->killed) {
 		if (JS_IsException(json))
@@ -2052,6 +2398,7 @@ void bridge_slot_free(bridge_slot *s)
 		munmap(s->ar, s->ar->size);
 	free(s->image);
 	free(s->logs);
+	free(s->json.p);
 	free(s);
 }
 

@@ -107,6 +107,25 @@ typedef struct JSEvalOptions {
 #define JS_PROP_ENUMERABLE (1 << 2)
 #define JS_PROP_C_W_E (JS_PROP_CONFIGURABLE | JS_PROP_WRITABLE | JS_PROP_ENUMERABLE)
 #define JS_PROP_THROW (1 << 14)
+#define JS_PROP_GETSET (1 << 4) /* in JSPropertyDescriptor.flags: an accessor */
+
+/* JS_GetOwnPropertyNames flags. */
+#define JS_GPN_STRING_MASK (1 << 0)
+#define JS_GPN_ENUM_ONLY (1 << 4)
+
+#define JS_ATOM_NULL 0
+
+typedef struct JSPropertyEnum {
+	bool is_enumerable;
+	JSAtom atom;
+} JSPropertyEnum;
+
+typedef struct JSPropertyDescriptor {
+	int flags;
+	JSValue value;
+	JSValue getter;
+	JSValue setter;
+} JSPropertyDescriptor;
 
 /* JS_WriteObject / JS_ReadObject flags. */
 #define JS_WRITE_OBJ_BYTECODE (1 << 0)
@@ -279,7 +298,16 @@ int JS_ToInt32(JSContext *ctx, int32_t *pres, JSValueConst val);
 int JS_ToInt64(JSContext *ctx, int64_t *pres, JSValueConst val);
 int JS_ToFloat64(JSContext *ctx, double *pres, JSValueConst val);
 JSAtom JS_NewAtom(JSContext *ctx, const char *str);
+JSAtom JS_NewAtomUInt32(JSContext *ctx, uint32_t n);
 void JS_FreeAtom(JSContext *ctx, JSAtom v);
+const char *JS_AtomToCStringLen(JSContext *ctx, size_t *plen, JSAtom atom);
+JSClassID JS_GetClassID(JSValueConst v);
+JSValue JS_GetClassProto(JSContext *ctx, JSClassID class_id);
+JSValue JS_GetPrototype(JSContext *ctx, JSValueConst val);
+int JS_GetLength(JSContext *ctx, JSValueConst obj, int64_t *pres);
+int JS_GetOwnPropertyNames(JSContext *ctx, JSPropertyEnum **ptab, uint32_t *plen, JSValueConst obj, int flags);
+void JS_FreePropertyEnum(JSContext *ctx, JSPropertyEnum *tab, uint32_t len);
+int JS_GetOwnProperty(JSContext *ctx, JSPropertyDescriptor *desc, JSValueConst obj, JSAtom prop);
 JSValue JS_GetProperty(JSContext *ctx, JSValueConst this_obj, JSAtom prop);
 JSValue JS_GetPropertyStr(JSContext *ctx, JSValueConst this_obj, const char *prop);
 JSValue JS_GetPropertyUint32(JSContext *ctx, JSValueConst this_obj, uint32_t idx);

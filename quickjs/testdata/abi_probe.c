@@ -65,6 +65,19 @@ int main(void)
 	P(JS_PROP_ENUMERABLE);
 	P(JS_PROP_C_W_E);
 	P(JS_PROP_THROW);
+	P(JS_PROP_GETSET);
+	P(JS_GPN_STRING_MASK);
+	P(JS_GPN_ENUM_ONLY);
+	P(JS_ATOM_NULL);
+
+	P(sizeof(JSPropertyEnum));
+	P(offsetof(JSPropertyEnum, is_enumerable));
+	P(offsetof(JSPropertyEnum, atom));
+	P(sizeof(JSPropertyDescriptor));
+	P(offsetof(JSPropertyDescriptor, flags));
+	P(offsetof(JSPropertyDescriptor, value));
+	P(offsetof(JSPropertyDescriptor, getter));
+	P(offsetof(JSPropertyDescriptor, setter));
 
 	P(JS_WRITE_OBJ_BYTECODE);
 	P(JS_WRITE_OBJ_STRIP_SOURCE);
