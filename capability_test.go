@@ -630,3 +630,27 @@ func TestRegisterErrorJSON(t *testing.T) {
 	timeout := &RegisterError{Stage: StageExecution, Exec: &ExecError{Kind: KindTimeout, Name: "add", DeadlineMS: 5}}
 	assert.True(t, errors.Is(timeout, ErrTimeout))
 }
+
+// TestSyncCallPastDeadline: a synchronous call that returns after the
+// deadline ends the run in a timeout, whatever it answered and whatever
+// the script does with the answer.
+func TestSyncCallPastDeadline(t *testing.T) {
+	t.Parallel()
+	slow := func(answer error) Capability {
+		return Capability{Name: "slow", Func: fn(func(ctx context.Context, _ json.RawMessage) (any, error) {
+			<-ctx.Done() // the deadline, which the call's context carries
+			return 1, answer
+		})}
+	}
+	for _, answer := range []error{nil, errors.New("gave up")} {
+		e := newExecutor(t, WithLimits(Limits{Deadline: 30 * time.Millisecond}), WithCapability(slow(answer)))
+		for _, script := range []string{
+			"return slow({})",
+			"try { slow({}) } catch {} return 1",
+			"let v; try { v = slow({}) } finally { return 2 }",
+		} {
+			_, err := e.Run(context.Background(), script)
+			assert.Equal(t, KindTimeout, execErr(t, err).Kind, "%s (answer %v)", script, answer)
+		}
+	}
+}
