@@ -158,7 +158,20 @@ static inline int64_t now_ns(void)
 /* ---------------------------------------------------------------------- */
 /* strbuf */
 
-static void sb_put(strbuf *b, const char *s, size_t n)
+static void sb_grow_put(strbuf *b, const char *s, size_t n);
+
+static inline void sb_put(strbuf *b, const char *s, size_t n)
+{
+	if (b->len + n < b->cap && (!b->limit || b->len + n <= b->limit)) { /* room: most writes */
+		memcpy(b->p + b->len, s, n);
+		b->len += n;
+		b->p[b->len] = '\0';
+		return;
+	}
+	sb_grow_put(b, s, n);
+}
+
+static void sb_grow_put(strbuf *b, const char *s, size_t n)
 {
 	if (b->limit && b->len + n > b->limit) {
 		n = b->len < b->limit ? b->limit - b->len : 0;

@@ -10,8 +10,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"runtime"
 	"runtime/cgo"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -284,6 +286,8 @@ type hostRun struct {
 
 	internal error // a failure of the glue, reported as kind internal
 
+	scratch []byte // callSync's result encoding, reused across the run's calls
+
 	// entered counts calls handed to a goroutine that have not yet entered
 	// their handler: close waits for them, so a call the script made has
 	// started by the time the run returns, awaited or not.
@@ -299,6 +303,9 @@ type hostRun struct {
 
 // maxInflight bounds the async handlers running at once for one run.
 const maxInflight = 32
+
+// maxScratch bounds the result buffer a run keeps between its sync calls.
+const maxScratch = 64 << 10
 
 // asyncCall is a call waiting for or running on a handler goroutine: a
 // capability's (cap ≥ 0) or a provider dispatch (cap < 0).
@@ -396,9 +403,9 @@ func (h *hostRun) take() []completion {
 	return done
 }
 
-// invoke runs a handler, turning a panic into a failure, and encodes its
-// result as NUL-terminated JSON.
-func invoke(c *Capability, ctx context.Context, args json.RawMessage) (result []byte, failure string, failed bool) {
+// invoke runs a handler, turning a panic into a failure, and appends its
+// result to dst as NUL-terminated JSON.
+func invoke(c *Capability, ctx context.Context, args json.RawMessage, dst []byte) (result []byte, failure string, failed bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			result, failure, failed = nil, fmt.Sprintf("panic: %v", r), true
@@ -408,26 +415,70 @@ func invoke(c *Capability, ctx context.Context, args json.RawMessage) (result []
 	if err != nil {
 		return nil, err.Error(), true
 	}
-	var b []byte
+	if dst, err = appendJSON(dst, v); err != nil {
+		return nil, "cannot encode the result as JSON: " + err.Error(), true
+	}
+	return append(dst, 0), "", false
+}
+
+// appendJSON appends v's JSON to dst: a json.RawMessage as it is (the
+// sandbox's parser judges it), the common scalars directly, anything else
+// through encoding/json. The text may differ from json.Marshal's (a float's
+// exponent form, say), never the value the script reads.
+func appendJSON(dst []byte, v any) ([]byte, error) {
 	switch v := v.(type) {
 	case json.RawMessage:
 		if v == nil {
-			v = json.RawMessage("null")
+			return append(dst, "null"...), nil
 		}
-		b = make([]byte, len(v), len(v)+1)
-		copy(b, v)
-	default:
-		if b, err = json.Marshal(v); err != nil {
-			return nil, "cannot encode the result as JSON: " + err.Error(), true
+		return append(dst, v...), nil
+	case nil:
+		return append(dst, "null"...), nil
+	case bool:
+		return strconv.AppendBool(dst, v), nil
+	case int:
+		return strconv.AppendInt(dst, int64(v), 10), nil
+	case int64:
+		return strconv.AppendInt(dst, v, 10), nil
+	case int32:
+		return strconv.AppendInt(dst, int64(v), 10), nil
+	case uint64:
+		return strconv.AppendUint(dst, v, 10), nil
+	case float64:
+		if !math.IsInf(v, 0) && !math.IsNaN(v) {
+			return strconv.AppendFloat(dst, v, 'g', -1, 64), nil
+		}
+	case string:
+		if plainASCII(v) {
+			dst = append(dst, '"')
+			dst = append(dst, v...)
+			return append(dst, '"'), nil
 		}
 	}
-	return append(b, 0), "", false
+	b, err := json.Marshal(v)
+	if dst == nil {
+		return b, err
+	}
+	return append(dst, b...), err
+}
+
+// plainASCII reports whether s needs no escaping inside JSON quotes.
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // callSync serves a synchronous capability inline.
 func (h *hostRun) callSync(index int, args json.RawMessage, reply *C.bridge_reply) {
 	ctx := h.context()
-	result, failure, failed := invoke(&h.caps.caps[index], ctx, args)
+	result, failure, failed := invoke(&h.caps.caps[index], ctx, args, h.scratch[:0])
+	if !failed && cap(result) <= maxScratch {
+		h.scratch = result
+	}
 	switch {
 	case h.caller.Err() != nil || h.ex.isClosed():
 		reply.status = C.BRIDGE_CALL_CANCELED
@@ -476,7 +527,7 @@ func (h *hostRun) serve(call asyncCall) {
 		h.entered.Done()
 		var d completion
 		if call.cap >= 0 {
-			d.result, d.failure, d.failed = invoke(&h.caps.caps[call.cap], h.ctx, call.args)
+			d.result, d.failure, d.failed = invoke(&h.caps.caps[call.cap], h.ctx, call.args, nil)
 		} else {
 			d.result, d.failure, d.failed = h.callDispatch(h.dctx, call)
 			d.str = !d.failed

@@ -1,10 +1,12 @@
 package codemode
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -652,5 +654,36 @@ func TestSyncCallPastDeadline(t *testing.T) {
 			_, err := e.Run(context.Background(), script)
 			assert.Equal(t, KindTimeout, execErr(t, err).Kind, "%s (answer %v)", script, answer)
 		}
+	}
+}
+
+// TestAppendJSON: a result's JSON, written directly for the common scalars,
+// decodes to what encoding/json's would; what encoding/json refuses is
+// refused.
+func TestAppendJSON(t *testing.T) {
+	t.Parallel()
+	values := []any{
+		nil, true, false, 0, -1, math.MaxInt64, math.MinInt64, int32(math.MinInt32), uint64(math.MaxUint64),
+		0.1, -0.0, 1e21, 1e-7, 123456.789, 5e-324, math.MaxFloat64, -math.SmallestNonzeroFloat64, float64(1 << 53),
+		"", "plain ascii ~", `a "quote" and \ backslash`, "tab\there", "é中𝄞", "<b>&amp;</b>", "\x7f", "\xff\xfe",
+		"\u2028", json.RawMessage(`{"raw": [1, 2]}`), json.RawMessage(nil), map[string]any{"k": []int{1}},
+		struct{ A int }{1}, float32(0.1), uint8(7),
+	}
+	for _, v := range values {
+		want, err := json.Marshal(v)
+		require.NoError(t, err, "%#v", v)
+		got, err := appendJSON([]byte("prefix"), v)
+		require.NoError(t, err, "%#v", v)
+		require.True(t, bytes.HasPrefix(got, []byte("prefix")))
+		got = got[len("prefix"):]
+		require.True(t, json.Valid(got), "%#v gave %s", v, got)
+		var a, b any
+		require.NoError(t, json.Unmarshal(want, &a))
+		require.NoError(t, json.Unmarshal(got, &b))
+		assert.Equal(t, a, b, "%#v: %s against %s", v, got, want)
+	}
+	for _, v := range []any{math.NaN(), math.Inf(1), math.Inf(-1), make(chan int)} {
+		_, err := appendJSON(nil, v)
+		assert.Error(t, err, "%#v", v)
 	}
 }
