@@ -2017,6 +2017,28 @@ static JSValue load_runtime(bridge_slot *s, const bridge_config *cfg)
 	return rt;
 }
 
+/* Serializes a compiled function for the bytecode cache, in libc memory,
+ * or NULL. The cache lives in this process and only ever holds what this
+ * function wrote, so its reads skip the engine's checksum (a pass over
+ * the whole buffer per read, an eighth of a large tool's call): the
+ * version byte is followed by the u32 checksum, and UINT32_MAX there is
+ * the engine's documented "do not verify". */
+static uint8_t *write_bytecode(JSContext *ctx, JSValueConst fn, size_t *len)
+{
+	size_t n = 0;
+	uint8_t *bc = JS_WriteObject(ctx, &n, fn, JS_WRITE_OBJ_BYTECODE);
+	if (!bc)
+		return NULL;
+	uint8_t *copy = n >= 5 ? malloc(n) : NULL;
+	if (copy) {
+		memcpy(copy, bc, n);
+		memset(copy + 1, 0xff, 4);
+		*len = n;
+	}
+	js_free(ctx, bc);
+	return copy;
+}
+
 /* Compiles src in the sandbox (or reads its cached bytecode) and evaluates
  * it: the completion value. With want_bc, fresh bytecode goes to out. */
 static JSValue load_source(bridge_slot *s, const bridge_config *cfg, const char *src, size_t len, bridge_out *out)
@@ -2033,19 +2055,9 @@ static JSValue load_source(bridge_slot *s, const bridge_config *cfg, const char 
 			.line_num = 1,
 		};
 		fn = JS_Eval2(ctx, src, len, &opts);
-		if (!JS_IsException(fn) && cfg->want_bc) {
-			size_t n = 0;
-			uint8_t *bc = JS_WriteObject(ctx, &n, fn, JS_WRITE_OBJ_BYTECODE);
-			if (bc) {
-				if ((out->bc = malloc(n)) != NULL) {
-					memcpy(out->bc, bc, n);
-					out->bc_len = n;
-				}
-				js_free(ctx, bc);
-			} else if (JS_HasException(ctx)) {
-				JS_FreeValue(ctx, JS_GetException(ctx));
-			}
-		}
+		if (!JS_IsException(fn) && cfg->want_bc && !(out->bc = write_bytecode(ctx, fn, &out->bc_len)) &&
+		    JS_HasException(ctx))
+			JS_FreeValue(ctx, JS_GetException(ctx));
 	}
 	if (JS_IsException(fn))
 		return fn;
@@ -2360,15 +2372,13 @@ int32_t bridge_compile(const char *src, size_t len, const char *filename, bridge
 		goto cleanup;
 	}
 	size_t n = 0;
-	uint8_t *bc = JS_WriteObject(ctx, &n, fn, JS_WRITE_OBJ_BYTECODE);
+	uint8_t *bc = write_bytecode(ctx, fn, &n);
 	JS_FreeValue(ctx, fn);
-	if (bc && (out->data = malloc(n))) {
-		memcpy(out->data, bc, n);
+	if (bc) {
+		out->data = (char *)bc;
 		out->size = n;
 		st = BRIDGE_DONE;
 	}
-	if (bc)
-		js_free(ctx, bc);
 cleanup:
 	if (ctx)
 		JS_FreeContext(ctx);
