@@ -664,7 +664,7 @@ func TestAppendJSON(t *testing.T) {
 	t.Parallel()
 	values := []any{
 		nil, true, false, 0, -1, math.MaxInt64, math.MinInt64, int32(math.MinInt32), uint64(math.MaxUint64),
-		0.1, -0.0, 1e21, 1e-7, 123456.789, 5e-324, math.MaxFloat64, -math.SmallestNonzeroFloat64, float64(1 << 53),
+		0.1, math.Copysign(0, -1), 1e21, 1e-7, 123456.789, 5e-324, math.MaxFloat64, -math.SmallestNonzeroFloat64, float64(1 << 53),
 		"", "plain ascii ~", `a "quote" and \ backslash`, "tab\there", "é中𝄞", "<b>&amp;</b>", "\x7f", "\xff\xfe",
 		"\u2028", json.RawMessage(`{"raw": [1, 2]}`), json.RawMessage(nil), map[string]any{"k": []int{1}},
 		struct{ A int }{1}, float32(0.1), uint8(7),
