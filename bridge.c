@@ -2054,26 +2054,31 @@ static uint8_t *write_bytecode(JSContext *ctx, JSValueConst fn, size_t *len)
 	return copy;
 }
 
+/* A compiled unit: read from its cached bytecode, or compiled from src
+ * (and, with want, its fresh bytecode written to *out_bc). */
+static JSValue compile_unit(JSContext *ctx, const uint8_t *bc, size_t bc_len, const char *src, size_t len,
+                            const char *filename, bool want, uint8_t **out_bc, size_t *out_len)
+{
+	if (bc)
+		return JS_ReadObject(ctx, bc, bc_len, JS_READ_OBJ_BYTECODE);
+	JSEvalOptions opts = {
+		.version = JS_EVAL_OPTIONS_VERSION,
+		.eval_flags = JS_EVAL_TYPE_GLOBAL | JS_EVAL_FLAG_COMPILE_ONLY,
+		.filename = filename,
+		.line_num = 1, /* the wrappers share the first line with the user's source */
+	};
+	JSValue fn = JS_Eval2(ctx, src, len, &opts);
+	if (!JS_IsException(fn) && want && !(*out_bc = write_bytecode(ctx, fn, out_len)) && JS_HasException(ctx))
+		JS_FreeValue(ctx, JS_GetException(ctx));
+	return fn;
+}
+
 /* Compiles src in the sandbox (or reads its cached bytecode) and evaluates
  * it: the completion value. With want_bc, fresh bytecode goes to out. */
 static JSValue load_source(bridge_slot *s, const bridge_config *cfg, const char *src, size_t len, bridge_out *out)
 {
 	JSContext *ctx = s->ctx;
-	JSValue fn;
-	if (cfg->bc) {
-		fn = JS_ReadObject(ctx, cfg->bc, cfg->bc_len, JS_READ_OBJ_BYTECODE);
-	} else {
-		JSEvalOptions opts = {
-			.version = JS_EVAL_OPTIONS_VERSION,
-			.eval_flags = JS_EVAL_TYPE_GLOBAL | JS_EVAL_FLAG_COMPILE_ONLY,
-			.filename = cfg->filename,
-			.line_num = 1,
-		};
-		fn = JS_Eval2(ctx, src, len, &opts);
-		if (!JS_IsException(fn) && cfg->want_bc && !(out->bc = write_bytecode(ctx, fn, &out->bc_len)) &&
-		    JS_HasException(ctx))
-			JS_FreeValue(ctx, JS_GetException(ctx));
-	}
+	JSValue fn = compile_unit(ctx, cfg->bc, cfg->bc_len, src, len, cfg->filename, cfg->want_bc, &out->bc, &out->bc_len);
 	if (JS_IsException(fn))
 		return fn;
 	JS_FreeValue(ctx, s->unit);
@@ -2096,7 +2101,10 @@ static JSValue start_execute(bridge_slot *s, const bridge_config *cfg, const cha
 	JSValue program = load_source(s, cfg, src, len, out);
 	if (JS_IsException(program))
 		return program;
-	JSValue entry = eval_source(s, cfg->entry, cfg->entry_len, "<codemode:entry>");
+	JSValue entry = compile_unit(ctx, cfg->entry_bc, cfg->entry_bc_len, cfg->entry, cfg->entry_len,
+	                             "<codemode:entry>", cfg->want_entry_bc, &out->entry_bc, &out->entry_bc_len);
+	if (!JS_IsException(entry))
+		entry = JS_EvalFunction(ctx, entry);
 	if (JS_IsException(entry)) {
 		JS_FreeValue(ctx, program);
 		return entry;
@@ -2449,8 +2457,9 @@ void bridge_out_free(bridge_out *out)
 	free(out->data);
 	free(out->logs);
 	free(out->bc);
+	free(out->entry_bc);
 	out->data = out->logs = NULL;
-	out->bc = NULL;
+	out->bc = out->entry_bc = NULL;
 }
 
 uint64_t bridge_max_stack(void)

@@ -76,12 +76,17 @@ typedef struct bridge_config {
 	const uint8_t *cap_async;     /* per capability: 1 if it returns a Promise */
 	int32_t ncaps;
 	/* Execute programs (runtime_bc non-NULL): the runtime's bytecode, the
-	 * generated entry source (NUL-terminated at [entry_len]); src is then
-	 * the program unit. */
+	 * generated entry source (NUL-terminated at [entry_len]) or its cached
+	 * bytecode (entry_bc; with want_entry_bc, source compiled here is
+	 * handed out in bridge_out.entry_bc as src's is in bc); src is then the
+	 * program unit. */
 	const uint8_t *runtime_bc;
 	size_t runtime_bc_len;
 	const char *entry;
 	size_t entry_len;
+	const uint8_t *entry_bc;
+	size_t entry_bc_len;
+	int32_t want_entry_bc;
 	int32_t retain; /* keep the sandbox after the program settles */
 	int32_t mode;   /* BRIDGE_MODE_* */
 	/* src's bytecode, from the cache (then src may be empty), or NULL:
@@ -115,6 +120,8 @@ typedef struct bridge_out {
 	int32_t cap;      /* BRIDGE_CAPABILITY: the capability's index */
 	uint8_t *bc;      /* the bytecode of src, when want_bc compiled it */
 	size_t bc_len;
+	uint8_t *entry_bc; /* the entry's, when want_entry_bc compiled it */
+	size_t entry_bc_len;
 	int64_t wait_ns;  /* BRIDGE_PENDING: ns until the next timer is due, -1 if none */
 } bridge_out;
 

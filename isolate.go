@@ -271,20 +271,22 @@ var noSource = []byte{0}
 // program is what one run executes: for Run a wrapped script, for Execute
 // the program unit with its entry source, the runtime and the dispatch.
 type program struct {
-	name     string // attribution of errors: run_js, execute or a tool's name
-	mode     C.int32_t
-	file     *C.char // the name of src in stack traces
-	fileName string
-	headCols int    // the first-line shift of src's wrapper (see userStack)
-	src      []byte // NUL-terminated; unused when bc is set
-	bc       []byte // src's cached bytecode, or nil
-	wantBC   bool   // hand out src's bytecode when compiling it
-	entry    []byte // NUL-terminated entry source (Execute), or nil
-	runtime  []byte // runtime bytecode (Execute), or nil
-	args     []byte // NUL-terminated argument JSON (tool calls)
-	selftest []byte // NUL-terminated self-test (registration), or nil
-	dispatch DispatchFunc
-	retain   bool
+	name        string // attribution of errors: run_js, execute or a tool's name
+	mode        C.int32_t
+	file        *C.char // the name of src in stack traces
+	fileName    string
+	headCols    int    // the first-line shift of src's wrapper (see userStack)
+	src         []byte // NUL-terminated; unused when bc is set
+	bc          []byte // src's cached bytecode, or nil
+	wantBC      bool   // hand out src's bytecode when compiling it
+	entry       []byte // NUL-terminated entry source (Execute), or nil
+	entryBC     []byte // the entry's cached bytecode, or nil
+	wantEntryBC bool   // hand out the entry's bytecode when compiling it
+	runtime     []byte // runtime bytecode (Execute), or nil
+	args        []byte // NUL-terminated argument JSON (tool calls)
+	selftest    []byte // NUL-terminated self-test (registration), or nil
+	dispatch    DispatchFunc
+	retain      bool
 }
 
 // call is one run of one sandbox: what the Go side needs while C works.
@@ -316,6 +318,7 @@ type outcome struct {
 	status   C.int32_t // the C status the run ended with
 	detail   string    // BRIDGE_COMPILE's error, BRIDGE_NOT_FUNCTION's type
 	bytecode []byte    // src's bytecode when wantBC compiled it
+	entryBC  []byte    // the entry's when wantEntryBC compiled it
 }
 
 // run executes a program in a fresh sandbox. Its deadline counts from start.
@@ -367,21 +370,20 @@ func (ex *Executor) run(ctx context.Context, prog *program, start time.Time) (o 
 	s.io.cfg = c.bridgeConfig(start)
 	var pin runtime.Pinner // the config points at Go memory
 	defer pin.Unpin()
-	for _, b := range [][]byte{p.entry, p.bc, p.args, p.selftest} {
+	for _, b := range [][]byte{p.entry, p.entryBC, p.bc, p.args, p.selftest} {
 		if len(b) > 0 {
 			pin.Pin(&b[0])
 		}
 	}
 	st := C.bridge_slot_run(s.c, &s.io.cfg, (*C.char)(unsafe.Pointer(&p.src[0])), C.size_t(len(p.src)-1), &s.io.out)
-	var bc []byte
+	// Bytecode comes with the first slice; the loop's steps reuse out.
+	bc := takeBytecode(&s.io.out.bc, &s.io.out.bc_len)
+	entryBC := takeBytecode(&s.io.out.entry_bc, &s.io.out.entry_bc_len)
 	if st == C.BRIDGE_PENDING {
-		bc = takeBytecode(&s.io.out) // the loop's steps reuse out
 		st = c.loop(ctx)
 	}
 	o = c.finish(ctx, st, &s.io.out)
-	if bc != nil {
-		o.bytecode = bc
-	}
+	o.bytecode, o.entryBC = bc, entryBC
 	kept = p.retain && C.bridge_slot_alive(s.c) != 0
 	return o
 }
@@ -500,6 +502,13 @@ func (c *call) bridgeConfig(start time.Time) C.bridge_config {
 			cfg.runtime_bc_len = C.size_t(len(p.runtime))
 			cfg.entry = (*C.char)(unsafe.Pointer(&p.entry[0]))
 			cfg.entry_len = C.size_t(len(p.entry) - 1)
+			if len(p.entryBC) > 0 {
+				cfg.entry_bc = (*C.uint8_t)(unsafe.Pointer(&p.entryBC[0]))
+				cfg.entry_bc_len = C.size_t(len(p.entryBC))
+			}
+			if p.wantEntryBC {
+				cfg.want_entry_bc = 1
+			}
 		}
 		if p.retain {
 			cfg.retain = 1
@@ -544,15 +553,15 @@ func (ex *Executor) rawLifecycle(p *program) int64 {
 	return int64(C.bridge_raw_lifecycle(s.c, &s.io.cfg, (*C.char)(unsafe.Pointer(&p.src[0])), C.size_t(len(p.src)-1)))
 }
 
-// takeBytecode copies out the bytecode C handed out with a run's first
-// slice, if any, and frees it.
-func takeBytecode(out *C.bridge_out) []byte {
-	if out.bc == nil {
+// takeBytecode copies out bytecode C handed out with a run's first slice,
+// if any, and frees it.
+func takeBytecode(p **C.uint8_t, n *C.size_t) []byte {
+	if *p == nil {
 		return nil
 	}
-	bc := C.GoBytes(unsafe.Pointer(out.bc), C.int(out.bc_len))
-	C.free(unsafe.Pointer(out.bc))
-	out.bc, out.bc_len = nil, 0
+	bc := C.GoBytes(unsafe.Pointer(*p), C.int(*n))
+	C.free(unsafe.Pointer(*p))
+	*p, *n = nil, 0
 	return bc
 }
 
@@ -565,7 +574,6 @@ func (c *call) finish(ctx context.Context, st C.int32_t, out *C.bridge_out) outc
 	if out.data != nil {
 		data = C.GoBytes(unsafe.Pointer(out.data), C.int(out.size))
 	}
-	o.bytecode = takeBytecode(out)
 	switch st {
 	case C.BRIDGE_COMPILE:
 		o.detail = userStack(string(data), c.prog.fileName, c.prog.headCols)

@@ -325,9 +325,18 @@ func (e *Executor) Execute(ctx context.Context, req Request) (res ExecuteResult)
 	} else {
 		p.wantBC = true
 	}
+	entryKey := scriptKey("entry", unsafe.String(&p.entry[0], len(p.entry)))
+	if bc, ok := e.cache.get(entryKey); ok {
+		p.entryBC = bc
+	} else {
+		p.wantEntryBC = true
+	}
 	o := e.run(ctx, p, start)
 	if o.bytecode != nil {
 		e.cache.put(key, o.bytecode)
+	}
+	if o.entryBC != nil {
+		e.cache.put(entryKey, o.entryBC)
 	}
 	if o.logs != nil {
 		res.Logs = o.logs

@@ -545,17 +545,29 @@ func TestRunCachesBytecode(t *testing.T) {
 	}
 	assert.Equal(t, len(runs), e.CacheStats().Entries)
 
-	// Execute programs wait on their dispatch: cached all the same.
+	// Execute programs wait on their dispatch: cached all the same, and
+	// so is the entry their providers make, which other programs share.
 	dispatch := func(context.Context, string, string, string) (string, error) { return `{"result":{"ok":true}}`, nil }
-	for i, wantHits := range []uint64{0, 1} {
+	executes := []struct {
+		code               string
+		wantHits, wantMiss uint64
+	}{
+		{"async () => (await store.get()).ok", 0, 2},
+		{"async () => (await store.get()).ok", 2, 0},
+		{"async () => !(await store.get()).ok === false", 1, 1},
+	}
+	for i, x := range executes {
 		before := e.CacheStats()
 		res := e.Execute(ctx, Request{
-			Code:      "async () => (await store.get()).ok",
+			Code:      x.code,
 			Providers: []Provider{{Name: "store", Tools: []string{"get"}}},
 			Dispatch:  dispatch,
 		})
 		require.Nil(t, res.Err)
 		assert.Equal(t, "true", string(res.Result))
-		assert.Equal(t, wantHits, e.CacheStats().Hits-before.Hits, "Execute %d", i+1)
+		after := e.CacheStats()
+		assert.Equal(t, x.wantHits, after.Hits-before.Hits, "Execute %d: hits", i+1)
+		assert.Equal(t, x.wantMiss, after.Misses-before.Misses, "Execute %d: misses", i+1)
 	}
+	assert.Equal(t, len(runs)+3, e.CacheStats().Entries)
 }
