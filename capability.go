@@ -593,17 +593,23 @@ func hostOf(handle C.uintptr_t) *hostRun {
 	return cgo.Handle(handle).Value().(*slot).call.hostRun()
 }
 
+// recoverGlue is deferred first by every export: a panic of our own code
+// must never unwind through the engine's frames. It records the failure on
+// the run (h is still nil if the panic came before the run was found) and
+// sets *status to the export's failure value.
+func recoverGlue(h **hostRun, status *C.int32_t, failed C.int32_t) {
+	if r := recover(); r != nil {
+		if *h != nil {
+			(*h).glueFailure(r)
+		}
+		*status = failed
+	}
+}
+
 //export go_capability_call
 func go_capability_call(handle C.uintptr_t, index C.int32_t, args *C.char, n C.size_t, reply *C.bridge_reply) {
 	var h *hostRun
-	defer func() {
-		if r := recover(); r != nil { // never unwind through the engine's frames
-			if h != nil {
-				h.glueFailure(r)
-			}
-			reply.status = C.BRIDGE_CALL_INTERNAL
-		}
-	}()
+	defer recoverGlue(&h, &reply.status, C.BRIDGE_CALL_INTERNAL)
 	h = hostOf(handle)
 	h.callSync(int(index), C.GoBytes(unsafe.Pointer(args), C.int(n)), reply)
 }
@@ -611,14 +617,7 @@ func go_capability_call(handle C.uintptr_t, index C.int32_t, args *C.char, n C.s
 //export go_capability_start
 func go_capability_start(handle C.uintptr_t, index C.int32_t, id C.uint32_t, args *C.char, n C.size_t) (rc C.int32_t) {
 	var h *hostRun
-	defer func() {
-		if r := recover(); r != nil { // never unwind through the engine's frames
-			if h != nil {
-				h.glueFailure(r)
-			}
-			rc = -1
-		}
-	}()
+	defer recoverGlue(&h, &rc, -1)
 	h = hostOf(handle)
 	h.start(asyncCall{cap: int(index), id: uint32(id), args: C.GoBytes(unsafe.Pointer(args), C.int(n))})
 	return 0
@@ -628,14 +627,7 @@ func go_capability_start(handle C.uintptr_t, index C.int32_t, id C.uint32_t, arg
 func go_dispatch_start(handle C.uintptr_t, id C.uint32_t, provider *C.char, np C.size_t, tool *C.char, nt C.size_t,
 	args *C.char, na C.size_t) (rc C.int32_t) {
 	var h *hostRun
-	defer func() {
-		if r := recover(); r != nil { // never unwind through the engine's frames
-			if h != nil {
-				h.glueFailure(r)
-			}
-			rc = -1
-		}
-	}()
+	defer recoverGlue(&h, &rc, -1)
 	h = hostOf(handle)
 	h.start(asyncCall{cap: -1, id: uint32(id), provider: C.GoStringN(provider, C.int(np)),
 		tool: C.GoStringN(tool, C.int(nt)), args: C.GoBytes(unsafe.Pointer(args), C.int(na))})
