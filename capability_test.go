@@ -687,3 +687,35 @@ func TestAppendJSON(t *testing.T) {
 		assert.Error(t, err, "%#v", v)
 	}
 }
+
+// TestHostileArguments: arguments no JSON can carry, or that try to make
+// sending them expensive, end in the right error and leave the executor
+// working.
+func TestHostileArguments(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t, WithLimits(Limits{Memory: 8 << 20, Payload: 4096, Deadline: 500 * time.Millisecond}),
+		WithCapability(echo()))
+	tests := []struct {
+		name, script string
+		kind         ErrorKind
+		message      string // a prefix of the js error's message
+	}{
+		{"cycle", "const o = {}; o.o = o; echo({o})", KindJS, "TypeError: circular reference"},
+		{"deep nesting", "let a = []; for (let i = 0; i < 20000; i++) a = [a]; echo({a})", KindJS, "RangeError"},
+		{"BigInt", "echo({n: 1n})", KindJS, "TypeError: BigInt are forbidden in JSON.stringify"},
+		{"throwing getter", "echo({get g() { throw new Error('no') }})", KindJS, "Error: no"},
+		{"throwing toJSON", "echo({x: {toJSON() { throw new TypeError('nope') }}})", KindJS, "TypeError: nope"},
+		{"sparse array", "const a = []; a.length = 2 ** 32 - 1; echo({a})", KindMemoryExceeded, ""},
+		{"over the payload", "echo({a: Array.from({length: 5000}, (_, i) => i)})", KindJS, "RangeError: echo: the arguments are 23897 bytes of JSON, over the payload limit of 4096 bytes"},
+		{"getter that loops", "echo({get g() { for (;;) {} }})", KindTimeout, ""},
+	}
+	for _, tt := range tests {
+		_, err := e.Run(context.Background(), tt.script)
+		ee := execErr(t, err)
+		assert.Equal(t, tt.kind, ee.Kind, "%s: %s", tt.name, ee.LLMJSON())
+		assert.True(t, strings.HasPrefix(ee.Message, tt.message), "%s: %s", tt.name, ee.Message)
+		res, err := e.Run(context.Background(), "return echo({ok: [1, 'two', null]})")
+		require.NoError(t, err, "after %s", tt.name)
+		assert.Equal(t, `{"ok":[1,"two",null]}`, string(res.Value))
+	}
+}

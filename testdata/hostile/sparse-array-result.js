@@ -1,0 +1,4 @@
+// want: memory_exceeded
+const a = []
+a.length = 2 ** 32 - 1
+return a
