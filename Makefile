@@ -12,11 +12,13 @@ ENGINE_INCLUDE = $(shell $(GO) list -m -f '{{.Dir}}' github.com/buke/quickjs-go)
 
 # vet, then every test under the race detector, in both modes: snapshot
 # slots (the default) and checked (every sandbox built and freed on libc,
-# so JS_FreeRuntime's assertions catch a leaked reference).
+# so JS_FreeRuntime's assertions catch a leaked reference); then once with
+# cgocheck2, which traps any unpinned Go pointer stored in C memory.
 test:
 	$(GO) vet ./...
 	$(GO) test -race ./...
 	$(GO) test -race -tags codemode_checked ./...
+	GOEXPERIMENT=cgocheck2 $(GO) test .
 
 # The suite against peers (bench/, its own module): prints one markdown
 # table and writes bench/results/latest.md and latest.svg.

@@ -124,9 +124,10 @@ type slot struct {
 	run    call
 	prog   program // the run's program, copied here so the caller's stays on its stack
 
-	// io is the scratch C reads and writes, allocated once per slot (cgo
-	// makes whatever is passed to C escape) and free of Go pointers (cgo
-	// checks the whole allocation a pointer argument points into).
+	// io is the scratch C reads and writes, in C memory, allocated once per
+	// slot: a Go allocation would escape, and cgo would check it (and the
+	// Go memory its config points at) on every call. The Go pointers a run
+	// stores in it are pinned for the run.
 	io     *slotIO
 	cancel sync.WaitGroup // an AfterFunc cancel in flight
 }
@@ -210,7 +211,7 @@ func newSlot() *slot {
 	if c == nil {
 		return nil
 	}
-	s := &slot{c: c, io: new(slotIO)}
+	s := &slot{c: c, io: (*slotIO)(C.calloc(1, C.size_t(unsafe.Sizeof(slotIO{}))))}
 	s.handle = cgo.NewHandle(s)
 	return s
 }
@@ -235,6 +236,7 @@ func (s *slot) imageSize() int { return int(C.bridge_slot_image_size(s.c)) }
 // free releases a slot's C side.
 func (s *slot) free() {
 	C.bridge_slot_free(s.c)
+	C.free(unsafe.Pointer(s.io))
 	s.handle.Delete()
 }
 
@@ -367,7 +369,6 @@ func (ex *Executor) run(ctx context.Context, prog *program, start time.Time) (o 
 		}()
 	}
 
-	s.io.cfg = c.bridgeConfig(start)
 	var pin runtime.Pinner // the config points at Go memory
 	defer pin.Unpin()
 	for _, b := range [][]byte{p.entry, p.entryBC, p.bc, p.args, p.selftest} {
@@ -375,6 +376,7 @@ func (ex *Executor) run(ctx context.Context, prog *program, start time.Time) (o 
 			pin.Pin(&b[0])
 		}
 	}
+	s.io.cfg = c.bridgeConfig(start)
 	st := C.bridge_slot_run(s.c, &s.io.cfg, (*C.char)(unsafe.Pointer(&p.src[0])), C.size_t(len(p.src)-1), &s.io.out)
 	// Bytecode comes with the first slice; the loop's steps reuse out.
 	bc := takeBytecode(&s.io.out.bc, &s.io.out.bc_len)
@@ -544,12 +546,12 @@ func (ex *Executor) rawLifecycle(p *program) int64 {
 	defer ex.slots.put(s)
 	s.gen++
 	c := call{ex: ex, slot: s, caps: ex.caps.Load(), prog: p}
-	s.io.cfg = c.bridgeConfig(time.Now())
 	var pin runtime.Pinner
 	defer pin.Unpin()
 	if len(p.bc) > 0 {
 		pin.Pin(&p.bc[0])
 	}
+	s.io.cfg = c.bridgeConfig(time.Now())
 	return int64(C.bridge_raw_lifecycle(s.c, &s.io.cfg, (*C.char)(unsafe.Pointer(&p.src[0])), C.size_t(len(p.src)-1)))
 }
 
