@@ -560,15 +560,14 @@ static void jp_quote(strbuf *b, const char *s, size_t n)
 	sb_put(b, "\"", 1);
 	while (p < end) {
 		uint8_t c = *p;
-		char esc[6] = {'\\', 0};
-		size_t len = 2;
-		if (c >= 0x20 && c != '"' && c != '\\' && !(c == 0xed && p + 1 < end && p[1] >= 0xa0)) {
+		if (c >= 0x20 && c != '"' && c != '\\' && !(c == 0xed && p + 2 < end && p[1] >= 0xa0)) {
 			p++;
 			continue;
 		}
 		sb_put(b, (const char *)run, (size_t)(p - run));
+		char esc[6] = {'\\', 0};
+		size_t len = 2, used = 1;
 		unsigned cp = c;
-		size_t used = 1;
 		switch (c) {
 		case '"': case '\\': esc[1] = (char)c; break;
 		case '\b': esc[1] = 'b'; break;
@@ -578,7 +577,7 @@ static void jp_quote(strbuf *b, const char *s, size_t n)
 		case '\t': esc[1] = 't'; break;
 		default:
 			if (c == 0xed) { /* a lone surrogate, U+D800..U+DFFF */
-				cp = 0xd000 | (unsigned)(p[1] & 0x3f) << 6 | (p + 2 < end ? (unsigned)(p[2] & 0x3f) : 0);
+				cp = 0xd000 | (unsigned)(p[1] & 0x3f) << 6 | (unsigned)(p[2] & 0x3f);
 				used = 3;
 			}
 			esc[1] = 'u';
