@@ -75,6 +75,19 @@ typedef struct saved_state {
 	size_t heap_used;
 } saved_state;
 
+/* A fully set-up sandbox kept as the used prefix of the arena. */
+typedef struct slot_image {
+	uint8_t *bytes;    /* NULL until built */
+	size_t len;        /* bytes of the region the image covers */
+	uintptr_t id;      /* which capability set it was built with */
+	size_t stack;      /* and which stack limit */
+	saved_state saved;
+} slot_image;
+
+/* A slot's images: a plain sandbox, and one that also holds the runtime
+ * Execute programs need (a quarter bigger: a Run restores less). */
+enum { IMAGE_PLAIN, IMAGE_RUNTIME, NIMAGES };
+
 struct bridge_slot {
 	atomic_llong cancel; /* a run id, or -1 for every run: set from any thread */
 	int64_t run_id;      /* the run in progress */
@@ -123,15 +136,13 @@ struct bridge_slot {
 	int32_t timer_ids;
 	uint64_t timer_seq;
 
-	/* Snapshot mode: the arena, its image and what restoring it means. */
+	/* Snapshot mode: the arena, its images, and how far into the region
+	 * bytes may differ from zero (past an image: what runs and builds
+	 * wrote since the last restore, which the next restore clears). */
 	arena *ar;
-	uint8_t *image;
-	size_t image_len;     /* bytes of the region the image covers */
-	uintptr_t image_id;   /* which capability set the image was built with */
-	size_t image_stack;   /* and which stack limit */
-	bool dirty;           /* a run has used the arena since the last restore */
-	size_t dirty_end;     /* how far into the region that run wrote */
-	saved_state saved;
+	slot_image images[NIMAGES];
+	size_t dirty_end;
+	size_t touched; /* the furthest dirty_end has ever reached (for tests) */
 
 	/* Plain-data JSON (json_plain_write): the classes of {} and [],
 	 * learnt when a sandbox opens, and a scratch buffer. */
@@ -1624,6 +1635,16 @@ static void forget_sandbox(bridge_slot *s)
 	s->open = false;
 }
 
+/* Records how far the arena's allocations reached, for the next restore
+ * to clear. */
+static void mark_dirty(bridge_slot *s)
+{
+	if (s->ar->hwm > s->dirty_end)
+		s->dirty_end = s->ar->hwm;
+	if (s->dirty_end > s->touched)
+		s->touched = s->dirty_end;
+}
+
 /* Ends the sandbox: a libc one is freed value by value, so a leaked
  * reference aborts in JS_FreeRuntime; an arena one is left for the next
  * restore, which overwrites it. So the run's own last references (the
@@ -1633,10 +1654,8 @@ static void forget_sandbox(bridge_slot *s)
 static void sandbox_close(bridge_slot *s)
 {
 	if (s->snapshot) {
-		if (s->ar) {
-			s->dirty = true;
-			s->dirty_end = s->ar->hwm;
-		}
+		if (s->ar)
+			mark_dirty(s);
 		forget_sandbox(s);
 		return;
 	}
@@ -1682,23 +1701,26 @@ static JSValue load_runtime(bridge_slot *s, const bridge_config *cfg);
  * and the image. Reserved, not committed (MAP_NORESERVE). */
 static size_t region_size(uint64_t memory) { return (size_t)memory * 2 + (4u << 20); }
 
-static int build_image(bridge_slot *s, const bridge_config *cfg)
+static int build_image(bridge_slot *s, const bridge_config *cfg, slot_image *im)
 {
 	if (!s->ar && !(s->ar = arena_new(region_size(cfg->memory))))
 		return -1;
 	arena_reset(s->ar);
 	s->heap_used = 0;
 	s->snapshot = true;
-	if (sandbox_open(s, cfg, &arena_funcs) < 0)
-		return -1;
-	JS_UpdateStackTop(s->rt);
-	if (cfg->runtime_bc) {
+	int rc = sandbox_open(s, cfg, &arena_funcs);
+	if (rc == 0)
+		JS_UpdateStackTop(s->rt);
+	if (rc == 0 && cfg->runtime_bc) {
 		s->rtobj = load_runtime(s, cfg);
 		if (JS_IsException(s->rtobj)) {
 			s->rtobj = JS_UNDEFINED;
-			return -1;
+			rc = -1;
 		}
 	}
+	mark_dirty(s); /* whatever the build wrote, kept or not */
+	if (rc < 0)
+		return -1;
 	JS_RunGC(s->rt);
 	/* A run's first collection comes once it has allocated an eighth of
 	 * its limit, not where building the sandbox left the threshold (a few
@@ -1708,18 +1730,19 @@ static int build_image(bridge_slot *s, const bridge_config *cfg)
 	 * reference drops), and after the first one the engine's 1.5x rule
 	 * applies as before, so a run fits its limit as it did. */
 	JS_SetGCThreshold(s->rt, s->heap_used + cfg->memory / 8);
-	s->saved = (saved_state){.rt = s->rt, .ctx = s->ctx, .rtobj = s->rtobj, .marks = s->marks,
-	                         .marks_get = s->marks_get, .marks_set = s->marks_set, .heap_used = s->heap_used};
 	size_t len = (s->ar->top + 63) & ~(size_t)63;
-	uint8_t *img = realloc(s->image, len);
-	if (!img)
+	uint8_t *bytes = realloc(im->bytes, len);
+	if (!bytes)
 		return -1;
-	memcpy(img, s->ar, len);
-	s->image = img;
-	s->image_len = len;
-	s->image_id = cfg->image_id;
-	s->image_stack = cfg->stack;
-	s->dirty = false;
+	memcpy(bytes, s->ar, len);
+	*im = (slot_image){
+		.bytes = bytes,
+		.len = len,
+		.id = cfg->image_id,
+		.stack = cfg->stack,
+		.saved = {.rt = s->rt, .ctx = s->ctx, .rtobj = s->rtobj, .marks = s->marks, .marks_get = s->marks_get,
+		          .marks_set = s->marks_set, .heap_used = s->heap_used},
+	};
 	s->ar->hwm = s->ar->top;
 	return 0;
 }
@@ -1728,15 +1751,15 @@ static int build_image(bridge_slot *s, const bridge_config *cfg)
  * (zero-filled on the next touch) instead of cleared by hand. */
 #define SCRUB_MADVISE (8u << 20)
 
-/* Puts the image back: the region's prefix, the slot's pointers into it,
- * and zeroes over whatever the last run wrote past the image. */
-static void restore_image(bridge_slot *s)
+/* Puts an image back: zeroes over whatever differs from zero past it
+ * (another image, the last run's allocations), then the region's prefix
+ * and the slot's pointers into it. */
+static void restore_image(bridge_slot *s, const slot_image *im)
 {
 	char *base = (char *)s->ar;
-	size_t end = s->dirty_end;
-	if (end > s->image_len) {
+	if (s->dirty_end > im->len) {
 		size_t page = (size_t)sysconf(_SC_PAGESIZE);
-		size_t from = s->image_len, upto = end;
+		size_t from = im->len, upto = s->dirty_end;
 		if (upto - from > SCRUB_MADVISE) {
 			size_t aligned = (from + page - 1) & ~(page - 1);
 			memset(base + from, 0, aligned - from);
@@ -1745,15 +1768,15 @@ static void restore_image(bridge_slot *s)
 			memset(base + from, 0, upto - from);
 		}
 	}
-	memcpy(base, s->image, s->image_len);
-	s->rt = s->saved.rt;
-	s->ctx = s->saved.ctx;
-	s->rtobj = s->saved.rtobj;
-	s->marks = s->saved.marks;
-	s->marks_get = s->saved.marks_get;
-	s->marks_set = s->saved.marks_set;
-	s->heap_used = s->saved.heap_used;
-	s->dirty = false;
+	memcpy(base, im->bytes, im->len);
+	s->dirty_end = im->len;
+	s->rt = im->saved.rt;
+	s->ctx = im->saved.ctx;
+	s->rtobj = im->saved.rtobj;
+	s->marks = im->saved.marks;
+	s->marks_get = im->saved.marks_get;
+	s->marks_set = im->saved.marks_set;
+	s->heap_used = im->saved.heap_used;
 	s->ar->hwm = s->ar->top;
 }
 
@@ -1765,12 +1788,15 @@ static int open_run(bridge_slot *s, const bridge_config *cfg)
 		s->snapshot = false;
 		if (sandbox_open(s, cfg, &heap_funcs) < 0)
 			return -1;
-	} else if (!s->image || s->image_id != cfg->image_id || s->image_stack != cfg->stack) {
-		if (build_image(s, cfg) < 0)
-			return -1;
 	} else {
-		s->snapshot = true;
-		restore_image(s);
+		slot_image *im = &s->images[cfg->runtime_bc ? IMAGE_RUNTIME : IMAGE_PLAIN];
+		if (!im->bytes || im->id != cfg->image_id || im->stack != cfg->stack) {
+			if (build_image(s, cfg, im) < 0)
+				return -1;
+		} else {
+			s->snapshot = true;
+			restore_image(s, im);
+		}
 	}
 	s->handle = cfg->handle;
 	s->open = true;
@@ -1961,7 +1987,22 @@ int64_t bridge_slot_wait(bridge_slot *s)
 
 int32_t bridge_slot_alive(bridge_slot *s) { return s->open; }
 
-size_t bridge_slot_image_size(bridge_slot *s) { return s->image ? s->image_len : 0; }
+int32_t bridge_slot_zero_above(bridge_slot *s)
+{
+	if (!s->ar)
+		return 1;
+	size_t from = s->ar->hwm > s->dirty_end ? s->ar->hwm : s->dirty_end;
+	for (const uint8_t *p = (const uint8_t *)s->ar + from, *end = (const uint8_t *)s->ar + s->touched; p < end; p++)
+		if (*p)
+			return 0;
+	return 1;
+}
+
+size_t bridge_slot_image_size(bridge_slot *s, int32_t runtime)
+{
+	const slot_image *im = &s->images[runtime ? IMAGE_RUNTIME : IMAGE_PLAIN];
+	return im->bytes ? im->len : 0;
+}
 
 static bool is_kill(int32_t st)
 {
@@ -2443,7 +2484,8 @@ void bridge_slot_free(bridge_slot *s)
 		sandbox_close(s);
 	if (s->ar)
 		munmap(s->ar, s->ar->size);
-	free(s->image);
+	for (int i = 0; i < NIMAGES; i++)
+		free(s->images[i].bytes);
 	free(s->logs);
 	free(s->json.p);
 	free(s);

@@ -100,11 +100,12 @@ typedef struct bridge_config {
 	size_t args_len;
 	const char *selftest; /* BRIDGE_MODE_REGISTER: the self-test script or NULL */
 	size_t selftest_len;
-	/* Snapshot mode: the sandbox is restored from the slot's image, built
-	 * on first use and whenever image_id (the capability set) changes; the
-	 * image includes the runtime (runtime_bc, required). Otherwise a fresh
-	 * libc-backed runtime is built and freed, so JS_FreeRuntime's leak
-	 * checks run. */
+	/* Snapshot mode: the sandbox is restored from one of the slot's two
+	 * images, each built on first use and whenever image_id (the
+	 * capability set) or the stack limit changes: a plain one, or with
+	 * runtime_bc (Execute programs) one that holds the runtime. Otherwise
+	 * a fresh libc-backed runtime is built and freed, so JS_FreeRuntime's
+	 * leak checks run. */
 	int32_t snapshot;
 	uintptr_t image_id;
 	uint64_t seed[2]; /* Math.random's seed for this run, from a CSPRNG */
@@ -174,8 +175,13 @@ int32_t bridge_slot_invocation(bridge_slot *s, uint32_t inv, bridge_out *out);
 /* ns until the slot's next timer is due, or -1; whether it holds a sandbox. */
 int64_t bridge_slot_wait(bridge_slot *s);
 int32_t bridge_slot_alive(bridge_slot *s);
-/* Bytes a run restores (the snapshot image), 0 without one. */
-size_t bridge_slot_image_size(bridge_slot *s);
+/* Whether every byte of the arena above what the current sandbox and its
+ * image use, up to the furthest any run or build ever wrote, is zero: the
+ * restore's scrub at work (tests). */
+int32_t bridge_slot_zero_above(bridge_slot *s);
+/* Bytes a run restores from the slot's plain image, or (runtime != 0) the
+ * one Execute programs use; 0 if it is not built. */
+size_t bridge_slot_image_size(bridge_slot *s, int32_t runtime);
 /* Hands over the console lines gathered since the last hand-over. */
 void bridge_slot_take_logs(bridge_slot *s, bridge_out *out);
 

@@ -230,8 +230,19 @@ func (p *slotPool) detach(s *slot) {
 // alive reports whether the slot holds a live sandbox.
 func (s *slot) alive() bool { return C.bridge_slot_alive(s.c) != 0 }
 
-// imageSize reports the bytes the slot restores per run.
-func (s *slot) imageSize() int { return int(C.bridge_slot_image_size(s.c)) }
+// zeroAbove reports whether the slot's arena is zero above what the sandbox
+// in it uses, as far as anything was ever written.
+func (s *slot) zeroAbove() bool { return C.bridge_slot_zero_above(s.c) != 0 }
+
+// imageSize reports the bytes the slot restores per run: for Run and tools,
+// or (runtime) for Execute programs.
+func (s *slot) imageSize(runtime bool) int {
+	var r C.int32_t
+	if runtime {
+		r = 1
+	}
+	return int(C.bridge_slot_image_size(s.c, r))
+}
 
 // free releases a slot's C side.
 func (s *slot) free() {
@@ -492,10 +503,6 @@ func (c *call) bridgeConfig(start time.Time) C.bridge_config {
 	if !c.ex.checked {
 		cfg.snapshot = 1
 		cfg.image_id = C.uintptr_t(uintptr(unsafe.Pointer(c.caps)))
-		if rt, err := runtimeBytecode(); err == nil {
-			cfg.runtime_bc = (*C.uint8_t)(unsafe.Pointer(&rt[0]))
-			cfg.runtime_bc_len = C.size_t(len(rt))
-		}
 	}
 	if p := c.prog; p != nil {
 		cfg.filename = p.file

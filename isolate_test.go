@@ -215,6 +215,55 @@ func TestImagesFollowCapabilities(t *testing.T) {
 	assert.Equal(t, "[0,4]", string(res.Value))
 }
 
+// TestRunAndExecuteShareASlot alternates Run and Execute on one slot: each
+// restores its own image (Execute's holds the runtime, so Run's is
+// smaller), and nothing crosses from one to the other.
+func TestRunAndExecuteShareASlot(t *testing.T) {
+	t.Parallel()
+	var e *Executor
+	// clean reports whether the arena is zero above what the running
+	// sandbox uses: the restore cleared what the last run and the other
+	// image left there.
+	clean := Capability{Name: "clean", Func: fn(func(context.Context, json.RawMessage) (any, error) {
+		if e.checked {
+			return true, nil
+		}
+		for s := range e.slots.all {
+			return s.zeroAbove(), nil
+		}
+		return false, nil
+	})}
+	e = newExecutor(t, WithSlots(1), WithLimits(Limits{Memory: 8 << 20}), WithCapability(clean))
+	ctx := context.Background()
+	execute := func(code string) string {
+		res := e.Execute(ctx, Request{Code: code, Providers: []Provider{{Name: "store", Tools: []string{"x"}}},
+			Dispatch: (&recorder{}).dispatch})
+		require.Empty(t, res.Error, code)
+		return string(res.Result)
+	}
+	run := func(script string) string {
+		res, err := e.Run(ctx, script)
+		require.NoError(t, err, script)
+		return string(res.Value)
+	}
+	const probe = "[typeof leak, ({}).polluted ?? null, [1, 2].length, clean({})]"
+	for i := 0; i < 3; i++ {
+		assert.Equal(t, `["undefined",null,2,true]`, execute("async () => { const r = "+probe+
+			"; globalThis.leak = 1; Object.prototype.polluted = 'x'; await store.x(); return r }"))
+		assert.Equal(t, `["undefined",null,2,true]`, run("const r = "+probe+
+			"; globalThis.leak = [];  for (let i = 0; i < 20000; i++) leak.push({i}); Object.prototype.polluted = 'y'; return r"))
+	}
+	if e.checked {
+		return
+	}
+	var plain, withRuntime int
+	for s := range e.slots.all {
+		plain, withRuntime = s.imageSize(false), s.imageSize(true)
+	}
+	assert.Positive(t, plain)
+	assert.Greater(t, withRuntime, plain)
+}
+
 // TestSlotHammer: many goroutines on few slots, mixed outcomes, every
 // answer right.
 func TestSlotHammer(t *testing.T) {
