@@ -30,10 +30,11 @@
 // prototypes, the Symbol registry, timers, pending jobs, anything) is
 // visible to the next. Fresh is cheap: each slot (see Concurrency) builds a
 // runtime and context once in an arena of its own, with the intrinsics, the
-// console, the timers, the capabilities and codemode's runtime, keeps the
-// used part of the arena as an image, and copies that image back before
-// every run, over the same addresses, zeroing what the last run wrote past
-// it. A trivial run costs a few microseconds. Math.random is reseeded for
+// console, the timers and the capabilities (and, in a second image for
+// Execute, codemode's runtime), keeps the used part of the arena as an
+// image, and copies that image back before every run, over the same
+// addresses, zeroing whatever lies past it. A trivial run costs a few
+// microseconds. Math.random is reseeded for
 // every run from a CSPRNG, so no two runs share a sequence. Built with
 // -tags codemode_checked, every run instead builds a runtime on libc and
 // frees it afterwards, so the engine's own assertions catch a leaked
