@@ -3,6 +3,7 @@ GO ?= go
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 BENCHSTAT ?= golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 FUZZTIME ?= 10s
+FUZZ ?= FuzzRun
 COUNT ?= 6
 ROUNDS ?= 10
 CC ?= gcc
@@ -35,7 +36,7 @@ microbench:
 	$(GO) run $(BENCHSTAT) bench.out
 
 fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzRun -fuzztime $(FUZZTIME) .
+	$(GO) test -run '^$$' -fuzz '^$(FUZZ)$$' -fuzztime $(FUZZTIME) .
 
 # The tests under AddressSanitizer; LeakSanitizer checks at exit (go -asan).
 leakcheck:

@@ -272,3 +272,25 @@ func (g valueGen) number() string {
 	}
 	return "(" + strconv.FormatFloat(f, 'g', -1, 64) + ")"
 }
+
+// FuzzPlainJSON compares the two serializers on values generated from the
+// fuzzer's seed (make fuzz FUZZ=FuzzPlainJSON).
+func FuzzPlainJSON(f *testing.F) {
+	for seed := range uint64(4) {
+		f.Add(seed, seed*7)
+	}
+	r := &argsRecorder{}
+	e, err := New(WithCapability(r.capability()), WithLimits(Limits{Payload: 8 << 20}))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { e.Close() })
+	f.Fuzz(func(t *testing.T, a, b uint64) {
+		g := valueGen{rand.New(rand.NewPCG(a, b))}
+		exprs := make([]string, 20)
+		for i := range exprs {
+			exprs[i] = g.value(0)
+		}
+		plainVersusEngine(t, e, r, exprs)
+	})
+}
