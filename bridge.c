@@ -818,6 +818,51 @@ static void json_scratch_trim(bridge_slot *s)
 	}
 }
 
+static JSValue rt_call(bridge_slot *s, const char *name, int argc, JSValueConst *argv);
+
+/* What json_text found. */
+enum { JSON_TEXT, JSON_NONE, JSON_TOO_LARGE, JSON_THREW };
+
+/* The JSON text of v, byte for byte what JSON.stringify(v) gives (with
+ * codec, runtime.js's encode), in the slot's scratch buffer s->json:
+ * JSON_TEXT; JSON_NONE when there is none (undefined, functions, symbols);
+ * JSON_TOO_LARGE when it is longer than max, with its first max bytes in
+ * the buffer; JSON_THREW with the exception pending. *n is its length in
+ * every case but the last. Plain data is written directly; anything else,
+ * and every codec value, goes to the engine whole. The caller trims the
+ * buffer (json_scratch_trim) once done with the text. */
+static int json_text(bridge_slot *s, JSValueConst v, uint64_t max, bool codec, size_t *n)
+{
+	JSContext *ctx = s->ctx;
+	strbuf *b = json_scratch(s, max);
+	if (!codec && json_plain_write(s, v, b)) {
+		*n = b->len;
+		return JSON_TEXT;
+	}
+	JSValue json = codec ? rt_call(s, "encode", 1, &v) : JS_JSONStringify(ctx, v, JS_UNDEFINED, JS_UNDEFINED);
+	if (JS_IsException(json))
+		return JSON_THREW;
+	if (!JS_IsString(json)) {
+		JS_FreeValue(ctx, json);
+		*n = 0;
+		return JSON_NONE;
+	}
+	const char *p = JS_ToCStringLen(ctx, n, json);
+	JS_FreeValue(ctx, json);
+	if (!p)
+		return JSON_THREW;
+	b = json_scratch(s, max);
+	sb_put(b, p, *n); /* truncated at max */
+	JS_FreeCString(ctx, p);
+	if (*n > max)
+		return JSON_TOO_LARGE;
+	if (b->overflow) { /* libc refused the copy */
+		JS_ThrowOutOfMemory(ctx);
+		return JSON_THREW;
+	}
+	return JSON_TEXT;
+}
+
 /* ---------------------------------------------------------------------- */
 /* Rendering values as text: strings as they are, other values as compact
  * JSON, and String(v) when JSON has nothing to say. Returns -1 only when a
@@ -852,28 +897,19 @@ static int describe(bridge_slot *s, JSValueConst v, strbuf *b)
 		sb_puts(b, ")");
 		return 0;
 	}
-	strbuf *plain = json_scratch(s, b->limit ? b->limit : s->payload);
-	bool done = json_plain_write(s, v, plain);
-	if (done)
-		sb_put(b, plain->p, plain->len);
+	size_t n;
+	int r = json_text(s, v, b->limit ? b->limit : UINT64_MAX, false, &n);
+	if (r == JSON_TEXT || r == JSON_TOO_LARGE) /* b keeps what fits */
+		sb_put(b, s->json.p, s->json.len);
+	if (r == JSON_TOO_LARGE)
+		b->overflow = true;
 	json_scratch_trim(s);
-	if (done)
+	if (r == JSON_TEXT || r == JSON_TOO_LARGE)
 		return 0;
-	JSValue json = JS_JSONStringify(ctx, v, JS_UNDEFINED, JS_UNDEFINED);
-	if (JS_IsException(json)) {
+	if (r == JSON_THREW) {
 		if (s->killed)
 			return -1;
 		JS_FreeValue(ctx, JS_GetException(ctx));
-	} else if (JS_IsString(json)) {
-		int rc = put_string(ctx, json, b);
-		JS_FreeValue(ctx, json);
-		if (rc == 0)
-			return 0;
-		if (s->killed)
-			return -1;
-		JS_FreeValue(ctx, JS_GetException(ctx));
-	} else {
-		JS_FreeValue(ctx, json); /* undefined: functions, symbols, undefined */
 	}
 	JSValue str = JS_ToString(ctx, v);
 	if (JS_IsException(str)) {
@@ -1194,37 +1230,30 @@ static JSValue js_capability(JSContext *ctx, JSValueConst this_val, int argc, JS
 	if (program_settled(s))
 		return throw_completed(s);
 	JSValueConst arg = argc > 0 ? argv[0] : JS_UNDEFINED;
-	JSValue json = JS_UNDEFINED;
 	const char *args = "{}";
 	size_t n = 2;
-	strbuf *plain = json_scratch(s, s->payload);
-	if (JS_IsUndefined(arg)) {
-		/* no argument: {} */
-	} else if (!JS_IsObject(arg) || JS_IsArray(arg) || JS_IsFunction(ctx, arg)) {
-		return JS_ThrowTypeError(ctx, "%s expects one argument object", name);
-	} else if (json_plain_write(s, arg, plain)) {
-		args = plain->p;
-		n = plain->len;
-	} else {
-		json_scratch_trim(s);
-		json = JS_JSONStringify(ctx, arg, JS_UNDEFINED, JS_UNDEFINED);
-		if (JS_IsException(json))
-			return json;
-		if (!JS_IsString(json)) {
-			JS_FreeValue(ctx, json);
+	if (!JS_IsUndefined(arg)) { /* no argument: {} */
+		if (!JS_IsObject(arg) || JS_IsArray(arg) || JS_IsFunction(ctx, arg))
 			return JS_ThrowTypeError(ctx, "%s expects one argument object", name);
-		}
-		args = JS_ToCStringLen(ctx, &n, json);
-		if (!args) {
-			JS_FreeValue(ctx, json);
+		switch (json_text(s, arg, s->payload, false, &n)) {
+		case JSON_TEXT:
+			args = s->json.p;
+			break;
+		case JSON_NONE: /* its toJSON said so */
+			json_scratch_trim(s);
+			return JS_ThrowTypeError(ctx, "%s expects one argument object", name);
+		case JSON_TOO_LARGE:
+			json_scratch_trim(s);
+			return JS_ThrowRangeError(ctx,
+			                          "%s: the arguments are %zu bytes of JSON, over the payload limit of %llu bytes",
+			                          name, n, (unsigned long long)s->payload);
+		default:
+			json_scratch_trim(s);
 			return JS_EXCEPTION;
 		}
 	}
 	JSValue ret;
-	if (n > s->payload) {
-		ret = JS_ThrowRangeError(ctx, "%s: the arguments are %zu bytes of JSON, over the payload limit of %llu bytes",
-		                         name, n, (unsigned long long)s->payload);
-	} else if (s->cap_async[cap]) {
+	if (s->cap_async[cap]) {
 		ret = call_async(s, cap, args, n);
 	} else {
 		bridge_reply r = {0};
@@ -1255,10 +1284,6 @@ static JSValue js_capability(JSContext *ctx, JSValueConst this_val, int argc, JS
 			break;
 		}
 		free(r.data);
-	}
-	if (!JS_IsUndefined(json)) {
-		JS_FreeCString(ctx, args);
-		JS_FreeValue(ctx, json);
 	}
 	json_scratch_trim(s);
 	return ret;
@@ -1858,51 +1883,27 @@ static JSValue rt_call(bridge_slot *s, const char *name, int argc, JSValueConst 
 /* The result's JSON: JSON.stringify, or for Execute programs the codec. */
 static int32_t emit_result(bridge_slot *s, JSValueConst val, bridge_out *out)
 {
-	JSContext *ctx = s->ctx;
-	strbuf *plain = json_scratch(s, s->payload);
-	if (!s->codec && json_plain_write(s, val, plain)) {
-		int32_t st = BRIDGE_DONE;
-		out->size = plain->len;
-		if ((out->data = malloc(plain->len + 1)) != NULL)
-			memcpy(out->data, plain->p, plain->len + 1);
+	size_t n;
+	int r = json_text(s, val, s->payload, s->codec, &n);
+	int32_t st = BRIDGE_DONE;
+	if (s->killed) {
+		if (r == JSON_THREW)
+			JS_FreeValue(s->ctx, JS_GetException(s->ctx));
+		st = s->killed;
+	} else if (r == JSON_THREW) {
+		st = emit_exception(s, out);
+	} else if (r == JSON_TOO_LARGE) {
+		out->size = n;
+		st = BRIDGE_TOO_LARGE;
+	} else {
+		const char *text = r == JSON_TEXT ? s->json.p : "null"; /* none: undefined, a function, a symbol */
+		out->size = r == JSON_TEXT ? n : 4;
+		if ((out->data = malloc(out->size + 1)) != NULL)
+			memcpy(out->data, text, out->size + 1);
 		else
 			st = BRIDGE_INTERNAL;
-		json_scratch_trim(s);
-		return st;
 	}
 	json_scratch_trim(s);
-	JSValue json = s->codec ? rt_call(s, "encode", 1, &val) : JS_JSONStringify(ctx, val, JS_UNDEFINED, JS_UNDEFINED);
-	if (s->killed) {
-		if (JS_IsException(json))
-			JS_FreeValue(ctx, JS_GetException(ctx));
-		JS_FreeValue(ctx, json);
-		return s->killed;
-	}
-	if (JS_IsException(json))
-		return emit_exception(s, out);
-	if (!JS_IsString(json)) { /* undefined, a function, a symbol */
-		JS_FreeValue(ctx, json);
-		out->data = strdup("null");
-		out->size = 4;
-		return out->data ? BRIDGE_DONE : BRIDGE_INTERNAL;
-	}
-	size_t n;
-	const char *p = JS_ToCStringLen(ctx, &n, json);
-	JS_FreeValue(ctx, json);
-	if (!p) {
-		JS_FreeValue(ctx, JS_GetException(ctx));
-		return s->killed ? s->killed : BRIDGE_INTERNAL;
-	}
-	int32_t st = BRIDGE_DONE;
-	out->size = n;
-	if (n > s->payload) {
-		st = BRIDGE_TOO_LARGE;
-	} else if ((out->data = malloc(n + 1)) != NULL) {
-		memcpy(out->data, p, n + 1);
-	} else {
-		st = BRIDGE_INTERNAL;
-	}
-	JS_FreeCString(ctx, p);
 	return st;
 }
 
