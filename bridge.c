@@ -119,6 +119,8 @@ struct bridge_slot {
 	 * objects we made to [index, message], and its get/set as they were
 	 * before any user code ran. */
 	JSValue marks, marks_get, marks_set;
+	bool marked; /* the run made a marked Error: only then is a throw looked up */
+	bool bad_args; /* a tool run's arguments did not parse */
 	/* Async calls in flight, indexed by call id (engine heap). */
 	host_call *calls;
 	uint32_t calls_len, calls_cap, calls_free, pending_calls;
@@ -1112,9 +1114,11 @@ static int install_marks(bridge_slot *s)
 	return JS_IsException(s->marks) || JS_IsException(s->marks_get) || JS_IsException(s->marks_set) ? -1 : 0;
 }
 
-/* A new Error whose message is msg[0:len], marked as capability cap's
- * (cap < 0: a plain Error). */
-static JSValue capability_error(bridge_slot *s, int32_t cap, const char *msg, size_t len)
+/* A new Error whose message is msg[0:len], marked as the failure of
+ * capability cap, or (cap < 0, name[0:nlen] set) of the provider tool
+ * "provider.tool" a dispatch served; neither: a plain Error. */
+static JSValue capability_error(bridge_slot *s, int32_t cap, const char *name, size_t nlen, const char *msg,
+                                size_t len)
 {
 	JSContext *ctx = s->ctx;
 	JSValue err = JS_NewError(ctx);
@@ -1125,7 +1129,7 @@ static JSValue capability_error(bridge_slot *s, int32_t cap, const char *msg, si
 		JS_FreeValue(ctx, err);
 		return m;
 	}
-	if (cap < 0 || s->ncaps == 0) {
+	if ((cap < 0 && !name) || JS_IsUndefined(s->marks)) {
 		if (JS_DefinePropertyValueStr(ctx, err, "message", m, JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE) < 0) {
 			JS_FreeValue(ctx, err);
 			return JS_EXCEPTION;
@@ -1133,15 +1137,19 @@ static JSValue capability_error(bridge_slot *s, int32_t cap, const char *msg, si
 		return err;
 	}
 	JSValue mark = JS_NewArray(ctx);
-	if (JS_IsException(mark) ||
+	JSValue who = name ? JS_NewStringLen(ctx, name, nlen) : JS_UNDEFINED;
+	if (JS_IsException(mark) || JS_IsException(who) ||
 	    JS_DefinePropertyValueStr(ctx, err, "message", JS_DupValue(ctx, m), JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE) < 0 ||
 	    JS_SetPropertyUint32(ctx, mark, 0, JS_NewInt32(ctx, cap)) < 0 ||
-	    JS_SetPropertyUint32(ctx, mark, 1, JS_DupValue(ctx, m)) < 0) {
+	    JS_SetPropertyUint32(ctx, mark, 1, JS_DupValue(ctx, m)) < 0 ||
+	    JS_SetPropertyUint32(ctx, mark, 2, JS_DupValue(ctx, who)) < 0) {
+		JS_FreeValue(ctx, who);
 		JS_FreeValue(ctx, mark);
 		JS_FreeValue(ctx, m);
 		JS_FreeValue(ctx, err);
 		return JS_EXCEPTION;
 	}
+	JS_FreeValue(ctx, who);
 	JS_FreeValue(ctx, m);
 	JSValue args[2] = {err, mark};
 	JSValue r = JS_Call(ctx, s->marks_set, s->marks, 2, args);
@@ -1151,15 +1159,32 @@ static JSValue capability_error(bridge_slot *s, int32_t cap, const char *msg, si
 		return r;
 	}
 	JS_FreeValue(ctx, r);
+	s->marked = true;
 	return err;
 }
 
-/* If v is a marked capability Error, reports its capability and original
- * message into out and returns true. */
+/* A copy of the string v in libc memory (NUL-terminated), or NULL. */
+static char *dup_js_string(JSContext *ctx, JSValueConst v, size_t *n)
+{
+	if (!JS_IsString(v))
+		return NULL;
+	const char *p = JS_ToCStringLen(ctx, n, v);
+	if (!p)
+		return NULL;
+	char *c = malloc(*n + 1);
+	if (c)
+		memcpy(c, p, *n + 1);
+	JS_FreeCString(ctx, p);
+	return c;
+}
+
+/* If v is a marked capability Error, reports what failed (out->cap, and
+ * for a provider tool out->cap_name) and its original message into out
+ * and returns true. */
 static bool capability_of(bridge_slot *s, JSValueConst v, bridge_out *out)
 {
 	JSContext *ctx = s->ctx;
-	if (s->ncaps == 0 || !JS_IsObject(v))
+	if (!s->marked || !JS_IsObject(v))
 		return false;
 	JSValue mark = JS_Call(ctx, s->marks_get, s->marks, 1, &v);
 	if (JS_IsException(mark)) {
@@ -1170,16 +1195,22 @@ static bool capability_of(bridge_slot *s, JSValueConst v, bridge_out *out)
 	if (JS_IsArray(mark)) {
 		JSValue idx = JS_GetPropertyUint32(ctx, mark, 0);
 		JSValue msg = JS_GetPropertyUint32(ctx, mark, 1);
-		size_t n;
-		const char *p = JS_IsString(msg) ? JS_ToCStringLen(ctx, &n, msg) : NULL;
-		if (p && JS_VALUE_GET_TAG(idx) == JS_TAG_INT && (out->data = malloc(n + 1)) != NULL) {
-			memcpy(out->data, p, n + 1);
+		JSValue who = JS_GetPropertyUint32(ctx, mark, 2);
+		size_t n = 0, nn = 0;
+		char *m = JS_VALUE_GET_TAG(idx) == JS_TAG_INT ? dup_js_string(ctx, msg, &n) : NULL;
+		char *w = m && JS_VALUE_GET_INT(idx) < 0 ? dup_js_string(ctx, who, &nn) : NULL;
+		if (m && (JS_VALUE_GET_INT(idx) >= 0 || w)) {
+			out->data = m;
 			out->size = n;
 			out->cap = JS_VALUE_GET_INT(idx);
+			out->cap_name = w;
+			out->cap_name_len = nn;
 			found = true;
+		} else {
+			free(m);
+			free(w);
 		}
-		if (p)
-			JS_FreeCString(ctx, p);
+		JS_FreeValue(ctx, who);
 		JS_FreeValue(ctx, msg);
 		JS_FreeValue(ctx, idx);
 	}
@@ -1210,7 +1241,7 @@ static bool program_settled(bridge_slot *s)
 
 static JSValue throw_message(bridge_slot *s, const char *msg, size_t len)
 {
-	JSValue err = capability_error(s, -1, msg, len);
+	JSValue err = capability_error(s, -1, NULL, 0, msg, len);
 	return JS_IsException(err) ? err : JS_Throw(s->ctx, err);
 }
 
@@ -1264,12 +1295,12 @@ static JSValue js_capability(JSContext *ctx, JSValueConst this_val, int argc, JS
 			if (JS_IsException(ret) && !s->killed) {
 				JS_FreeValue(ctx, JS_GetException(ctx));
 				static const char bad[] = "the capability returned invalid JSON";
-				JSValue err = capability_error(s, cap, bad, sizeof(bad) - 1);
+				JSValue err = capability_error(s, cap, NULL, 0, bad, sizeof(bad) - 1);
 				ret = JS_IsException(err) ? err : JS_Throw(ctx, err);
 			}
 			break;
 		case BRIDGE_CALL_ERROR: {
-			JSValue err = capability_error(s, cap, r.data ? r.data : "", r.data ? r.size : 0);
+			JSValue err = capability_error(s, cap, NULL, 0, r.data ? r.data : "", r.data ? r.size : 0);
 			ret = JS_IsException(err) ? err : JS_Throw(ctx, err);
 			break;
 		}
@@ -1409,7 +1440,39 @@ cleanup:
 	return ret;
 }
 
-void bridge_slot_settle(bridge_slot *s, uint32_t id, int32_t status, const char *data, size_t len)
+/* native.fail(provider, tool, message) of runtime.js: the Error a provider
+ * tool's envelope failure throws, marked as that tool's. */
+static JSValue js_fail(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+	(void)this_val;
+	bridge_slot *s = JS_GetContextOpaque(ctx);
+	if (argc < 3)
+		return JS_ThrowTypeError(ctx, "fail expects a provider, a tool and a message");
+	const char *p[3] = {NULL, NULL, NULL};
+	size_t n[3] = {0, 0, 0};
+	JSValue ret = JS_EXCEPTION;
+	strbuf name = {0};
+	for (int i = 0; i < 3; i++)
+		if (!(p[i] = JS_ToCStringLen(ctx, &n[i], argv[i])))
+			goto cleanup;
+	sb_put(&name, p[0], n[0]);
+	sb_put(&name, ".", 1);
+	sb_put(&name, p[1], n[1]);
+	if (name.overflow) {
+		ret = JS_ThrowOutOfMemory(ctx);
+		goto cleanup;
+	}
+	ret = capability_error(s, -1, name.p, name.len, p[2], n[2]);
+cleanup:
+	free(name.p);
+	for (int i = 0; i < 3; i++)
+		if (p[i])
+			JS_FreeCString(ctx, p[i]);
+	return ret;
+}
+
+void bridge_slot_settle(bridge_slot *s, uint32_t id, int32_t status, const char *data, size_t len, const char *name,
+                        size_t nlen)
 {
 	if (!s->open || id >= s->calls_len || !s->calls[id].used)
 		return;
@@ -1431,11 +1494,11 @@ void bridge_slot_settle(bridge_slot *s, uint32_t id, int32_t status, const char 
 		if (JS_IsException(v) && !s->killed) {
 			JS_FreeValue(ctx, JS_GetException(ctx));
 			static const char bad[] = "the capability returned invalid JSON";
-			v = capability_error(s, c.cap, bad, sizeof(bad) - 1);
+			v = capability_error(s, c.cap, name, nlen, bad, sizeof(bad) - 1);
 			fn = c.reject;
 		}
 	} else {
-		v = capability_error(s, c.cap, data, len);
+		v = capability_error(s, c.cap, name, nlen, data, len);
 		fn = c.reject;
 	}
 	if (JS_IsException(v)) {
@@ -1634,7 +1697,7 @@ static int sandbox_open(bridge_slot *s, const bridge_config *cfg, const JSMalloc
 	s->cap_names = cfg->cap_names;
 	s->cap_async = cfg->cap_async;
 	s->ncaps = cfg->ncaps;
-	if (s->ncaps > 0 && (install_marks(s) || install_capabilities(s)))
+	if (install_marks(s) || (s->ncaps > 0 && install_capabilities(s)))
 		return -1;
 	return 0;
 }
@@ -1845,10 +1908,16 @@ static void drain_jobs(bridge_slot *s)
 	}
 }
 
-static int32_t emit_thrown(bridge_slot *s, JSValueConst exc, bridge_out *out)
+/* Reports a thrown value: a marked capability failure (however it got
+ * here: thrown at the call site, caught and rethrown, or a rejection) is
+ * BRIDGE_CAPABILITY; anything else is rendered (BRIDGE_THROWN). With
+ * attribute false it is always rendered. */
+static int32_t emit_thrown(bridge_slot *s, JSValueConst exc, bool attribute, bridge_out *out)
 {
 	if (s->killed)
 		return s->killed;
+	if (attribute && capability_of(s, exc, out))
+		return BRIDGE_CAPABILITY;
 	strbuf b = {0};
 	render_thrown(s, exc, &b);
 	if (s->killed) {
@@ -1860,11 +1929,11 @@ static int32_t emit_thrown(bridge_slot *s, JSValueConst exc, bridge_out *out)
 	return BRIDGE_THROWN;
 }
 
-/* Takes the pending exception and renders it. */
-static int32_t emit_exception(bridge_slot *s, bridge_out *out)
+/* Takes the pending exception and reports it. */
+static int32_t emit_exception(bridge_slot *s, bool attribute, bridge_out *out)
 {
 	JSValue exc = JS_GetException(s->ctx);
-	int32_t st = emit_thrown(s, exc, out);
+	int32_t st = emit_thrown(s, exc, attribute, out);
 	JS_FreeValue(s->ctx, exc);
 	return st;
 }
@@ -1891,7 +1960,7 @@ static int32_t emit_result(bridge_slot *s, JSValueConst val, bridge_out *out)
 			JS_FreeValue(s->ctx, JS_GetException(s->ctx));
 		st = s->killed;
 	} else if (r == JSON_THREW) {
-		st = emit_exception(s, out);
+		st = emit_exception(s, true, out);
 	} else if (r == JSON_TOO_LARGE) {
 		out->size = n;
 		st = BRIDGE_TOO_LARGE;
@@ -1925,21 +1994,13 @@ static void log_uncaught(bridge_slot *s)
 	JS_FreeValue(s->ctx, exc);
 }
 
-/* A settled rejection: a marked capability failure, or an ordinary throw. */
-static int32_t emit_rejection(bridge_slot *s, JSValueConst reason, bridge_out *out)
-{
-	if (s->killed)
-		return s->killed;
-	if (capability_of(s, reason, out))
-		return BRIDGE_CAPABILITY;
-	return emit_thrown(s, reason, out);
-}
-
-/* Runs jobs, then reports where the program stands. */
+/* Runs jobs, then reports where the program stands. A kill that fired
+ * meanwhile wins, and so does a cancel or the deadline that no engine poll
+ * saw yet: the run's outcome is the kill whatever the script did since. */
 static int32_t advance(bridge_slot *s, bridge_out *out)
 {
 	drain_jobs(s);
-	if (s->killed)
+	if (check_kill(s))
 		return s->killed;
 	JSValue r;
 	int32_t st;
@@ -1951,7 +2012,7 @@ static int32_t advance(bridge_slot *s, bridge_out *out)
 		return st;
 	case JS_PROMISE_REJECTED:
 		r = JS_PromiseResult(s->ctx, s->program);
-		st = emit_rejection(s, r, out);
+		st = emit_thrown(s, r, true, out);
 		JS_FreeValue(s->ctx, r);
 		return st;
 	case JS_PROMISE_PENDING:
@@ -2065,9 +2126,13 @@ static JSValue load_runtime(bridge_slot *s, const bridge_config *cfg)
 		return factory;
 	JSValue native = JS_NewObject(ctx);
 	JSValue dispatch = JS_NewCFunction2(ctx, js_dispatch, "dispatch", 3, JS_CFUNC_generic, 0);
+	JSValue fail = JS_NewCFunction2(ctx, js_fail, "fail", 3, JS_CFUNC_generic, 0);
 	JSValue rt = JS_EXCEPTION;
-	if (!JS_IsException(native) && JS_SetPropertyStr(ctx, native, "dispatch", dispatch) >= 0)
+	if (!JS_IsException(native) && JS_SetPropertyStr(ctx, native, "dispatch", dispatch) >= 0 &&
+	    JS_SetPropertyStr(ctx, native, "fail", fail) >= 0)
 		rt = JS_Call(ctx, factory, JS_UNDEFINED, 1, &native);
+	else
+		JS_FreeValue(ctx, fail);
 	JS_FreeValue(ctx, native);
 	JS_FreeValue(ctx, factory);
 	return rt;
@@ -2171,6 +2236,7 @@ static JSValue start_tool(bridge_slot *s, const bridge_config *cfg, const char *
 	JSValue args = JS_ParseJSON(ctx, cfg->args, cfg->args_len, "<arguments>");
 	if (JS_IsException(args)) {
 		JS_FreeValue(ctx, fn);
+		s->bad_args = true; /* what the engine refuses is the caller's to fix */
 		return args;
 	}
 	JSValue r = JS_Call(ctx, fn, JS_UNDEFINED, 1, &args);
@@ -2220,7 +2286,7 @@ static int32_t start_register(bridge_slot *s, const bridge_config *cfg, const ch
 	if (JS_IsException(fn)) {
 		if (s->killed)
 			return s->killed;
-		int32_t st = emit_exception(s, out);
+		int32_t st = emit_exception(s, false, out);
 		return st == BRIDGE_THROWN ? BRIDGE_COMPILE : st;
 	}
 	if (!JS_IsFunction(ctx, fn)) {
@@ -2237,7 +2303,7 @@ static int32_t start_register(bridge_slot *s, const bridge_config *cfg, const ch
 	int rc = JS_SetPropertyStr(ctx, global, "tool", fn);
 	JS_FreeValue(ctx, global);
 	if (rc < 0)
-		return s->killed ? s->killed : emit_exception(s, out);
+		return s->killed ? s->killed : emit_exception(s, true, out);
 	JSEvalOptions opts = {
 		.version = JS_EVAL_OPTIONS_VERSION,
 		.eval_flags = JS_EVAL_TYPE_GLOBAL | JS_EVAL_FLAG_ASYNC,
@@ -2246,18 +2312,18 @@ static int32_t start_register(bridge_slot *s, const bridge_config *cfg, const ch
 	};
 	JSValue p = JS_Eval2(ctx, cfg->selftest, cfg->selftest_len, &opts);
 	if (JS_IsException(p))
-		return s->killed ? s->killed : emit_exception(s, out);
+		return s->killed ? s->killed : emit_exception(s, true, out);
 	JSValue verdict = eval_source(s, selftest_verdict, sizeof(selftest_verdict) - 1, "<codemode:selftest>");
 	if (JS_IsException(verdict)) {
 		JS_FreeValue(ctx, p);
-		return s->killed ? s->killed : emit_exception(s, out);
+		return s->killed ? s->killed : emit_exception(s, true, out);
 	}
 	s->program = JS_Call(ctx, verdict, JS_UNDEFINED, 1, &p);
 	JS_FreeValue(ctx, verdict);
 	JS_FreeValue(ctx, p);
 	if (JS_IsException(s->program)) {
 		s->program = JS_UNDEFINED;
-		return s->killed ? s->killed : emit_exception(s, out);
+		return s->killed ? s->killed : emit_exception(s, true, out);
 	}
 	return advance(s, out);
 }
@@ -2273,6 +2339,7 @@ int32_t bridge_slot_run(bridge_slot *s, const bridge_config *cfg, const char *sr
 	s->payload = cfg->payload;
 	s->logs_limit = cfg->logs;
 	s->program = s->unit = s->tool = JS_UNDEFINED;
+	s->marked = s->bad_args = false;
 	s->retain = cfg->retain != 0;
 	s->codec = cfg->mode == BRIDGE_MODE_EXECUTE;
 	s->rng[0] = cfg->seed[0];
@@ -2293,7 +2360,9 @@ int32_t bridge_slot_run(bridge_slot *s, const bridge_config *cfg, const char *sr
 			            : cfg->mode == BRIDGE_MODE_TOOL  ? start_tool(s, cfg, src, len, out)
 			                                             : load_source(s, cfg, src, len, out);
 			if (JS_IsException(v)) {
-				st = s->killed ? s->killed : emit_exception(s, out);
+				st = s->killed ? s->killed : emit_exception(s, !s->bad_args, out);
+				if (st == BRIDGE_THROWN && s->bad_args)
+					st = BRIDGE_BAD_ARGS;
 				if (s->killed && JS_HasException(s->ctx))
 					JS_FreeValue(s->ctx, JS_GetException(s->ctx));
 			} else {
@@ -2389,13 +2458,22 @@ int32_t bridge_slot_invocation(bridge_slot *s, uint32_t inv, bridge_out *out)
 		break;
 	default:
 		r = JS_PromiseResult(ctx, p);
-		st = emit_thrown(s, r, out);
+		st = emit_thrown(s, r, true, out);
 		break;
 	}
 	JS_FreeValue(ctx, r);
 	JS_FreeValue(ctx, p);
 	s->invs[inv] = JS_UNDEFINED;
 	return st;
+}
+
+void bridge_slot_invocation_drop(bridge_slot *s, uint32_t inv)
+{
+	if (!s->open || inv >= s->ninvs)
+		return;
+	JS_UpdateStackTop(s->rt);
+	JS_FreeValue(s->ctx, s->invs[inv]);
+	s->invs[inv] = JS_UNDEFINED;
 }
 
 void bridge_slot_take_logs(bridge_slot *s, bridge_out *out)
@@ -2500,7 +2578,8 @@ void bridge_out_free(bridge_out *out)
 	free(out->logs);
 	free(out->bc);
 	free(out->entry_bc);
-	out->data = out->logs = NULL;
+	free(out->cap_name);
+	out->data = out->logs = out->cap_name = NULL;
 	out->bc = out->entry_bc = NULL;
 }
 

@@ -17,7 +17,7 @@
 
 /* Bumped whenever the shim changes what it compiles or how: part of the
  * bytecode cache key. */
-#define BRIDGE_VERSION 1
+#define BRIDGE_VERSION 2
 
 /* Outcome of a run step (bridge_out.status). C decides the kind because C
  * has the facts; Go never classifies by message text. */
@@ -31,9 +31,11 @@ enum {
 	BRIDGE_STALLED = 6,  /* the program's promise is pending with nothing outstanding */
 	BRIDGE_TOO_LARGE = 7, /* the result's JSON is over the payload limit: size is its length */
 	BRIDGE_INTERNAL = 8, /* the shim or the host-call glue failed: data says why, if C knows */
-	BRIDGE_CAPABILITY = 9, /* a capability's failure escaped: data is its message, cap its index */
+	BRIDGE_CAPABILITY = 9, /* a host call's failure escaped: data is its message, cap the capability's
+	                          index, or -1 and cap_name the provider tool ("provider.tool") */
 	BRIDGE_COMPILE = 10,   /* registering: the source did not parse or threw: data is the error */
 	BRIDGE_NOT_FUNCTION = 11, /* registering: the source evaluated to data (a typeof name) */
+	BRIDGE_BAD_ARGS = 12,     /* a tool run: the engine refused the argument JSON: data is why */
 };
 
 /* What a run executes (bridge_config.mode). */
@@ -118,7 +120,9 @@ typedef struct bridge_out {
 	char *logs;       /* records: native-endian uint32 length, then the bytes */
 	size_t logs_size;
 	uint64_t logs_dropped; /* console lines dropped past the log limit */
-	int32_t cap;      /* BRIDGE_CAPABILITY: the capability's index */
+	int32_t cap;      /* BRIDGE_CAPABILITY: the capability's index, or -1 for a provider tool */
+	char *cap_name;   /* BRIDGE_CAPABILITY with cap -1: "provider.tool"; malloc'd */
+	size_t cap_name_len;
 	uint8_t *bc;      /* the bytecode of src, when want_bc compiled it */
 	size_t bc_len;
 	uint8_t *entry_bc; /* the entry's, when want_entry_bc compiled it */
@@ -153,9 +157,12 @@ int32_t bridge_slot_run(bridge_slot *s, const bridge_config *cfg, const char *sr
 
 /* Settles async host call `call` of a pending run: resolves its promise
  * with the JSON in data (BRIDGE_CALL_OK; data[len] must be '\0') or
- * rejects it with an Error carrying the message (BRIDGE_CALL_ERROR). Runs
- * no user code: follow with bridge_slot_step. */
-void bridge_slot_settle(bridge_slot *s, uint32_t call, int32_t status, const char *data, size_t len);
+ * rejects it with an Error carrying the message (BRIDGE_CALL_ERROR),
+ * marked as the failure of its capability or, for a provider call, of the
+ * tool name[0:nlen] ("provider.tool"; NULL for none). Runs no user code:
+ * follow with bridge_slot_step. */
+void bridge_slot_settle(bridge_slot *s, uint32_t call, int32_t status, const char *data, size_t len, const char *name,
+                        size_t nlen);
 
 /* Advances a pending run: fires the timers that are due, runs the jobs
  * that follow, and reports where the program stands, like bridge_slot_run. */
@@ -172,6 +179,9 @@ int32_t bridge_slot_step(bridge_slot *s, int64_t budget_ns, bridge_out *out);
 int32_t bridge_slot_invoke(bridge_slot *s, int64_t budget_ns, double handle, const char *args, size_t len,
                            uint32_t *inv);
 int32_t bridge_slot_invocation(bridge_slot *s, uint32_t inv, bridge_out *out);
+/* Gives up on a pending invocation (its deadline passed, or nothing it
+ * waits on is outstanding): its name is free, a late settlement is lost. */
+void bridge_slot_invocation_drop(bridge_slot *s, uint32_t inv);
 /* ns until the slot's next timer is due, or -1; whether it holds a sandbox. */
 int64_t bridge_slot_wait(bridge_slot *s);
 int32_t bridge_slot_alive(bridge_slot *s);

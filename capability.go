@@ -324,6 +324,7 @@ type completion struct {
 	str     bool
 	failure string
 	failed  bool
+	tool    string // a failed dispatch: "provider.tool", what the failure is attributed to
 }
 
 func newHostRun(ex *Executor, caps *capTable, dispatch DispatchFunc, caller context.Context, deadline time.Time) *hostRun {
@@ -531,6 +532,9 @@ func (h *hostRun) serve(call asyncCall) {
 		} else {
 			d.result, d.failure, d.failed = h.callDispatch(h.dctx, call)
 			d.str = !d.failed
+			if d.failed {
+				d.tool = call.provider + "." + call.tool
+			}
 		}
 		d.id = call.id
 		h.mu.Lock()

@@ -719,3 +719,128 @@ func TestHostileArguments(t *testing.T) {
 		assert.Equal(t, `{"ok":[1,"two",null]}`, string(res.Value))
 	}
 }
+
+// TestCallerDeadline: the caller's context deadline is the run's when it
+// comes first: a timeout (not internal) whose deadline_ms is the budget
+// the run had, in Run, Execute and Call, whatever the run was doing.
+func TestCallerDeadline(t *testing.T) {
+	t.Parallel()
+	block := fn(func(ctx context.Context, _ json.RawMessage) (any, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	e := newExecutor(t, WithLimits(Limits{Deadline: time.Minute}),
+		WithCapability(Capability{Name: "wait", Func: block}),
+		WithCapability(Capability{Name: "await_", Async: true, Func: block}))
+	_, err := e.Register(context.Background(), ToolSource{Name: "spin", Source: "() => { for (;;) {} }"})
+	require.NoError(t, err)
+	const budget = 60 * time.Millisecond
+	check := func(t *testing.T, err error, name string) {
+		t.Helper()
+		ee := execErr(t, err)
+		assert.Equal(t, KindTimeout, ee.Kind, ee.LLMJSON())
+		assert.Equal(t, name, ee.Name)
+		// 60 unless the machine took over 1 ms between WithTimeout and the call.
+		assert.True(t, ee.DeadlineMS > 50 && ee.DeadlineMS <= 60, "deadline_ms %d", ee.DeadlineMS)
+		assert.ErrorIs(t, err, ErrTimeout)
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+	}
+	for _, script := range []string{"while (true) {}", "wait({})", "await await_({})", "try { wait({}) } catch {} return 1",
+		"await new Promise(r => setTimeout(r, 60000))"} {
+		t.Run(script, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), budget)
+			defer cancel()
+			_, err := e.Run(ctx, script)
+			check(t, err, RunJSToolName)
+		})
+	}
+	t.Run("execute", func(t *testing.T) {
+		t.Parallel()
+		ctx, cancel := context.WithTimeout(context.Background(), budget)
+		defer cancel()
+		res := e.Execute(ctx, Request{Code: "async () => { for (;;) {} }"})
+		check(t, res.Err, ExecuteName)
+		assert.Equal(t, fmt.Sprintf("The program timed out after %dms.", res.Err.DeadlineMS), res.Error)
+	})
+	t.Run("call", func(t *testing.T) {
+		t.Parallel()
+		ctx, cancel := context.WithTimeout(context.Background(), budget)
+		defer cancel()
+		_, err := e.Call(ctx, "spin", json.RawMessage(`{}`))
+		check(t, err, "spin")
+	})
+	t.Run("already passed", func(t *testing.T) {
+		t.Parallel()
+		ctx, cancel := context.WithTimeout(context.Background(), -time.Second)
+		defer cancel()
+		_, err := e.Run(ctx, "return 1")
+		assert.Equal(t, `{"kind":"timeout","name":"run_js","deadline_ms":0}`, execErr(t, err).LLMJSON())
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+	})
+	t.Run("later than the limit", func(t *testing.T) {
+		t.Parallel()
+		e := newExecutor(t, WithLimits(Limits{Deadline: 50 * time.Millisecond}))
+		ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		_, err := e.Run(ctx, "for (;;) {}")
+		assert.Equal(t, `{"kind":"timeout","name":"run_js","deadline_ms":50}`, execErr(t, err).LLMJSON())
+	})
+}
+
+// TestCancelIsSticky: once the caller cancelled, the outcome is the
+// cancellation, even when a host call fails because of it and the script
+// catches that failure and returns normally. The handlers here cancel the
+// caller's context themselves and fail at once, so the failure is ready
+// as soon as the cancellation is.
+func TestCancelIsSticky(t *testing.T) {
+	t.Parallel()
+	var cancelCaller atomic.Pointer[context.CancelFunc]
+	fail := func() error {
+		(*cancelCaller.Load())()
+		return errors.New("the caller went away")
+	}
+	e := newExecutor(t, WithLimits(Limits{Deadline: time.Minute}),
+		WithCapability(Capability{Name: "await_", Async: true, Func: fn(func(context.Context, json.RawMessage) (any, error) {
+			return nil, fail()
+		})}),
+		WithCapability(Capability{Name: "wait", Func: fn(func(context.Context, json.RawMessage) (any, error) {
+			return nil, fail()
+		})}))
+	_, err := e.Register(context.Background(), ToolSource{Name: "waits",
+		Source: "async () => { try { await await_({}) } catch (e) { return 'caught: ' + e.message } }"})
+	require.NoError(t, err)
+	dispatch := func(context.Context, string, string, string) (string, error) { return "", fail() }
+	cancelled := func(do func(ctx context.Context) error) error {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		cancelCaller.Store(&cancel)
+		return do(ctx)
+	}
+	for i := range 30 {
+		err := cancelled(func(ctx context.Context) error {
+			return e.Execute(ctx, Request{Code: "async () => { try { await store.x() } catch (e) { return 'caught: ' + e.message } }",
+				Providers: []Provider{{Name: "store"}}, Dispatch: dispatch}).Err
+		})
+		ee := execErr(t, err)
+		assert.Equal(t, KindInternal, ee.Kind, "Execute, try %d: %s", i, ee.LLMJSON())
+		assert.ErrorIs(t, err, context.Canceled)
+		for _, script := range []string{
+			"try { await await_({}) } catch (e) { return 'caught: ' + e.message }",
+			"try { wait({}) } catch (e) { return 'caught: ' + e.message }",
+		} {
+			err = cancelled(func(ctx context.Context) error {
+				_, err := e.Run(ctx, script)
+				return err
+			})
+			assert.ErrorIs(t, err, context.Canceled, "Run(%q), try %d: %v", script, i, err)
+		}
+		err = cancelled(func(ctx context.Context) error {
+			_, err := e.Call(ctx, "waits", json.RawMessage(`{}`))
+			return err
+		})
+		assert.ErrorIs(t, err, context.Canceled, "Call, try %d: %v", i, err)
+	}
+	_, err = e.Run(context.Background(), "return 1")
+	require.NoError(t, err, "the executor serves normally afterwards")
+}

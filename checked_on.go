@@ -1,4 +1,4 @@
-//go:build codemode_checked
+//go:build cgo && codemode_checked
 
 package codemode
 

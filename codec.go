@@ -1,3 +1,5 @@
+//go:build cgo
+
 package codemode
 
 import (
@@ -23,8 +25,10 @@ const (
 	// by a closed [Latch].
 	MsgExecutionCompleted = "Execution has already completed."
 	// MsgOutsideEnvelope is what a program catches when the dispatch
-	// answered with something other than a {"result": …} or {"error": …}
-	// object: a defect of the dispatch, not of the program.
+	// answered with a text that is not a JSON object (a string, a number,
+	// an array, null, or not JSON at all): a defect of the dispatch, not of
+	// the program. An object without "result" or "error" is inside the
+	// envelope and gives undefined.
 	MsgOutsideEnvelope = "The dispatch answered outside the result envelope."
 )
 

@@ -1,3 +1,5 @@
+//go:build cgo
+
 package codemode
 
 import (
@@ -397,6 +399,9 @@ func (t *CodeModeTool) Call(ctx context.Context, args json.RawMessage) (json.Raw
 
 // scriptArg extracts run_js's code argument, or says why it cannot.
 func scriptArg(args json.RawMessage) (string, string) {
+	if reason := utf8Problem(args); reason != "" {
+		return "", reason
+	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(args, &obj); err != nil || obj == nil {
 		return "", "the arguments must be a JSON object with a string `code`"

@@ -107,9 +107,13 @@
 // request's [DispatchFunc]: the provider, the tool, and the arguments as
 // one JSON string (a JSON array by default, the one options object with
 // ObjectArgs). The dispatch answers with the result envelope, a JSON
-// string: {"result": v} gives v at the call site, {"error": text} throws
-// an Error carrying exactly text, and anything else throws
-// [MsgOutsideEnvelope]. [EnvelopeDispatch] builds the envelope from plain Go
+// string: an object with a truthy "error" throws an Error carrying that
+// text; any other object gives its "result" at the call site (undefined
+// when it has none, so {} and {"value":1} give undefined); a text that is
+// not a JSON object at all (a string, a number, an array, null, or not
+// JSON) throws [MsgOutsideEnvelope]. A tool failure the program lets
+// escape ends the run as kind capability, attributed to
+// "provider.tool". [EnvelopeDispatch] builds the envelope from plain Go
 // values and checks a [Latch]; [ParseDispatchArguments] turns the arguments
 // into a slice; [ToolNotFoundError] composes the pinned refusal.
 //

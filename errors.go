@@ -1,3 +1,5 @@
+//go:build cgo
+
 package codemode
 
 import (
@@ -48,6 +50,10 @@ const (
 // RunJSToolName is the name run errors are attributed to, and the name of
 // the Code Mode meta-tool.
 const RunJSToolName = "run_js"
+
+// ExecuteName is the name [Executor.Execute] errors are attributed to
+// ([ExecError].Name of ExecuteResult.Err).
+const ExecuteName = "execute"
 
 // Errors that [ExecError] values match with errors.Is.
 var (
@@ -211,6 +217,16 @@ func (e *ExecError) LLMJSON() string {
 		b, _ = marshal(internalJSON{KindInternal, e.Error()})
 	}
 	return string(b)
+}
+
+// contextError is the error of a call whose context had already ended
+// when it began: a timeout with no budget left for a passed deadline (the
+// caller's deadline is the run's), else internal, wrapping the cause.
+func contextError(name string, cause error) *ExecError {
+	if errors.Is(cause, context.DeadlineExceeded) {
+		return &ExecError{Kind: KindTimeout, Name: name}
+	}
+	return internalError(name, cause)
 }
 
 // internalError builds an internal ExecError wrapping cause.

@@ -304,20 +304,32 @@ type program struct {
 
 // call is one run of one sandbox: what the Go side needs while C works.
 type call struct {
-	ex    *Executor
-	prog  *program
-	name  string
-	slot  *slot
-	start time.Time
-	caps  *capTable
-	ctx   context.Context
-	host  *hostRun // made by the run's first host call
+	ex       *Executor
+	prog     *program
+	name     string
+	slot     *slot
+	start    time.Time
+	deadline time.Time     // start + Limits.Deadline, or the caller's deadline if sooner
+	budget   time.Duration // deadline - start: a timeout's deadline_ms
+	caps     *capTable
+	ctx      context.Context
+	host     *hostRun // made by the run's first host call
+}
+
+// runDeadline is when a run that starts at start must end: after the
+// executor's deadline, or at the caller's if that comes sooner.
+func runDeadline(ctx context.Context, start time.Time, limit time.Duration) (time.Time, time.Duration) {
+	deadline := start.Add(limit)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	return deadline, max(deadline.Sub(start), 0)
 }
 
 // hostRun returns the run's host side, making it on first use.
 func (c *call) hostRun() *hostRun {
 	if c.host == nil {
-		c.host = newHostRun(c.ex, c.caps, c.prog.dispatch, c.ctx, c.start.Add(c.ex.limits.Deadline))
+		c.host = newHostRun(c.ex, c.caps, c.prog.dispatch, c.ctx, c.deadline)
 	}
 	return c.host
 }
@@ -337,17 +349,19 @@ type outcome struct {
 // run executes a program in a fresh sandbox. Its deadline counts from start.
 func (ex *Executor) run(ctx context.Context, prog *program, start time.Time) (o outcome) {
 	name, headCols := prog.name, prog.headCols
-	s, noSlot := ex.slots.get(ctx, start.Add(ex.limits.Deadline), ex.closing.Done())
+	deadline, budget := runDeadline(ctx, start, ex.limits.Deadline)
+	s, noSlot := ex.slots.get(ctx, deadline, ex.closing.Done())
 	if noSlot != nil {
-		if noSlot.timeout {
-			return outcome{err: &ExecError{Kind: KindTimeout, Name: name, DeadlineMS: ex.limits.Deadline.Milliseconds()}}
+		if noSlot.timeout || errors.Is(noSlot.cause, context.DeadlineExceeded) {
+			return outcome{err: &ExecError{Kind: KindTimeout, Name: name, DeadlineMS: budgetMS(budget)}}
 		}
 		return outcome{err: internalError(name, noSlot.cause)}
 	}
 	kept := false
+	caps := ex.caps.Load()
 	defer func() {
 		if kept {
-			o.retained = ex.retain(s, name, headCols)
+			o.retained = ex.retain(s, name, headCols, caps)
 		} else {
 			ex.slots.put(s)
 		}
@@ -355,7 +369,8 @@ func (ex *Executor) run(ctx context.Context, prog *program, start time.Time) (o 
 	s.gen++
 	s.prog = *prog // the caller's program stays on its stack
 	p := &s.prog
-	s.run = call{ex: ex, prog: p, name: p.name, slot: s, start: start, caps: ex.caps.Load(), ctx: ctx}
+	s.run = call{ex: ex, prog: p, name: p.name, slot: s, start: start, deadline: deadline, budget: budget,
+		caps: caps, ctx: ctx}
 	c := &s.run
 	s.call = c
 	defer func() {
@@ -387,7 +402,7 @@ func (ex *Executor) run(ctx context.Context, prog *program, start time.Time) (o 
 			pin.Pin(&b[0])
 		}
 	}
-	s.io.cfg = c.bridgeConfig(start)
+	s.io.cfg = c.bridgeConfig()
 	st := C.bridge_slot_run(s.c, &s.io.cfg, (*C.char)(unsafe.Pointer(&p.src[0])), C.size_t(len(p.src)-1), &s.io.out)
 	// Bytecode comes with the first slice; the loop's steps reuse out.
 	bc := takeBytecode(&s.io.out.bc, &s.io.out.bc_len)
@@ -406,7 +421,7 @@ func (ex *Executor) run(ctx context.Context, prog *program, start time.Time) (o 
 // and the executor's life, then lets C settle and run jobs.
 func (c *call) loop(ctx context.Context) C.int32_t {
 	s := c.slot
-	deadline := c.start.Add(c.ex.limits.Deadline)
+	deadline := c.deadline
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -422,6 +437,9 @@ func (c *call) loop(ctx context.Context) C.int32_t {
 			wait = w
 		}
 		if c.host != nil && c.host.spinForCompletion(wait) {
+			if c.stopped(ctx) {
+				return c.abandon(C.BRIDGE_CANCELED)
+			}
 			for _, d := range c.host.take() {
 				c.settle(d)
 			}
@@ -441,14 +459,20 @@ func (c *call) loop(ctx context.Context) C.int32_t {
 		}
 		select {
 		case <-notify:
+		case <-timer.C:
+		case <-ctx.Done():
+		case <-c.ex.closing.Done():
+		}
+		// A completion that comes with the caller's cancellation (a
+		// dispatch failing because its context ended) must not reach the
+		// program: the outcome is the cancellation.
+		if c.stopped(ctx) {
+			return c.abandon(C.BRIDGE_CANCELED)
+		}
+		if c.host != nil {
 			for _, d := range c.host.take() {
 				c.settle(d)
 			}
-		case <-timer.C:
-		case <-ctx.Done():
-			return c.abandon(C.BRIDGE_CANCELED)
-		case <-c.ex.closing.Done():
-			return c.abandon(C.BRIDGE_CANCELED)
 		}
 		if st := C.bridge_slot_step(s.c, 0, &s.io.out); st != C.BRIDGE_PENDING {
 			return st
@@ -456,24 +480,27 @@ func (c *call) loop(ctx context.Context) C.int32_t {
 	}
 }
 
+// stopped reports whether the caller's context ended or the executor
+// closed: then nothing more may run.
+func (c *call) stopped(ctx context.Context) bool {
+	return ctx.Err() != nil || c.ex.isClosed()
+}
+
 // settle hands one async completion to C.
 func (c *call) settle(d completion) {
 	if d.str {
 		C.bridge_slot_settle(c.slot.c, C.uint32_t(d.id), C.BRIDGE_CALL_STRING,
-			(*C.char)(unsafe.Pointer(&d.result[0])), C.size_t(len(d.result)-1))
+			(*C.char)(unsafe.Pointer(&d.result[0])), C.size_t(len(d.result)-1), nil, 0)
 		return
 	}
 	if d.failed {
-		msg := stringBytes(d.failure)
-		var p *C.char
-		if len(msg) > 0 {
-			p = (*C.char)(unsafe.Pointer(&msg[0]))
-		}
-		C.bridge_slot_settle(c.slot.c, C.uint32_t(d.id), C.BRIDGE_CALL_ERROR, p, C.size_t(len(msg)))
+		msg, name := cText(d.failure), cText(d.tool)
+		C.bridge_slot_settle(c.slot.c, C.uint32_t(d.id), C.BRIDGE_CALL_ERROR, msg, C.size_t(len(d.failure)),
+			name, C.size_t(len(d.tool)))
 		return
 	}
 	C.bridge_slot_settle(c.slot.c, C.uint32_t(d.id), C.BRIDGE_CALL_OK,
-		(*C.char)(unsafe.Pointer(&d.result[0])), C.size_t(len(d.result)-1))
+		(*C.char)(unsafe.Pointer(&d.result[0])), C.size_t(len(d.result)-1), nil, 0)
 }
 
 // abandon ends a pending run from the Go side with the given outcome.
@@ -482,16 +509,16 @@ func (c *call) abandon(st C.int32_t) C.int32_t {
 	return st
 }
 
-// bridgeConfig is the C view of the run: the executor's limits, a deadline
-// counted from start, and the capabilities.
-func (c *call) bridgeConfig(start time.Time) C.bridge_config {
+// bridgeConfig is the C view of the run: the executor's limits, the run's
+// deadline, and the capabilities.
+func (c *call) bridgeConfig() C.bridge_config {
 	lim := &c.ex.limits
 	cfg := C.bridge_config{
 		memory:    C.uint64_t(lim.Memory),
 		stack:     C.uint64_t(lim.Stack),
 		logs:      C.uint64_t(lim.Logs),
 		payload:   C.uint64_t(lim.Payload),
-		budget_ns: C.int64_t(lim.Deadline - time.Since(start)),
+		budget_ns: C.int64_t(time.Until(c.deadline)),
 		run_id:    C.int64_t(c.slot.gen),
 		filename:  scriptFile,
 		cap_names: c.caps.names,
@@ -552,13 +579,13 @@ func (ex *Executor) rawLifecycle(p *program) int64 {
 	}
 	defer ex.slots.put(s)
 	s.gen++
-	c := call{ex: ex, slot: s, caps: ex.caps.Load(), prog: p}
+	c := call{ex: ex, slot: s, caps: ex.caps.Load(), prog: p, deadline: time.Now().Add(ex.limits.Deadline)}
 	var pin runtime.Pinner
 	defer pin.Unpin()
 	if len(p.bc) > 0 {
 		pin.Pin(&p.bc[0])
 	}
-	s.io.cfg = c.bridgeConfig(time.Now())
+	s.io.cfg = c.bridgeConfig()
 	return int64(C.bridge_raw_lifecycle(s.c, &s.io.cfg, (*C.char)(unsafe.Pointer(&p.src[0])), C.size_t(len(p.src)-1)))
 }
 
@@ -603,7 +630,10 @@ func (c *call) finish(ctx context.Context, st C.int32_t, out *C.bridge_out) outc
 	case C.BRIDGE_STALLED:
 		o.err = &ExecError{Kind: KindPendingPromise, Name: c.name}
 	case C.BRIDGE_CAPABILITY:
-		o.err = &ExecError{Kind: KindCapability, Name: c.name, Capability: c.caps.caps[out.cap].Name, Message: string(data)}
+		o.err = &ExecError{Kind: KindCapability, Name: c.name, Capability: capabilityName(c.caps, out), Message: string(data)}
+	case C.BRIDGE_BAD_ARGS:
+		o.err = &ExecError{Kind: KindInvalidArgs, Name: c.name, Reason: "the sandbox cannot read the arguments: " +
+			firstLine(userStack(string(data), c.prog.fileName, c.prog.headCols))}
 	case C.BRIDGE_TOO_LARGE:
 		o.err = &ExecError{Kind: KindJS, Name: c.name, Message: "RangeError: the result is " +
 			strconv.FormatUint(uint64(out.size), 10) + " bytes of JSON, over the payload limit of " +
@@ -619,20 +649,44 @@ func (c *call) finish(ctx context.Context, st C.int32_t, out *C.bridge_out) outc
 }
 
 func (c *call) timeout() *ExecError {
-	return &ExecError{Kind: KindTimeout, Name: c.name, DeadlineMS: c.ex.limits.Deadline.Milliseconds()}
+	return &ExecError{Kind: KindTimeout, Name: c.name, DeadlineMS: budgetMS(c.budget)}
 }
 
+// budgetMS is a budget in whole milliseconds, rounded up: a caller's
+// 60 ms timeout, a little of which passed before the call began, reads as
+// the 60 ms it set.
+func budgetMS(d time.Duration) int64 { return int64((d + time.Millisecond - 1) / time.Millisecond) }
+
 // canceled explains a run stopped by its cancel flag: the executor closed,
-// or the caller's context ended.
+// the caller cancelled, or the caller's deadline came (a timeout, like the
+// executor's own).
 func (c *call) canceled(ctx context.Context) *ExecError {
 	if c.ex.isClosed() {
 		return internalError(c.name, ErrClosed)
 	}
 	cause := ctx.Err()
-	if cause == nil {
+	switch cause {
+	case context.DeadlineExceeded:
+		return c.timeout()
+	case nil:
 		cause = context.Canceled
 	}
 	return internalError(c.name, cause)
+}
+
+// capabilityName names what failed in a BRIDGE_CAPABILITY outcome: a
+// capability, or a provider tool as "provider.tool".
+func capabilityName(caps *capTable, out *C.bridge_out) string {
+	if out.cap >= 0 && int(out.cap) < len(caps.caps) {
+		return caps.caps[out.cap].Name
+	}
+	return C.GoStringN(out.cap_name, C.int(out.cap_name_len))
+}
+
+// firstLine is s up to its first line break.
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
 }
 
 // readLogs decodes the C log records and appends the line about what was
@@ -701,4 +755,21 @@ func fixFrame(line, file string, headCols int) string {
 		col = 1
 	}
 	return line[:start] + strconv.Itoa(col) + line[end:]
+}
+
+// cText points C at the bytes of s (not NUL-terminated; C takes a length),
+// or is nil for an empty s. C only reads them during the call.
+func cText(s string) *C.char {
+	if s == "" {
+		return nil
+	}
+	return (*C.char)(unsafe.Pointer(unsafe.StringData(s)))
+}
+
+// cString returns a NUL-terminated copy of b, for C to read: the caller's
+// memory is never written, not even past its length.
+func cString(b []byte) []byte {
+	c := make([]byte, len(b)+1)
+	copy(c, b)
+	return c
 }

@@ -52,8 +52,11 @@ type Provider struct {
 // DispatchFunc serves a program's tool calls: the provider name, the tool
 // name and the arguments as one JSON string (see [ParseDispatchArguments]).
 // It returns the result envelope as a JSON string: {"result": value} or
-// {"error": text} ([EnvelopeDispatch] builds it). A returned error reaches
-// the program as an Error carrying its message. It runs on a goroutine of
+// {"error": text} ([EnvelopeDispatch] builds it); an object with neither
+// gives undefined, and a text that is not a JSON object throws
+// [MsgOutsideEnvelope]. A returned error reaches the program as an Error
+// carrying its message. Failures the program does not catch end the run
+// as kind capability, attributed to "provider.tool". It runs on a goroutine of
 // its own per call, at most 32 per run at once, and must be safe for
 // concurrent use. Its context carries the run's deadline and ends with the
 // caller's context; it does not end when the run returns, so a call the
@@ -298,18 +301,18 @@ func (e *Executor) Execute(ctx context.Context, req Request) (res ExecuteResult)
 		return res
 	}
 	if !e.enter() {
-		return fail(internalError(executeName, ErrClosed))
+		return fail(internalError(ExecuteName, ErrClosed))
 	}
 	defer e.life.RUnlock()
 	if err := ctx.Err(); err != nil {
-		return fail(internalError(executeName, err))
+		return fail(contextError(ExecuteName, err))
 	}
 	runtime, err := runtimeBytecode()
 	if err != nil {
-		return fail(internalError(executeName, err))
+		return fail(internalError(ExecuteName, err))
 	}
 	p := &program{
-		name:     executeName,
+		name:     ExecuteName,
 		mode:     C.BRIDGE_MODE_EXECUTE,
 		file:     programFile,
 		fileName: programFileName,
@@ -349,8 +352,6 @@ func (e *Executor) Execute(ctx context.Context, req Request) (res ExecuteResult)
 	return res
 }
 
-// executeName attributes Execute errors.
-const executeName = "execute"
 
 // programFileName is the name a request's code carries in stack traces.
 const programFileName = "program.js"
@@ -369,7 +370,9 @@ func (e *ExecError) describe() string {
 	case KindPendingPromise:
 		return "The program's promise can never settle: nothing it waits on is outstanding."
 	case KindCapability:
-		return fmt.Sprintf("Capability %s failed: %s", e.Capability, e.Message)
+		// What the program saw: the host call's failure, an Error with
+		// its message (Capability says which call it was).
+		return "Error: " + e.Message
 	default:
 		return strings.TrimPrefix(e.Error(), "codemode: ")
 	}

@@ -339,6 +339,8 @@ func TestEnvelope(t *testing.T) {
 		{"result", `{"result":{"a":[1,"x"]}}`, nil, `{"ok":{"a":[1,"x"]}}`},
 		{"null result", `{"result":null}`, nil, `{"ok":null}`},
 		{"no result", `{}`, nil, `{}`},
+		{"another object", `{"value":1}`, nil, `{}`},
+		{"falsy error", `{"error":"","result":2}`, nil, `{"ok":2}`},
 		{"error", `{"error":"the row is locked"}`, nil, `{"caught":"the row is locked"}`},
 		{"error beside a result", `{"error":"no","result":1}`, nil, `{"caught":"no"}`},
 		{"json string", `"just a string"`, nil, `{"caught":"The dispatch answered outside the result envelope."}`},
@@ -844,4 +846,151 @@ func TestHandleCrossesBack(t *testing.T) {
 		}),
 	})
 	assert.Equal(t, `[true,42]`, result(t, res))
+}
+
+// TestDispatchFailureAttribution: a tool failure the program lets escape
+// is kind capability, attributed to "provider.tool" with the dispatch's
+// own message, however it failed; ExecuteResult.Error reads as the Error
+// the program saw.
+func TestDispatchFailureAttribution(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t, WithLimits(Limits{Payload: 4096}), WithCapability(failing("flaky", "upstream exploded", false)))
+	goErr := func(context.Context, string, string, string) (string, error) { return "", errors.New("db down") }
+	envelope := EnvelopeDispatch(nil, func(_ context.Context, _, tool, _ string) (any, error) {
+		return nil, ToolNotFoundError{Tool: tool}
+	})
+	outside := func(context.Context, string, string, string) (string, error) { return `"just a string"`, nil }
+	const payloadText = "Error: The tool call is 5010 bytes (provider, tool and arguments), over the payload limit of " +
+		"4096 bytes; it was not delivered.\n    at dispatch (native)\n    at <anonymous> (program.js:1:19)"
+	tests := []struct {
+		name, code string
+		dispatch   DispatchFunc
+		kind       ErrorKind
+		capability string
+		message    string // the ExecError's message
+		error      string // ExecuteResult.Error
+	}{
+		{"go error", "async () => await store.x()", goErr, KindCapability, "store.x", "db down", "Error: db down"},
+		{"envelope error", "async () => { await store.lookup(1) }", envelope, KindCapability, "store.lookup",
+			`Tool "lookup" not found`, `Error: Tool "lookup" not found`},
+		{"outside the envelope", "async () => store.x()", outside, KindCapability, "store.x", MsgOutsideEnvelope,
+			"Error: " + MsgOutsideEnvelope},
+		{"no dispatch", "async () => store.missing()", nil, KindCapability, "store.missing", `Tool "missing" not found`,
+			`Error: Tool "missing" not found`},
+		{"caught and rethrown", "async () => { try { await store.x() } catch (e) { throw e } }", goErr, KindCapability,
+			"store.x", "db down", "Error: db down"},
+		{"second provider", "async () => { await store.x(); }", goErr, KindCapability, "store.x", "db down", "Error: db down"},
+		{"capability in a program", "async () => flaky({})", nil, KindCapability, "flaky", "upstream exploded",
+			"Error: upstream exploded"},
+		{"wrapped is js", "async () => { try { await store.x() } catch (e) { throw new Error('no: ' + e.message) } }", goErr,
+			KindJS, "", "Error: no: db down\n    at <anonymous> (program.js:1:76)", "Error: no: db down\n    at <anonymous> (program.js:1:76)"},
+		{"over the payload is js", "async () => store.x('" + strings.Repeat("a", 5000) + "')", goErr, KindJS, "",
+			payloadText, payloadText},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			res := e.Execute(context.Background(), Request{Code: tt.code, Providers: []Provider{{Name: "store"}, {Name: "other"}},
+				Dispatch: tt.dispatch})
+			require.NotNil(t, res.Err, "Execute(%q)", tt.code)
+			assert.Equal(t, tt.kind, res.Err.Kind)
+			assert.Equal(t, ExecuteName, res.Err.Name)
+			assert.Equal(t, tt.capability, res.Err.Capability)
+			assert.Equal(t, tt.message, res.Err.Message)
+			assert.Equal(t, tt.error, res.Error)
+		})
+	}
+}
+
+// TestRetainedCallOutcomes: a retained call has its own deadline: a
+// promise that can never settle ends at once as pending_promise, one that
+// could but does not ends at the deadline as timeout, and the sandbox
+// lives on after both; code that runs past the deadline or the memory
+// limit is killed with its kind, and the sandbox with it.
+func TestRetainedCallOutcomes(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t, WithLimits(Limits{Deadline: 300 * time.Millisecond, Memory: 16 << 20}))
+	var handles sync.Map
+	dispatch := EnvelopeDispatch(nil, func(_ context.Context, _, tool, argsJSON string) (any, error) {
+		args, err := ParseDispatchArguments(argsJSON)
+		if err != nil {
+			return nil, err
+		}
+		handles.Store(tool, args[0].(Handle))
+		return nil, nil
+	})
+	res := e.Execute(context.Background(), Request{
+		Code: `async () => {
+			await store.never(() => new Promise(() => {}))
+			await store.ticking(() => { setInterval(() => {}, 5); return new Promise(() => {}) })
+			await store.echo((x) => x)
+			await store.spin(() => { for (;;) {} })
+			await store.grow(() => { const a = []; for (;;) a.push('x'.repeat(1000)) })
+		}`,
+		Providers: []Provider{{Name: "store"}}, Dispatch: dispatch, RetainHandles: true,
+	})
+	require.Empty(t, res.Error)
+	r := res.Retained
+	require.NotNil(t, r)
+	defer r.Close()
+	handle := func(name string) Handle {
+		h, ok := handles.Load(name)
+		require.True(t, ok, name)
+		return h.(Handle)
+	}
+	ctx := context.Background()
+
+	start := time.Now()
+	_, err := r.Call(ctx, handle("never"))
+	assert.Equal(t, `{"kind":"pending_promise","name":"execute"}`, execErr(t, err).LLMJSON())
+	assert.Less(t, time.Since(start), 250*time.Millisecond, "nothing outstanding: at once, not at the deadline")
+
+	v, err := r.Call(ctx, handle("echo"), "still here")
+	require.NoError(t, err)
+	assert.Equal(t, "still here", v)
+
+	start = time.Now()
+	_, err = r.Call(ctx, handle("ticking"))
+	assert.Equal(t, `{"kind":"timeout","name":"execute","deadline_ms":300}`, execErr(t, err).LLMJSON())
+	assert.ErrorIs(t, err, ErrTimeout)
+	assert.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond)
+	assert.NotErrorIs(t, err, ErrRetainedClosed, "nothing ran away: the sandbox lives")
+
+	cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	_, err = r.Call(cctx, handle("ticking"))
+	cancel()
+	ee := execErr(t, err)
+	assert.Equal(t, KindTimeout, ee.Kind)
+	assert.LessOrEqual(t, ee.DeadlineMS, int64(50), "the caller's deadline is sooner")
+
+	cctx, cancel = context.WithCancel(ctx)
+	time.AfterFunc(20*time.Millisecond, cancel)
+	_, err = r.Call(cctx, handle("ticking"))
+	assert.Equal(t, KindInternal, execErr(t, err).Kind)
+	assert.ErrorIs(t, err, context.Canceled)
+
+	v, err = r.Call(ctx, handle("echo"), 7)
+	require.NoError(t, err)
+	assert.Equal(t, float64(7), v)
+
+	_, err = r.Call(ctx, handle("spin"))
+	assert.Equal(t, `{"kind":"timeout","name":"execute","deadline_ms":300}`, execErr(t, err).LLMJSON())
+	assert.ErrorIs(t, err, ErrTimeout)
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.ErrorIs(t, err, ErrRetainedClosed)
+	<-r.Done()
+	assert.ErrorIs(t, r.Err(), ErrRetainedClosed)
+
+	// A memory kill: a deadline far beyond what the bomb needs.
+	e2 := newExecutor(t, WithLimits(Limits{Deadline: 10 * time.Second, Memory: 8 << 20}))
+	res = e2.Execute(ctx, Request{Code: `async () => { await store.grow(() => { const a = []; for (;;) a.push('x'.repeat(1000)) }) }`,
+		Providers: []Provider{{Name: "store"}}, Dispatch: dispatch, RetainHandles: true})
+	require.Empty(t, res.Error)
+	_, err = res.Retained.Call(ctx, handle("grow"))
+	assert.Equal(t, `{"kind":"memory_exceeded","name":"execute","limit_bytes":8388608}`, execErr(t, err).LLMJSON())
+	assert.ErrorIs(t, err, ErrRetainedClosed)
+	<-res.Retained.Done()
+	var kill *ExecError
+	require.ErrorAs(t, res.Retained.Err(), &kill)
+	assert.Equal(t, KindMemoryExceeded, kill.Kind)
 }

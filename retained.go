@@ -32,8 +32,9 @@ func WithRetainIdle(d time.Duration) Option {
 }
 
 // ErrRetainedClosed is matched by the errors of a [Retained] sandbox that
-// has closed: by Close, by its idle bound, by a kill (timeout, memory) of
-// code it ran, or by the executor closing.
+// has closed: by Close, by its idle bound, by a kill of code it ran, or by
+// the executor closing. A kill is an [*ExecError] of kind timeout or
+// memory_exceeded that matches ErrRetainedClosed too.
 var ErrRetainedClosed = errors.New("codemode: retained sandbox closed")
 
 // Retained is the sandbox of an Execute request with RetainHandles, kept
@@ -47,6 +48,7 @@ type Retained struct {
 	ex       *Executor
 	name     string
 	headCols int
+	caps     *capTable
 	slot     *slot
 	reqs     chan retainedReq
 	quit     chan struct{}
@@ -57,10 +59,12 @@ type Retained struct {
 }
 
 type retainedReq struct {
-	logs   bool // hand over the logs instead of calling
-	handle float64
-	args   []byte // NUL-terminated argument array
-	reply  chan retainedReply
+	logs     bool // hand over the logs instead of calling
+	handle   float64
+	args     []byte    // NUL-terminated argument array
+	deadline time.Time // when the call times out
+	budget   time.Duration
+	reply    chan retainedReply
 }
 
 type retainedReply struct {
@@ -71,10 +75,10 @@ type retainedReply struct {
 
 // retain hands slot s, holding a settled retained sandbox, to a new
 // Retained and its loop goroutine.
-func (e *Executor) retain(s *slot, name string, headCols int) *Retained {
+func (e *Executor) retain(s *slot, name string, headCols int, caps *capTable) *Retained {
 	e.slots.detach(s)
-	r := &Retained{ex: e, name: name, headCols: headCols, slot: s, reqs: make(chan retainedReq), quit: make(chan struct{}),
-		done: make(chan struct{})}
+	r := &Retained{ex: e, name: name, headCols: headCols, caps: caps, slot: s, reqs: make(chan retainedReq),
+		quit: make(chan struct{}), done: make(chan struct{})}
 	e.retained.Add(1)
 	go r.loop(int64(C.bridge_slot_wait(s.c)))
 	return r
@@ -82,9 +86,17 @@ func (e *Executor) retain(s *slot, name string, headCols int) *Retained {
 
 // Call invokes the function behind h with args (encoded by the codec:
 // []byte crosses as a Uint8Array, a Handle as its function) and returns its
-// result, awaited if it is a promise, decoded by [ParseForDispatch]. A
-// throw is an [*ExecError] of kind js; a closed sandbox gives an error
-// matching [ErrRetainedClosed].
+// result, awaited if it is a promise, decoded by [ParseForDispatch].
+//
+// Each call has a fresh Limits.Deadline (or ctx's deadline, if sooner).
+// Failures are [*ExecError] values: a throw is kind js (capability when a
+// host call's failure escaped); a promise still pending at the deadline is
+// kind timeout, and one that can never settle (no timer left to fire) is
+// kind pending_promise at once; the sandbox lives on after either. Code
+// that runs past the deadline or the memory limit is killed, and so is the
+// sandbox: kind timeout or memory_exceeded, matching [ErrRetainedClosed]
+// as well. A cancelled ctx gives kind internal matching context.Canceled;
+// a sandbox that closed earlier gives an error matching ErrRetainedClosed.
 func (r *Retained) Call(ctx context.Context, h Handle, args ...any) (any, error) {
 	if args == nil {
 		args = []any{}
@@ -93,7 +105,13 @@ func (r *Retained) Call(ctx context.Context, h Handle, args ...any) (any, error)
 	if err != nil {
 		return nil, fmt.Errorf("codemode: retained call: %w", err)
 	}
-	rep, err := r.request(ctx, retainedReq{handle: h.id, args: append([]byte(argsJSON), 0)})
+	start := time.Now()
+	if err := ctx.Err(); err != nil {
+		return nil, contextError(r.name, err)
+	}
+	deadline, budget := runDeadline(ctx, start, r.ex.limits.Deadline)
+	rep, err := r.request(ctx, retainedReq{handle: h.id, args: cString(stringBytes(argsJSON)), deadline: deadline,
+		budget: budget})
 	if err != nil {
 		return nil, err
 	}
@@ -137,26 +155,35 @@ func (r *Retained) request(ctx context.Context, req retainedReq) (retainedReply,
 	case <-r.done:
 		return retainedReply{}, r.err
 	case <-ctx.Done():
-		return retainedReply{}, ctx.Err()
+		return retainedReply{}, r.contextEnded(ctx, req)
 	}
 	select {
 	case rep := <-req.reply:
 		return rep, nil
 	case <-ctx.Done():
-		return retainedReply{}, ctx.Err()
+		return retainedReply{}, r.contextEnded(ctx, req)
 	}
+}
+
+// contextEnded is the error of a call whose caller's context ended first.
+func (r *Retained) contextEnded(ctx context.Context, req retainedReq) error {
+	if ctx.Err() == context.DeadlineExceeded {
+		return &ExecError{Kind: KindTimeout, Name: r.name, DeadlineMS: budgetMS(req.budget)}
+	}
+	return internalError(r.name, ctx.Err())
 }
 
 // closedError explains the end of a retained sandbox.
 func closedError(why string) error { return fmt.Errorf("%w: %s", ErrRetainedClosed, why) }
 
 // loop owns the slot from Execute's return until the sandbox is gone: it
-// fires timers, runs Calls and answers them as their promises settle.
+// fires timers, runs Calls and answers them as their promises settle, time
+// out, or are found unable to settle.
 func (r *Retained) loop(waitNs int64) {
 	e, s := r.ex, r.slot
 	pending := map[C.uint32_t]retainedReq{}
 	var logs []string
-	why := closedError("closed")
+	var why error = closedError("closed")
 	defer func() {
 		var out C.bridge_out
 		C.bridge_slot_close(s.c, &out)
@@ -179,15 +206,22 @@ func (r *Retained) loop(waitNs int64) {
 	killed := func(st C.int32_t) bool {
 		switch st {
 		case C.BRIDGE_TIMEOUT, C.BRIDGE_MEMORY, C.BRIDGE_CANCELED, C.BRIDGE_INTERNAL:
-			why = closedError(r.killError(st).describe())
+			why = r.killError(st)
 			return true
 		}
 		return false
 	}
 	for {
+		// Wake for the next timer or the first call deadline.
+		wake, armed := time.Duration(waitNs), waitNs >= 0
+		for _, req := range pending {
+			if d := max(time.Until(req.deadline), 0); !armed || d < wake {
+				wake, armed = d, true
+			}
+		}
 		var fire <-chan time.Time
-		if waitNs >= 0 {
-			timer.Reset(time.Duration(waitNs))
+		if armed {
+			timer.Reset(wake)
 			fire = timer.C
 		}
 		select {
@@ -203,14 +237,14 @@ func (r *Retained) loop(waitNs int64) {
 				break
 			}
 			var inv C.uint32_t
-			st := C.bridge_slot_invoke(s.c, budget, C.double(req.handle), (*C.char)(unsafe.Pointer(&req.args[0])),
-				C.size_t(len(req.args)-1), &inv)
+			st := C.bridge_slot_invoke(s.c, C.int64_t(max(time.Until(req.deadline), 1)), C.double(req.handle),
+				(*C.char)(unsafe.Pointer(&req.args[0])), C.size_t(len(req.args)-1), &inv)
 			if killed(st) {
 				req.reply <- retainedReply{err: why}
 				return
 			}
 			pending[inv] = req
-		case <-fire:
+		case <-fire: // a timer is due, or a call's deadline came
 			st := C.bridge_slot_step(s.c, budget, &s.io.out)
 			C.bridge_out_free(&s.io.out)
 			if killed(st) {
@@ -225,10 +259,26 @@ func (r *Retained) loop(waitNs int64) {
 			why = closedError("the executor closed")
 			return
 		}
+		waitNs = int64(C.bridge_slot_wait(s.c))
 		for inv, req := range pending {
 			var out C.bridge_out
 			st := C.bridge_slot_invocation(s.c, inv, &out)
 			if st == C.BRIDGE_PENDING {
+				// Nothing can settle it once no timer is left (host calls
+				// from a retained sandbox never leave it); past its
+				// deadline it has had its time.
+				var err *ExecError
+				switch {
+				case !time.Now().Before(req.deadline):
+					err = &ExecError{Kind: KindTimeout, Name: r.name, DeadlineMS: budgetMS(req.budget)}
+				case waitNs < 0:
+					err = &ExecError{Kind: KindPendingPromise, Name: r.name}
+				default:
+					continue
+				}
+				C.bridge_slot_invocation_drop(s.c, inv)
+				delete(pending, inv)
+				req.reply <- retainedReply{err: err}
 				continue
 			}
 			delete(pending, inv)
@@ -239,7 +289,6 @@ func (r *Retained) loop(waitNs int64) {
 				return
 			}
 		}
-		waitNs = int64(C.bridge_slot_wait(s.c))
 	}
 }
 
@@ -255,21 +304,26 @@ func (r *Retained) reply(st C.int32_t, out *C.bridge_out) retainedReply {
 		return retainedReply{value: v}
 	case C.BRIDGE_THROWN:
 		return retainedReply{err: &ExecError{Kind: KindJS, Name: r.name, Message: userStack(data, programFileName, r.headCols)}}
+	case C.BRIDGE_CAPABILITY:
+		return retainedReply{err: &ExecError{Kind: KindCapability, Name: r.name, Capability: capabilityName(r.caps, out),
+			Message: data}}
 	default:
 		return retainedReply{err: r.killError(st)}
 	}
 }
 
+// killError is the error of a kill that ended the sandbox: it matches
+// ErrRetainedClosed as well as its kind's sentinels.
 func (r *Retained) killError(st C.int32_t) *ExecError {
 	lim := r.ex.limits
 	switch st {
 	case C.BRIDGE_TIMEOUT:
-		return &ExecError{Kind: KindTimeout, Name: r.name, DeadlineMS: lim.Deadline.Milliseconds()}
+		return &ExecError{Kind: KindTimeout, Name: r.name, DeadlineMS: lim.Deadline.Milliseconds(), cause: ErrRetainedClosed}
 	case C.BRIDGE_MEMORY:
-		return &ExecError{Kind: KindMemoryExceeded, Name: r.name, LimitBytes: int64(lim.Memory)}
+		return &ExecError{Kind: KindMemoryExceeded, Name: r.name, LimitBytes: int64(lim.Memory), cause: ErrRetainedClosed}
 	case C.BRIDGE_CANCELED:
-		return internalError(r.name, ErrClosed)
+		return internalError(r.name, errors.Join(ErrClosed, ErrRetainedClosed))
 	default:
-		return &ExecError{Kind: KindInternal, Message: "codemode: " + r.name + ": the sandbox failed"}
+		return &ExecError{Kind: KindInternal, Message: "codemode: " + r.name + ": the sandbox failed", cause: ErrRetainedClosed}
 	}
 }

@@ -1,3 +1,5 @@
+//go:build cgo
+
 package codemode
 
 import (
@@ -182,7 +184,7 @@ func (e *Executor) Run(ctx context.Context, script string) (*Result, error) {
 	}
 	defer e.life.RUnlock()
 	if err := ctx.Err(); err != nil {
-		return nil, internalError(RunJSToolName, err)
+		return nil, contextError(RunJSToolName, err)
 	}
 	p := &program{name: RunJSToolName, file: scriptFile, fileName: scriptFileName, headCols: headCols}
 	key := scriptKey("run", script)

@@ -11,14 +11,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 	"lukechampine.com/blake3"
 )
 
@@ -101,51 +97,6 @@ func (e *Executor) validate(src ToolSource) (*params, *RegisterError) {
 	return p, nil
 }
 
-// params is a compiled parameters schema.
-type params struct {
-	schema   *jsonschema.Schema
-	required []string // in schema order
-}
-
-// schemaCache shares compiled parameter schemas between tools with the same
-// schema: compiling one checks it against the JSON Schema meta-schema,
-// which costs far more than the sandbox work of a registration.
-type schemaCache struct {
-	mu sync.Mutex
-	m  map[[32]byte]*params
-}
-
-// maxSchemas bounds schemaCache; past it an arbitrary entry goes.
-const maxSchemas = 256
-
-func (c *schemaCache) compile(raw json.RawMessage) (*params, *RegisterError) {
-	key := blake3.Sum256(raw)
-	c.mu.Lock()
-	p, ok := c.m[key]
-	c.mu.Unlock()
-	if ok {
-		return p, nil
-	}
-	sch, required, err := compileParams(raw)
-	if err != nil {
-		return nil, err
-	}
-	p = &params{schema: sch, required: required}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = make(map[[32]byte]*params)
-	}
-	if len(c.m) >= maxSchemas {
-		for k := range c.m {
-			delete(c.m, k)
-			break
-		}
-	}
-	c.m[key] = p
-	return p, nil
-}
-
 func toolNameProblem(name string) string {
 	switch {
 	case name == "":
@@ -159,69 +110,6 @@ func toolNameProblem(name string) string {
 		}
 	}
 	return ""
-}
-
-// compileParams checks a parameters schema and compiles it once for
-// validating arguments; it returns the required names in schema order.
-func compileParams(params json.RawMessage) (*jsonschema.Schema, []string, *RegisterError) {
-	bad := func(format string, args ...any) *RegisterError {
-		return &RegisterError{Stage: StageInvalidSchema, Reason: fmt.Sprintf(format, args...)}
-	}
-	if len(bytes.TrimSpace(params)) == 0 {
-		params = json.RawMessage(`{"type":"object"}`)
-	}
-	var shape struct {
-		Type       json.RawMessage            `json:"type"`
-		Properties map[string]json.RawMessage `json:"properties"`
-		Required   json.RawMessage            `json:"required"`
-	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(params, &top); err != nil || top == nil {
-		return nil, nil, bad("the schema must be a JSON object")
-	}
-	if t, ok := top["type"]; ok {
-		var s string
-		if json.Unmarshal(t, &s) != nil || s != "object" {
-			return nil, nil, bad("the schema's \"type\" must be \"object\", not %s", t)
-		}
-	}
-	if p, ok := top["properties"]; ok {
-		var props map[string]json.RawMessage
-		if json.Unmarshal(p, &props) != nil || props == nil {
-			return nil, nil, bad("\"properties\" must be an object")
-		}
-		for _, name := range objectKeys(p) {
-			var v map[string]json.RawMessage
-			if json.Unmarshal(props[name], &v) != nil || v == nil {
-				return nil, nil, bad("property `%s` must be a schema object", name)
-			}
-		}
-		shape.Properties = props
-	}
-	var required []string
-	if r, ok := top["required"]; ok {
-		if json.Unmarshal(r, &required) != nil || required == nil {
-			return nil, nil, bad("\"required\" must be an array of strings")
-		}
-		for _, name := range required {
-			if _, ok := shape.Properties[name]; !ok {
-				return nil, nil, bad("\"required\" names `%s`, which is not in \"properties\"", name)
-			}
-		}
-	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(params))
-	if err != nil {
-		return nil, nil, bad("the schema is not valid JSON: %v", err)
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource("params.json", doc); err != nil {
-		return nil, nil, bad("%v", err)
-	}
-	sch, err := c.Compile("params.json")
-	if err != nil {
-		return nil, nil, bad("%v", err)
-	}
-	return sch, required, nil
 }
 
 // Register runs the whole lifecycle of a tool: shape (Validate), compile,
@@ -245,7 +133,7 @@ func (e *Executor) Register(ctx context.Context, src ToolSource) (RegisteredTool
 	}
 	defer e.life.RUnlock()
 	if err := ctx.Err(); err != nil {
-		return RegisteredTool{}, &RegisterError{Stage: StageExecution, Exec: internalError("register", err)}
+		return RegisteredTool{}, &RegisterError{Stage: StageExecution, Exec: contextError(src.Name, err)}
 	}
 
 	key := scriptKey("tool", trimStatementEnd(src.Source))
@@ -414,85 +302,13 @@ func (e *Executor) Call(ctx context.Context, name string, args json.RawMessage) 
 	}
 	defer e.life.RUnlock()
 	if err := ctx.Err(); err != nil {
-		return nil, internalError(name, err)
+		return nil, contextError(name, err)
 	}
 	e.cache.hits.Add(1) // a call reads the tool's pinned bytecode
 	o := e.run(ctx, &program{name: name, mode: C.BRIDGE_MODE_TOOL, file: toolFile, fileName: toolFileName,
-		headCols: toolHeadCols, src: noSource, bc: t.bc, args: append(bytes.TrimSpace(args), 0)}, start)
+		headCols: toolHeadCols, src: noSource, bc: t.bc, args: cString(bytes.TrimSpace(args))}, start)
 	if o.err != nil {
 		return nil, o.err
 	}
 	return o.value, nil
-}
-
-// englishPrinter renders schema violations.
-var englishPrinter = message.NewPrinter(language.English)
-
-// argsProblem says why args cannot be the tool's arguments, or "".
-func (t *tool) argsProblem(args json.RawMessage) string {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(args, &obj); err != nil || obj == nil {
-		return "the arguments must be a JSON object"
-	}
-	var missing []string
-	for _, name := range t.params.required {
-		if _, ok := obj[name]; !ok {
-			missing = append(missing, "`"+name+"`")
-		}
-	}
-	switch len(missing) {
-	case 0:
-	case 1:
-		return "missing required argument " + missing[0]
-	default:
-		return "missing required arguments " + strings.Join(missing, ", ")
-	}
-	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
-	if err != nil {
-		return "the arguments must be a JSON object"
-	}
-	verr, ok := t.params.schema.Validate(inst).(*jsonschema.ValidationError)
-	if !ok {
-		return ""
-	}
-	var problems []string
-	var walk func(*jsonschema.ValidationError)
-	walk = func(v *jsonschema.ValidationError) {
-		if len(v.Causes) == 0 {
-			where := "the arguments"
-			if len(v.InstanceLocation) > 0 {
-				where = "`" + strings.Join(v.InstanceLocation, ".") + "`"
-			}
-			problems = append(problems, where+": "+v.ErrorKind.LocalizedString(englishPrinter))
-			return
-		}
-		for _, c := range v.Causes {
-			walk(c)
-		}
-	}
-	walk(verr)
-	sort.Strings(problems) // the library reports in map order
-	return strings.Join(problems, "; ")
-}
-
-// objectKeys returns the keys of a JSON object in document order.
-func objectKeys(obj json.RawMessage) []string {
-	dec := json.NewDecoder(bytes.NewReader(obj))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return nil
-	}
-	var keys []string
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return keys
-		}
-		key, _ := tok.(string)
-		keys = append(keys, key)
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return keys
-		}
-	}
-	return keys
 }

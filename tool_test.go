@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -181,6 +183,15 @@ func TestCall(t *testing.T) {
 		{"convert", `{"amount":1,"to":"eur","when":{"day":1.5}}`, "{\"kind\":\"invalid_args\",\"name\":\"convert\",\"reason\":\"`when.day`: got number, want integer\"}"},
 		{"fails", `{}`, `{"kind":"js","name":"fails","message":"RangeError: out of range\n    at <anonymous> (tool.js:1:19)"}`},
 		{"slow", `{}`, `{"kind":"timeout","name":"slow","deadline_ms":200}`},
+		// The engine's parser refuses invalid UTF-8, which Go's decoders
+		// accept: decided before any sandbox, as the arguments' fault.
+		{"noargs", "{\"s\":\"\xff\"}", `{"kind":"invalid_args","name":"noargs","reason":"the arguments are not valid UTF-8 (byte 6 is 0xff)"}`},
+		{"noargs", "{\"s\":\"\xed\xa0\x80\"}", `{"kind":"invalid_args","name":"noargs","reason":"the arguments are not valid UTF-8 (byte 6 is 0xed)"}`},
+		{"noargs", "{\"s\":\"\xc0\x80\"}", `{"kind":"invalid_args","name":"noargs","reason":"the arguments are not valid UTF-8 (byte 6 is 0xc0)"}`},
+		{"noargs", `{"s":"\ud800 é 😀"}`, `1`},
+		// Valid JSON nested deeper than the sandbox's stack can parse.
+		{"noargs", `{"a":` + strings.Repeat("[", 9000) + strings.Repeat("]", 9000) + `}`,
+			`{"kind":"invalid_args","name":"noargs","reason":"the sandbox cannot read the arguments: RangeError: Maximum call stack size exceeded"}`},
 	}
 	for _, tt := range tests {
 		got, err := e.Call(ctx, tt.name, json.RawMessage(tt.args))
@@ -191,6 +202,39 @@ func TestCall(t *testing.T) {
 		require.NoError(t, err, "Call(%s, %s)", tt.name, tt.args)
 		assert.JSONEq(t, tt.want, string(got), "Call(%s, %s)", tt.name, tt.args)
 	}
+}
+
+// TestCallLeavesArgumentsAlone: Call never writes into the caller's
+// buffer, not even into its spare capacity. The arguments sit on a
+// read-only page (a write would fault) with the rest of the page as
+// capacity, shared by 8 goroutines calling at once.
+func TestCallLeavesArgumentsAlone(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t)
+	_, err := e.Register(context.Background(), ToolSource{Name: "echo", Source: "(a) => a"})
+	require.NoError(t, err)
+	page, err := syscall.Mmap(-1, 0, os.Getpagesize(), syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = syscall.Munmap(page) })
+	const text = "{\"a\":1}  \n"
+	copy(page, text)
+	require.NoError(t, syscall.Mprotect(page, syscall.PROT_READ))
+	args := json.RawMessage(page[:len(text)])
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				got, err := e.Call(context.Background(), "echo", args)
+				assert.NoError(t, err)
+				assert.Equal(t, `{"a":1}`, string(got))
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Equal(t, text, string(page[:len(text)]))
+	assert.Zero(t, page[len(text)], "nothing was written past the arguments")
 }
 
 func TestBytecodeCache(t *testing.T) {
@@ -448,4 +492,36 @@ func TestSandboxTool(t *testing.T) {
 	got, err := cm.Call(context.Background(), json.RawMessage(`{"code":"return count({x: 1, y: 2})"}`))
 	require.NoError(t, err)
 	assert.Equal(t, `{"result":2}`, string(got))
+}
+
+// TestToolCapabilityFailures: a capability failure that escapes a tool is
+// kind capability whichever way it escapes: thrown synchronously, caught
+// and rethrown, or rejected.
+func TestToolCapabilityFailures(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t, WithCapability(failing("flaky", "upstream exploded", false)),
+		WithCapability(failing("aflaky", "async exploded", true)))
+	const want = `{"kind":"capability","name":"caller","capability":"flaky","message":"upstream exploded"}`
+	tests := []struct{ source, want string }{
+		{"(args) => flaky({})", want},
+		{"(args) => { try { flaky({}) } catch (e) { throw e } }", want},
+		{"(args) => { const inner = () => flaky({}); return inner() }", want},
+		{"async (args) => flaky({})", want},
+		{"(args) => Promise.reject((() => { try { flaky({}) } catch (e) { return e } })())", want},
+		{"async (args) => { await aflaky({}) }",
+			`{"kind":"capability","name":"caller","capability":"aflaky","message":"async exploded"}`},
+		{"(args) => { try { flaky({}) } catch (e) { throw new Error('wrapped') } }",
+			`{"kind":"js","name":"caller","message":"Error: wrapped\n    at <anonymous> (tool.js:1:53)"}`},
+	}
+	for i, tt := range tests {
+		e.Deregister("caller")
+		_, err := e.Register(context.Background(), ToolSource{Name: "caller", Source: tt.source})
+		require.NoError(t, err, "case %d", i)
+		_, err = e.Call(context.Background(), "caller", json.RawMessage(`{}`))
+		assert.Equal(t, tt.want, execErr(t, err).LLMJSON(), "Call of %q", tt.source)
+	}
+	// Registration: a self-test that lets it escape fails as self_test.
+	_, err := e.Register(context.Background(), ToolSource{Name: "selftested", Source: "(args) => flaky({})",
+		SelfTest: "tool({})"})
+	assert.Equal(t, `{"stage":"self_test","message":"upstream exploded"}`, registerErr(t, err).LLMJSON())
 }

@@ -127,19 +127,20 @@
 		typeof text === 'string' && (includes(text, BINARY) || includes(text, HANDLE)) ? parse(text, reviver) : parse(text);
 
 	// The result envelope: {"result": v} gives v, {"error": text} throws it,
-	// anything else is the dispatch's defect.
-	function open(envelope) {
+	// anything else is the dispatch's defect. What it throws is marked as
+	// the failure of provider.name, so an uncaught one is attributed to it.
+	function open(envelope, provider, name) {
 		let data;
 		try {
 			data = parseForDispatch(envelope);
 		} catch {
-			throw new ErrorCtor(OUTSIDE);
+			throw native.fail(provider, name, OUTSIDE);
 		}
 		if (data === null || typeof data !== 'object' || isArray(data)) {
-			throw new ErrorCtor(OUTSIDE);
+			throw native.fail(provider, name, OUTSIDE);
 		}
 		if (data.error) {
-			throw new ErrorCtor(data.error);
+			throw native.fail(provider, name, `${data.error}`);
 		}
 		return data.result;
 	}
@@ -149,7 +150,7 @@
 	function tool(provider, name, positional) {
 		return async (...args) => {
 			const payload = positional ? args : args[0] === undefined ? {} : args[0];
-			return open(await native.dispatch(provider, name, stringifyForDispatch(payload)));
+			return open(await native.dispatch(provider, name, stringifyForDispatch(payload)), provider, name);
 		};
 	}
 
