@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -32,6 +33,25 @@ func BenchmarkRun(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := e.Run(ctx, w.src); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkRunUncached is Run of a script never seen before (a comment
+// makes each one new): the compile path, with its parse for positions.
+func BenchmarkRunUncached(b *testing.B) {
+	e := newExecutor(b)
+	ctx := context.Background()
+	for _, w := range benchScripts(b) {
+		b.Run(w.name, func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				if _, err := e.Run(ctx, w.src+"\n// "+strconv.Itoa(i)); err != nil {
 					b.Fatal(err)
 				}
 			}

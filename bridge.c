@@ -121,6 +121,7 @@ struct bridge_slot {
 	JSValue marks, marks_get, marks_set;
 	bool marked; /* the run made a marked Error: only then is a throw looked up */
 	bool bad_args; /* a tool run's arguments did not parse */
+	bool syntax;   /* the run's source did not compile */
 	/* Async calls in flight, indexed by call id (engine heap). */
 	host_call *calls;
 	uint32_t calls_len, calls_cap, calls_free, pending_calls;
@@ -2185,8 +2186,10 @@ static JSValue load_source(bridge_slot *s, const bridge_config *cfg, const char 
 {
 	JSContext *ctx = s->ctx;
 	JSValue fn = compile_unit(ctx, cfg->bc, cfg->bc_len, src, len, cfg->filename, cfg->want_bc, &out->bc, &out->bc_len);
-	if (JS_IsException(fn))
+	if (JS_IsException(fn)) {
+		s->syntax = !s->killed;
 		return fn;
+	}
 	JS_FreeValue(ctx, s->unit);
 	s->unit = JS_DupValue(ctx, fn); /* released with the sandbox: see sandbox_close */
 	return JS_EvalFunction(ctx, fn);
@@ -2339,7 +2342,7 @@ int32_t bridge_slot_run(bridge_slot *s, const bridge_config *cfg, const char *sr
 	s->payload = cfg->payload;
 	s->logs_limit = cfg->logs;
 	s->program = s->unit = s->tool = JS_UNDEFINED;
-	s->marked = s->bad_args = false;
+	s->marked = s->bad_args = s->syntax = false;
 	s->retain = cfg->retain != 0;
 	s->codec = cfg->mode == BRIDGE_MODE_EXECUTE;
 	s->rng[0] = cfg->seed[0];
@@ -2371,6 +2374,7 @@ int32_t bridge_slot_run(bridge_slot *s, const bridge_config *cfg, const char *sr
 			}
 		}
 	}
+	out->syntax = s->syntax;
 	return settle_run(s, st, out);
 }
 

@@ -128,6 +128,7 @@ typedef struct bridge_out {
 	uint8_t *entry_bc; /* the entry's, when want_entry_bc compiled it */
 	size_t entry_bc_len;
 	int64_t wait_ns;  /* BRIDGE_PENDING: ns until the next timer is due, -1 if none */
+	int32_t syntax;   /* data is the error of compiling src (its parser refused it) */
 } bridge_out;
 
 /* The Go functions C calls back (//export, in capability.go). In a cgo

@@ -79,13 +79,8 @@ func scriptKey(kind string, source string) [32]byte {
 func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // wrapHead is the part of the wrapper before the script, on the script's
-// first line: columns there are shifted by its length (see userStack).
+// first line: positions there are shifted by its length (see sourceMap).
 const wrapHead = "(async () => {__codemode_0123456789abcdef01234567: {"
-
-// headCols is how far the engine reports first-line columns of a script to
-// the right: the head's length less one, as the engine counts that line's
-// columns from zero.
-const headCols = len(wrapHead) - 1
 
 // wrapScript turns a run_js body into a program whose completion value is
 // the body's promise, NUL-terminated for the engine:
@@ -286,18 +281,17 @@ var noSource = []byte{0}
 type program struct {
 	name        string // attribution of errors: run_js, execute or a tool's name
 	mode        C.int32_t
-	file        *C.char // the name of src in stack traces
-	fileName    string
-	headCols    int    // the first-line shift of src's wrapper (see userStack)
-	src         []byte // NUL-terminated; unused when bc is set
-	bc          []byte // src's cached bytecode, or nil
-	wantBC      bool   // hand out src's bytecode when compiling it
-	entry       []byte // NUL-terminated entry source (Execute), or nil
-	entryBC     []byte // the entry's cached bytecode, or nil
-	wantEntryBC bool   // hand out the entry's bytecode when compiling it
-	runtime     []byte // runtime bytecode (Execute), or nil
-	args        []byte // NUL-terminated argument JSON (tool calls)
-	selftest    []byte // NUL-terminated self-test (registration), or nil
+	file        *C.char   // the name of src in stack traces
+	smap        sourceMap // how the positions in src's errors map to the model's source
+	src         []byte    // NUL-terminated; unused when bc is set
+	bc          []byte    // src's cached bytecode, or nil
+	wantBC      bool      // hand out src's bytecode when compiling it
+	entry       []byte    // NUL-terminated entry source (Execute), or nil
+	entryBC     []byte    // the entry's cached bytecode, or nil
+	wantEntryBC bool      // hand out the entry's bytecode when compiling it
+	runtime     []byte    // runtime bytecode (Execute), or nil
+	args        []byte    // NUL-terminated argument JSON (tool calls)
+	selftest    []byte    // NUL-terminated self-test (registration), or nil
 	dispatch    DispatchFunc
 	retain      bool
 }
@@ -348,7 +342,7 @@ type outcome struct {
 
 // run executes a program in a fresh sandbox. Its deadline counts from start.
 func (ex *Executor) run(ctx context.Context, prog *program, start time.Time) (o outcome) {
-	name, headCols := prog.name, prog.headCols
+	name, smap := prog.name, prog.smap
 	deadline, budget := runDeadline(ctx, start, ex.limits.Deadline)
 	s, noSlot := ex.slots.get(ctx, deadline, ex.closing.Done())
 	if noSlot != nil {
@@ -361,7 +355,7 @@ func (ex *Executor) run(ctx context.Context, prog *program, start time.Time) (o 
 	caps := ex.caps.Load()
 	defer func() {
 		if kept {
-			o.retained = ex.retain(s, name, headCols, caps)
+			o.retained = ex.retain(s, name, smap, caps)
 		} else {
 			ex.slots.put(s)
 		}
@@ -606,13 +600,17 @@ func (c *call) finish(ctx context.Context, st C.int32_t, out *C.bridge_out) outc
 	defer C.bridge_out_free(out)
 	o := outcome{status: st}
 	o.logs = readLogs(out, c.ex.limits.Logs)
+	for i, l := range o.logs {
+		o.logs[i] = c.prog.smap.frames(l)
+	}
 	var data []byte
 	if out.data != nil {
 		data = C.GoBytes(unsafe.Pointer(out.data), C.int(out.size))
 	}
+	syntax := out.syntax != 0
 	switch st {
 	case C.BRIDGE_COMPILE:
-		o.detail = userStack(string(data), c.prog.fileName, c.prog.headCols)
+		o.detail = c.prog.smap.render(string(data), syntax)
 		o.err = &ExecError{Kind: KindJS, Name: c.name, Message: o.detail}
 	case C.BRIDGE_NOT_FUNCTION:
 		o.detail = string(data)
@@ -620,7 +618,7 @@ func (c *call) finish(ctx context.Context, st C.int32_t, out *C.bridge_out) outc
 	case C.BRIDGE_DONE:
 		o.value = data
 	case C.BRIDGE_THROWN:
-		o.err = &ExecError{Kind: KindJS, Name: c.name, Message: userStack(string(data), c.prog.fileName, c.prog.headCols)}
+		o.err = &ExecError{Kind: KindJS, Name: c.name, Message: c.prog.smap.render(string(data), syntax)}
 	case C.BRIDGE_TIMEOUT:
 		o.err = c.timeout()
 	case C.BRIDGE_MEMORY:
@@ -633,7 +631,7 @@ func (c *call) finish(ctx context.Context, st C.int32_t, out *C.bridge_out) outc
 		o.err = &ExecError{Kind: KindCapability, Name: c.name, Capability: capabilityName(c.caps, out), Message: string(data)}
 	case C.BRIDGE_BAD_ARGS:
 		o.err = &ExecError{Kind: KindInvalidArgs, Name: c.name, Reason: "the sandbox cannot read the arguments: " +
-			firstLine(userStack(string(data), c.prog.fileName, c.prog.headCols))}
+			firstLine(string(data))}
 	case C.BRIDGE_TOO_LARGE:
 		o.err = &ExecError{Kind: KindJS, Name: c.name, Message: "RangeError: the result is " +
 			strconv.FormatUint(uint64(out.size), 10) + " bytes of JSON, over the payload limit of " +
@@ -708,53 +706,6 @@ func readLogs(out *C.bridge_out, limit int) []string {
 			strconv.Itoa(limit)+"-byte log limit was reached]")
 	}
 	return logs
-}
-
-// userStack rewrites the frames of a rendered error so they point into the
-// user's source: the wrapper's own top-level frame and codemode's internal
-// frames go, and columns on the first line lose the wrapper head's width.
-func userStack(msg, file string, headCols int) string {
-	head, frames, ok := strings.Cut(msg, "\n")
-	if !ok {
-		return fixFrame(msg, file, headCols)
-	}
-	var b strings.Builder
-	b.Grow(len(msg))
-	b.WriteString(fixFrame(head, file, headCols))
-	for frames != "" {
-		var line string
-		line, frames, _ = strings.Cut(frames, "\n")
-		if strings.HasPrefix(line, "    at <eval> ("+file+":") || strings.Contains(line, "<codemode:") {
-			continue
-		}
-		b.WriteByte('\n')
-		b.WriteString(fixFrame(line, file, headCols))
-	}
-	return b.String()
-}
-
-// fixFrame shifts a first-line column of file back by the wrapper head;
-// a position inside the head becomes column 1.
-func fixFrame(line, file string, headCols int) string {
-	at := file + ":1:"
-	i := strings.Index(line, at)
-	if i < 0 {
-		return line
-	}
-	start := i + len(at)
-	end := start
-	for end < len(line) && line[end] >= '0' && line[end] <= '9' {
-		end++
-	}
-	col, err := strconv.Atoi(line[start:end])
-	if err != nil {
-		return line
-	}
-	col -= headCols
-	if col < 1 {
-		col = 1
-	}
-	return line[:start] + strconv.Itoa(col) + line[end:]
 }
 
 // cText points C at the bytes of s (not NUL-terminated; C takes a length),

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"time"
 	"unsafe"
+
+	"github.com/codemode-go/codemode/internal/jspos"
 )
 
 // Provider declares a namespace of tools to the program: its Name becomes
@@ -190,17 +192,17 @@ func entrySource(providers []Provider) []byte {
 	return []byte(b.String())
 }
 
-// programSource wraps the request's code into the program unit, a function
-// of the providers and the contract names returning the code's value,
+// programSource wraps the request's code (trimmed of its statement end,
+// perhaps instrumented) into the program unit, a function of the
+// providers and the contract names returning the code's value,
 // NUL-terminated:
 //
 //	(function (store, …, __dispatch, …) {'use strict';L: {return (<code>
 //	);break L}})
 //
 // The head shares the code's first line; the label works as in wrapScript.
-// It returns the head's width in columns, as the engine counts them.
-func programSource(code string, providers []Provider, key [32]byte) (src []byte, cols int) {
-	code = trimStatementEnd(code)
+// It returns the head's length in bytes.
+func programSource(code string, providers []Provider, key [32]byte) (src []byte, head int) {
 	label := "__codemode_" + hex.EncodeToString(key[:12])
 	var b strings.Builder
 	b.WriteString("(function (")
@@ -209,11 +211,11 @@ func programSource(code string, providers []Provider, key [32]byte) (src []byte,
 		b.WriteString(", ")
 	}
 	b.WriteString(contractNames + ") {'use strict';" + label + ": {return (")
-	cols = b.Len() - 1
+	head = b.Len()
 	b.WriteString(code)
 	b.WriteString("\n);break " + label + "}})")
 	b.WriteByte(0)
-	return []byte(b.String()), cols
+	return []byte(b.String()), head
 }
 
 // programKey is the cache key of a program unit: its code and the names
@@ -315,17 +317,18 @@ func (e *Executor) Execute(ctx context.Context, req Request) (res ExecuteResult)
 		name:     ExecuteName,
 		mode:     C.BRIDGE_MODE_EXECUTE,
 		file:     programFile,
-		fileName: programFileName,
+		smap:     sourceMap{file: programFileName, shape: jspos.StrictExpression, src: trimStatementEnd(req.Code)},
 		entry:    entrySource(req.Providers),
 		runtime:  runtime,
 		dispatch: req.Dispatch,
 		retain:   req.RetainHandles,
 	}
 	key := programKey(req.Code, req.Providers)
-	p.src, p.headCols = programSource(req.Code, req.Providers, key)
 	if bc, ok := e.cache.get(key); ok {
 		p.bc = bc
+		p.src, p.smap.head = programSource(p.smap.src, req.Providers, key)
 	} else {
+		p.src, p.smap.head = programSource(p.smap.instrument().Source(), req.Providers, key)
 		p.wantBC = true
 	}
 	entryKey := scriptKey("entry", unsafe.String(&p.entry[0], len(p.entry)))
@@ -351,7 +354,6 @@ func (e *Executor) Execute(ctx context.Context, req Request) (res ExecuteResult)
 	res.Result = o.value
 	return res
 }
-
 
 // programFileName is the name a request's code carries in stack traces.
 const programFileName = "program.js"

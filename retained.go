@@ -45,15 +45,15 @@ var ErrRetainedClosed = errors.New("codemode: retained sandbox closed")
 // time without a Call, when code it runs is killed, or when the executor
 // closes. Its methods are safe for concurrent use; calls run one at a time.
 type Retained struct {
-	ex       *Executor
-	name     string
-	headCols int
-	caps     *capTable
-	slot     *slot
-	reqs     chan retainedReq
-	quit     chan struct{}
-	done     chan struct{} // closed once the sandbox is gone
-	stop     sync.Once
+	ex   *Executor
+	name string
+	smap sourceMap // the program's: for the positions in errors
+	caps *capTable
+	slot *slot
+	reqs chan retainedReq
+	quit chan struct{}
+	done chan struct{} // closed once the sandbox is gone
+	stop sync.Once
 
 	err error // why it closed; set before done is closed
 }
@@ -75,9 +75,9 @@ type retainedReply struct {
 
 // retain hands slot s, holding a settled retained sandbox, to a new
 // Retained and its loop goroutine.
-func (e *Executor) retain(s *slot, name string, headCols int, caps *capTable) *Retained {
+func (e *Executor) retain(s *slot, name string, smap sourceMap, caps *capTable) *Retained {
 	e.slots.detach(s)
-	r := &Retained{ex: e, name: name, headCols: headCols, caps: caps, slot: s, reqs: make(chan retainedReq),
+	r := &Retained{ex: e, name: name, smap: smap, caps: caps, slot: s, reqs: make(chan retainedReq),
 		quit: make(chan struct{}), done: make(chan struct{})}
 	e.retained.Add(1)
 	go r.loop(int64(C.bridge_slot_wait(s.c)))
@@ -303,7 +303,7 @@ func (r *Retained) reply(st C.int32_t, out *C.bridge_out) retainedReply {
 		}
 		return retainedReply{value: v}
 	case C.BRIDGE_THROWN:
-		return retainedReply{err: &ExecError{Kind: KindJS, Name: r.name, Message: userStack(data, programFileName, r.headCols)}}
+		return retainedReply{err: &ExecError{Kind: KindJS, Name: r.name, Message: r.smap.render(data, false)}}
 	case C.BRIDGE_CAPABILITY:
 		return retainedReply{err: &ExecError{Kind: KindCapability, Name: r.name, Capability: capabilityName(r.caps, out),
 			Message: data}}

@@ -98,11 +98,11 @@ func TestRunErrors(t *testing.T) {
 		{"reference error", "let a = 1;\nfoo();", ExecError{Kind: KindJS, Name: RunJSToolName,
 			Message: "ReferenceError: foo is not defined\n    at <anonymous> (script.js:2:1)"}},
 		{"type error in a function", "function f() {\n  return null.x\n}\nreturn f()", ExecError{Kind: KindJS, Name: RunJSToolName,
-			Message: "TypeError: cannot read property 'x' of null\n    at f (script.js:1:1)\n    at <anonymous> (script.js:4:8)"}},
+			Message: "TypeError: cannot read property 'x' of null\n    at f (script.js:2:3)\n    at <anonymous> (script.js:4:8)"}},
 		{"first-line column", "  undefinedName", ExecError{Kind: KindJS, Name: RunJSToolName,
 			Message: "ReferenceError: undefinedName is not defined\n    at <anonymous> (script.js:1:3)"}},
 		{"syntax error", "let x = 1;\nlet y = ;", ExecError{Kind: KindJS, Name: RunJSToolName,
-			Message: "SyntaxError: unexpected token in expression: ';'\n    at script.js:2:1"}},
+			Message: "SyntaxError: unexpected token in expression: ';'\n    at script.js:2:9"}},
 		{"thrown string", "throw 'boom'", ExecError{Kind: KindJS, Name: RunJSToolName, Message: "Uncaught boom"}},
 		{"thrown object", "throw {code: 1}", ExecError{Kind: KindJS, Name: RunJSToolName, Message: `Uncaught {"code":1}`}},
 		{"thrown number", "throw 42", ExecError{Kind: KindJS, Name: RunJSToolName, Message: "Uncaught 42"}},
@@ -124,9 +124,9 @@ func TestRunErrors(t *testing.T) {
 		{"payload", "return 'x'.repeat(1 << 20)", ExecError{Kind: KindJS, Name: RunJSToolName,
 			Message: "RangeError: the result is 1048578 bytes of JSON, over the payload limit of 1048576 bytes"}},
 		{"invalid utf-8", "return 1 \xff\xfe", ExecError{Kind: KindJS, Name: RunJSToolName,
-			Message: "SyntaxError: invalid UTF-8 sequence\n    at script.js:1:1"}},
+			Message: "SyntaxError: invalid UTF-8 sequence\n    at script.js:1:10"}},
 		{"nul byte in source", "a\x00b", ExecError{Kind: KindJS, Name: RunJSToolName,
-			Message: "SyntaxError: expecting ';'\n    at script.js:1:1"}},
+			Message: "SyntaxError: expecting ';'\n    at script.js:1:2"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

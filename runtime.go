@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/codemode-go/codemode/internal/jspos"
 )
 
 // Executor runs scripts, each in a fresh QuickJS-ng sandbox under the
@@ -186,12 +188,13 @@ func (e *Executor) Run(ctx context.Context, script string) (*Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, contextError(RunJSToolName, err)
 	}
-	p := &program{name: RunJSToolName, file: scriptFile, fileName: scriptFileName, headCols: headCols}
+	p := &program{name: RunJSToolName, file: scriptFile,
+		smap: sourceMap{file: scriptFileName, head: len(wrapHead), shape: jspos.Body, src: script}}
 	key := scriptKey("run", script)
 	if bc, ok := e.cache.get(key); ok {
 		p.bc, p.src = bc, noSource
 	} else {
-		p.src, p.wantBC = wrapScript(script, key), true
+		p.src, p.wantBC = wrapScript(p.smap.instrument().Source(), key), true
 	}
 	o := e.run(ctx, p, start)
 	if o.bytecode != nil {

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"lukechampine.com/blake3"
+
+	"github.com/codemode-go/codemode/internal/jspos"
 )
 
 // ToolSource is the raw material of a registered tool, before validation.
@@ -53,6 +55,7 @@ type RegisteredTool struct {
 // tool is a registered tool with what calls need.
 type tool struct {
 	meta   RegisteredTool
+	source string   // as the wrapper takes it: for the positions in its errors
 	key    [32]byte // its bytecode's cache key (pinned)
 	bc     []byte
 	params *params
@@ -136,12 +139,13 @@ func (e *Executor) Register(ctx context.Context, src ToolSource) (RegisteredTool
 		return RegisteredTool{}, &RegisterError{Stage: StageExecution, Exec: contextError(src.Name, err)}
 	}
 
-	key := scriptKey("tool", trimStatementEnd(src.Source))
-	p := &program{name: src.Name, mode: C.BRIDGE_MODE_REGISTER, file: toolFile, fileName: toolFileName, headCols: toolHeadCols}
+	source := trimStatementEnd(src.Source)
+	key := scriptKey("tool", source)
+	p := &program{name: src.Name, mode: C.BRIDGE_MODE_REGISTER, file: toolFile, smap: toolMap(source)}
 	if bc, ok := e.cache.get(key); ok {
 		p.bc, p.src = bc, noSource
 	} else {
-		p.src, p.wantBC = wrapTool(src.Source, key), true
+		p.src, p.wantBC = wrapTool(p.smap.instrument().Source(), key), true
 	}
 	if src.SelfTest != "" {
 		p.selftest = append([]byte(src.SelfTest), 0)
@@ -161,6 +165,7 @@ func (e *Executor) Register(ctx context.Context, src ToolSource) (RegisteredTool
 
 	sum := blake3.Sum256([]byte(src.Source))
 	t := &tool{
+		source: source,
 		meta: RegisteredTool{Name: src.Name, Description: src.Description, Params: src.Params,
 			SourceHash: hex.EncodeToString(sum[:]), SelfTested: src.SelfTest != ""},
 		key:    key,
@@ -211,17 +216,20 @@ var toolFile = C.CString(toolFileName)
 // toolHead is the wrapper before a tool's source, on its first line.
 const toolHead = "(function () {__codemode_0123456789abcdef01234567: {return ("
 
-const toolHeadCols = len(toolHead) - 1
+// toolMap is the source map of a tool source (trimmed of its statement end).
+func toolMap(source string) sourceMap {
+	return sourceMap{file: toolFileName, head: len(toolHead), shape: jspos.Expression, src: source}
+}
 
-// wrapTool turns a tool source into a script whose completion value is the
-// source's value, with the labelled wrapper of wrapScript:
+// wrapTool turns a tool source (trimmed of its statement end, perhaps
+// instrumented) into a script whose completion value is the source's
+// value, with the labelled wrapper of wrapScript:
 //
 //	(function () {L: {return (<source>
 //	);break L}})()
 func wrapTool(source string, key [32]byte) []byte {
 	var label [24]byte
 	hex.Encode(label[:], key[:12])
-	source = trimStatementEnd(source)
 	var b strings.Builder
 	b.Grow(len(source) + 2*len(label) + 64)
 	b.WriteString("(function () {__codemode_")
@@ -305,8 +313,8 @@ func (e *Executor) Call(ctx context.Context, name string, args json.RawMessage) 
 		return nil, contextError(name, err)
 	}
 	e.cache.hits.Add(1) // a call reads the tool's pinned bytecode
-	o := e.run(ctx, &program{name: name, mode: C.BRIDGE_MODE_TOOL, file: toolFile, fileName: toolFileName,
-		headCols: toolHeadCols, src: noSource, bc: t.bc, args: cString(bytes.TrimSpace(args))}, start)
+	o := e.run(ctx, &program{name: name, mode: C.BRIDGE_MODE_TOOL, file: toolFile, smap: toolMap(t.source),
+		src: noSource, bc: t.bc, args: cString(bytes.TrimSpace(args))}, start)
 	if o.err != nil {
 		return nil, o.err
 	}

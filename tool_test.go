@@ -77,7 +77,7 @@ func TestRegisterLifecycle(t *testing.T) {
 		{"required names a missing property", ToolSource{Name: "s6", Params: json.RawMessage(`{"properties":{"a":{}},"required":["b"]}`), Source: "x => x"},
 			`{"stage":"invalid_schema","reason":"\"required\" names ` + "`b`" + `, which is not in \"properties\""}`},
 		{"compile", ToolSource{Name: "c1", Source: "(args) => {"},
-			`{"stage":"compile","message":"SyntaxError: unexpected token in expression: ')'\n    at tool.js:2:59"}`},
+			`{"stage":"compile","message":"SyntaxError: unexpected end of input\n    at tool.js:1:12"}`},
 		{"two statements", ToolSource{Name: "c2", Source: "const x = 1; (args) => x"},
 			`{"stage":"compile","message":"SyntaxError: unexpected token in expression: 'const'\n    at tool.js:1:1"}`},
 		{"throws while evaluating", ToolSource{Name: "c3", Source: "(() => { throw new TypeError('at load') })()"},

@@ -1,0 +1,529 @@
+// Package jspos makes the source positions a model reads point into the
+// source it wrote, at the statement that failed.
+//
+// The engine records a position only where its parser emits one: at calls,
+// `new`, binary operators, expression statements and throws. An error in
+// any other expression (`return u.address.city`, `const v = a.b.c`, an
+// `if` condition) is reported at the last position recorded before it,
+// which may be another statement's. [Instrument] parses the source (with
+// github.com/dop251/goja/parser, a complete ECMAScript parser that keeps
+// exact offsets) and, before every statement of a statement list that
+// records no position of its own, inserts a marker expression statement
+// `0;` whose position stands for that statement; before the closing brace
+// of a for, while or do-while body it inserts `;0;`, which stands for the
+// loop, so a test or an update that fails on a later iteration is the
+// loop's. [Map.Offset] turns a position in the instrumented text back into
+// one in the source.
+//
+// A source the parser refuses is left as it is: the engine's positions are
+// then the only ones, and [Map.SyntaxError] holds the parser's exact
+// position of the first error, which the engine reports only roughly.
+package jspos
+
+import (
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/dop251/goja/ast"
+	"github.com/dop251/goja/parser"
+)
+
+// Shape says what a source is, and so how it is parsed.
+type Shape int
+
+const (
+	// Body is the body of an async function: top-level return and await.
+	Body Shape = iota
+	// Expression is one expression (a function, for tools).
+	Expression
+	// StrictExpression is one expression in strict mode code (Execute's
+	// programs).
+	StrictExpression
+)
+
+// The wrappers the parser sees. Neither has a line break before the
+// source, so source lines are the wrapped text's.
+const (
+	bodyHead   = "(async () => {"
+	bodyTail   = "\n})"
+	exprHead   = "("
+	strictHead = "'use strict';("
+	exprTail   = "\n)"
+)
+
+func wrappers(shape Shape) (head, tail string) {
+	switch shape {
+	case Body:
+		return bodyHead, bodyTail
+	case StrictExpression:
+		return strictHead, exprTail
+	}
+	return exprHead, exprTail
+}
+
+// insertion is text inserted at source offset at, standing for the source
+// offset target (the statement or loop it marks).
+type insertion struct {
+	at, target int
+	text       string
+}
+
+// SyntaxError is where and why the parser refused a source.
+type SyntaxError struct {
+	// Offset is the byte offset in the source of the token the parser
+	// stopped at; len(source) when the source ended too early.
+	Offset int
+	// EndOfInput says the source ended before it was complete.
+	EndOfInput bool
+	// StrayCloser says the source closes a brace (a parenthesis, for an
+	// expression) it never opened; Offset is that closer's, or -1 when it
+	// could not be found.
+	StrayCloser bool
+	// Message is the parser's own words.
+	Message string
+}
+
+// Map relates a source to its instrumented text.
+type Map struct {
+	src   string
+	out   string
+	ins   []insertion // by at
+	lines []int       // offsets of the instrumented text's line starts, made on first use
+	err   *SyntaxError
+}
+
+// Instrument parses src as shape and returns its instrumented text's map.
+// It never fails: a source the parser refuses is kept as it is (and its
+// map holds the parse error). It reads nothing but src.
+func Instrument(src string, shape Shape) *Map {
+	m := &Map{src: src, out: src}
+	head, tail := wrappers(shape)
+	prog, err := parse(head + parsable(src) + tail)
+	if err != nil {
+		m.err = syntaxError(src, shape, err)
+		return m
+	}
+	root, ok := single(prog, shape, src)
+	if !ok {
+		// The source closed the wrapper and went on: the engine's wrapper
+		// refuses that, so it is a stray closer.
+		m.err = &SyntaxError{Offset: StrayCloser(src, shape), StrayCloser: true, Message: "Unexpected token " + closer(shape)}
+		return m
+	}
+	w := walker{src: src, base: len(head) + 1, limit: len(src)}
+	w.visit(reflect.ValueOf(root))
+	sort.SliceStable(w.ins, func(i, j int) bool { return w.ins[i].at < w.ins[j].at })
+	for i, in := range w.ins { // one insertion per offset
+		if i == 0 || in.at != w.ins[i-1].at {
+			m.ins = append(m.ins, in)
+		}
+	}
+	var b strings.Builder
+	b.Grow(len(src) + 3*len(m.ins))
+	last := 0
+	for _, in := range m.ins {
+		b.WriteString(src[last:in.at])
+		b.WriteString(in.text)
+		last = in.at
+	}
+	b.WriteString(src[last:])
+	m.out = b.String()
+	return m
+}
+
+// parsable returns src with the two constructs the parser lacks rewritten
+// to ones of the same length and shape it has: `for await (` becomes
+// `for       (`, and `import(` or `import.` becomes `_mport(`, `_mport.`.
+// Only offsets are read off the parse, and the instrumented text is made
+// from src itself, so a rewrite inside a string or a comment is harmless.
+func parsable(src string) string {
+	if !strings.Contains(src, "await") && !strings.Contains(src, "import") {
+		return src
+	}
+	b := []byte(src)
+	for i := 0; i+3 <= len(b); i++ {
+		switch {
+		case b[i] == 'f' && string(b[i:i+3]) == "for" && (i == 0 || !isIdentByte(b[i-1])):
+			j := i + 3
+			for j < len(b) && isSpace(b[j]) {
+				j++
+			}
+			if j+5 <= len(b) && string(b[j:j+5]) == "await" && (j+5 == len(b) || !isIdentByte(b[j+5])) {
+				copy(b[j:j+5], "     ")
+			}
+		case b[i] == 'i' && i+7 <= len(b) && string(b[i:i+6]) == "import" && (b[i+6] == '(' || b[i+6] == '.') &&
+			(i == 0 || !isIdentByte(b[i-1])):
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+// parse parses a wrapped source; it never loads a source map (the
+// parser's default reads the file a sourceMappingURL comment names).
+func parse(text string) (*ast.Program, error) {
+	return parser.ParseFile(nil, "", text, 0, parser.WithDisableSourceMaps)
+}
+
+// single returns the node whose statements are the source's: the
+// wrapper's own expression must be the program's only statement, and for a
+// body the arrow's closing brace the wrapper's; otherwise the source closed
+// the wrapper early and went on.
+func single(prog *ast.Program, shape Shape, src string) (ast.Node, bool) {
+	body := prog.Body
+	if shape == StrictExpression && len(body) > 0 {
+		body = body[1:] // the directive
+	}
+	if len(body) != 1 {
+		return nil, false
+	}
+	st, ok := body[0].(*ast.ExpressionStatement)
+	if !ok {
+		return nil, false
+	}
+	if shape != Body {
+		return st, true
+	}
+	arrow, ok := st.Expression.(*ast.ArrowFunctionLiteral)
+	if !ok {
+		return nil, false
+	}
+	block, ok := arrow.Body.(*ast.BlockStatement)
+	if !ok || int(block.RightBrace) != len(bodyHead)+len(src)+2 { // 1-based: the tail's '}'
+		return nil, false
+	}
+	return arrow, true
+}
+
+func closer(shape Shape) string {
+	if shape == Body {
+		return "'}'"
+	}
+	return "')'"
+}
+
+// syntaxError locates the parser's first error in the source.
+func syntaxError(src string, shape Shape, err error) *SyntaxError {
+	head, tail := wrappers(shape)
+	text := head + src + tail
+	list, ok := err.(parser.ErrorList)
+	if !ok || len(list) == 0 {
+		return &SyntaxError{Offset: len(src), EndOfInput: true, Message: err.Error()}
+	}
+	first := list[0]
+	off := lineStart(text, first.Position.Line) + first.Position.Column - 1 - len(head)
+	se := &SyntaxError{Offset: off, Message: first.Message}
+	switch {
+	case off < 0:
+		se.Offset = 0
+	case off >= len(src):
+		// Past the source: it ended early, unless it closed the wrapper
+		// with a closer of its own.
+		se.Offset = len(src)
+		se.EndOfInput = true
+		if off == len(src)+1 && first.Message == "Unexpected token "+tail[1:2] {
+			if at := StrayCloser(src, shape); at >= 0 {
+				se.EndOfInput, se.StrayCloser = false, true
+				se.Offset = at
+			}
+		}
+	}
+	return se
+}
+
+// maxCloserTries bounds the parses strayCloser spends.
+const maxCloserTries = 64
+
+// StrayCloser finds the closer (a brace for a body, a parenthesis for an
+// expression) with which a source ends the wrapper early: the first at
+// which the source, cut just after it, closes the wrapper. -1 if none is
+// found within maxCloserTries parses.
+func StrayCloser(src string, shape Shape) int {
+	head, tail := wrappers(shape)
+	c := tail[1]
+	tries := 0
+	for i := 0; i < len(src) && tries < maxCloserTries; i++ {
+		if src[i] != c {
+			continue
+		}
+		tries++
+		prefix := src[:i+1]
+		prog, err := parse(head + parsable(prefix) + tail)
+		if err == nil {
+			if _, ok := single(prog, shape, prefix); !ok {
+				return i
+			}
+			continue
+		}
+		if list, ok := err.(parser.ErrorList); ok && len(list) > 0 {
+			text := head + prefix + tail
+			off := lineStart(text, list[0].Position.Line) + list[0].Position.Column - 1 - len(head)
+			if off == len(prefix)+1 && list[0].Message == "Unexpected token "+tail[1:2] {
+				return i
+			}
+		}
+	}
+	return -1
+}
+
+// lineStart is the offset of line n (1-based) of text, or len(text).
+func lineStart(text string, n int) int {
+	off := 0
+	for l := 1; l < n; l++ {
+		i := strings.IndexByte(text[off:], '\n')
+		if i < 0 {
+			return len(text)
+		}
+		off += i + 1
+	}
+	return off
+}
+
+// walker collects the insertions for every statement list under a node.
+// It walks the tree by reflection, so no node type can be missed, along a
+// plan per type of the fields that can hold nodes.
+type walker struct {
+	src   string
+	base  int // the parser's offset (1-based) of the source's first byte
+	limit int // the source's length
+	ins   []insertion
+}
+
+var statementList = reflect.TypeOf([]ast.Statement(nil))
+
+// plans caches, per struct type, the indices of the fields that can hold
+// nodes.
+var plans sync.Map // reflect.Type -> []int
+
+func plan(t reflect.Type) []int {
+	if p, ok := plans.Load(t); ok {
+		return p.([]int)
+	}
+	var fields []int
+	for i := range t.NumField() {
+		f := t.Field(i)
+		// DeclarationList repeats declarations the body holds; the file,
+		// token and string types hold no nodes.
+		if !f.IsExported() || f.Name == "DeclarationList" || !mayHoldNodes(f.Type) {
+			continue
+		}
+		fields = append(fields, i)
+	}
+	plans.Store(t, fields)
+	return fields
+}
+
+var astPackage = reflect.TypeOf(ast.Program{}).PkgPath()
+
+func mayHoldNodes(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Interface:
+		return true
+	case reflect.Pointer, reflect.Slice:
+		return mayHoldNodes(t.Elem())
+	case reflect.Struct:
+		return t.PkgPath() == astPackage
+	}
+	return false
+}
+
+func (w *walker) offset(n ast.Node) int { return int(n.Idx0()) - w.base }
+
+func (w *walker) add(at, target int, text string) {
+	if at >= 0 && at <= w.limit {
+		w.ins = append(w.ins, insertion{at: at, target: target, text: text})
+	}
+}
+
+func (w *walker) visit(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			return
+		}
+		w.loop(v.Interface())
+		w.visit(v.Elem())
+	case reflect.Interface:
+		if !v.IsNil() {
+			w.visit(v.Elem())
+		}
+	case reflect.Struct:
+		for _, i := range plan(v.Type()) {
+			f := v.Field(i)
+			if f.Type() == statementList {
+				w.list(f.Interface().([]ast.Statement))
+			}
+			w.visit(f)
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			w.visit(v.Index(i))
+		}
+	}
+}
+
+// list marks the statements of a statement list that record no position
+// of their own.
+func (w *walker) list(stmts []ast.Statement) {
+	for _, st := range stmts {
+		switch st.(type) {
+		case *ast.ExpressionStatement, *ast.ThrowStatement, // the engine records these
+			*ast.EmptyStatement, *ast.FunctionDeclaration, *ast.DebuggerStatement, *ast.BadStatement,
+			*ast.BlockStatement, *ast.TryStatement, *ast.BranchStatement: // nothing of theirs can fail
+			continue
+		}
+		off := w.offset(st)
+		if ifs, ok := st.(*ast.IfStatement); ok {
+			off = w.ifStart(ifs) // the parser leaves an if statement's own offset unset
+		}
+		w.add(off, off, "0;")
+	}
+}
+
+// ifStart finds the `if` keyword before an if statement's condition: back
+// from the condition over white space and opening parentheses. -1 when
+// anything else is in between (a comment): the statement goes unmarked.
+func (w *walker) ifStart(n *ast.IfStatement) int {
+	j := w.offset(n.Test) - 1
+	parens := 0
+	for ; j >= 0; j-- {
+		c := w.src[j]
+		if c == '(' {
+			parens++
+		} else if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			break
+		}
+	}
+	if parens == 0 || j < 1 || w.src[j-1:j+1] != "if" || (j >= 2 && isIdentByte(w.src[j-2])) {
+		return -1
+	}
+	return j - 1
+}
+
+func isIdentByte(c byte) bool {
+	return c == '_' || c == '$' || c >= 0x80 || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9')
+}
+
+// loop marks the end of a loop's block body for the loop.
+func (w *walker) loop(n any) {
+	var body ast.Statement
+	var start int
+	switch n := n.(type) {
+	case *ast.ForStatement:
+		body, start = n.Body, w.offset(n)
+	case *ast.WhileStatement:
+		body, start = n.Body, w.offset(n)
+	case *ast.DoWhileStatement:
+		body, start = n.Body, w.offset(n)
+	default:
+		return
+	}
+	if b, ok := body.(*ast.BlockStatement); ok {
+		w.add(int(b.RightBrace)-w.base, start, ";0;")
+	}
+}
+
+// Source is the instrumented text: the source itself when it did not parse.
+func (m *Map) Source() string { return m.out }
+
+// Original is the source the map was made from.
+func (m *Map) Original() string { return m.src }
+
+// SyntaxError is the parser's first error, or nil when the source parsed.
+func (m *Map) SyntaxError() *SyntaxError { return m.err }
+
+// Markers is how many markers the instrumented text holds.
+func (m *Map) Markers() int { return len(m.ins) }
+
+// Offset turns an offset in the instrumented text into the source offset
+// it stands for: a marker's is its statement's; past the end is len(src).
+func (m *Map) Offset(off int) int {
+	if off <= 0 {
+		return 0
+	}
+	shift := 0
+	for _, in := range m.ins {
+		start := in.at + shift
+		if off < start {
+			break
+		}
+		if off < start+len(in.text) {
+			return in.target
+		}
+		shift += len(in.text)
+	}
+	return min(off-shift, len(m.src))
+}
+
+// LineOffset is the offset in the instrumented text of line line (1-based)
+// and byte column col (1-based) of it, or len(text) past its last line.
+func (m *Map) LineOffset(line, col int) int {
+	if m.lines == nil {
+		m.lines = []int{0}
+		for i := 0; i < len(m.out); i++ {
+			if m.out[i] == '\n' {
+				m.lines = append(m.lines, i+1)
+			}
+		}
+	}
+	if line < 1 {
+		return 0
+	}
+	if line > len(m.lines) {
+		return len(m.out)
+	}
+	return min(m.lines[line-1]+max(col-1, 0), len(m.out))
+}
+
+// Position is the 1-based line and column (in characters) of a source
+// offset; offsets past the source's end are its end (see [Map.End]).
+func (m *Map) Position(off int) (line, col int) {
+	if off >= len(m.src) {
+		return m.End()
+	}
+	off = max(off, 0)
+	start := strings.LastIndexByte(m.src[:off], '\n') + 1
+	return 1 + strings.Count(m.src[:start], "\n"), 1 + utf8.RuneCountInString(m.src[start:off])
+}
+
+// Lines is how many lines the source has.
+func (m *Map) Lines() int { return 1 + strings.Count(m.src, "\n") }
+
+// LineStart is the source offset of line n (1-based), or len(src).
+func (m *Map) LineStart(n int) int { return lineStart(m.src, n) }
+
+// Line is the 1-based line of a source offset.
+func (m *Map) Line(off int) int {
+	off = min(max(off, 0), len(m.src))
+	return 1 + strings.Count(m.src[:off], "\n")
+}
+
+// Indent moves an offset forward to the first character of its line that
+// is not white space, when it lies before it (the engine's stale columns
+// often point at a line's start); offsets past the source stay.
+func (m *Map) Indent(off int) int {
+	if off >= len(m.src) {
+		return off
+	}
+	off = max(off, 0)
+	start := strings.LastIndexByte(m.src[:off], '\n') + 1
+	first := start
+	for first < len(m.src) && (m.src[first] == ' ' || m.src[first] == '\t') {
+		first++
+	}
+	return max(off, first)
+}
+
+// End is the position just past the source's last character that is not
+// white space: where an incomplete source ends, never past its last line.
+func (m *Map) End() (line, col int) {
+	end := len(strings.TrimRightFunc(m.src, unicode.IsSpace))
+	start := strings.LastIndexByte(m.src[:end], '\n') + 1
+	return 1 + strings.Count(m.src[:start], "\n"), 1 + utf8.RuneCountInString(m.src[start:end])
+}
