@@ -21,10 +21,26 @@
 // undefined (or no return at all) gives null. await works; promises settle
 // through the microtask queue. The body cannot escape its wrapper: a script
 // that closes the function early (`}); (async () => {`) is a syntax error.
-// Line numbers in errors are the script's own. The engine records a
-// position for calls, operators and expression statements; an error inside
-// a return or declaration expression that makes none (such as reading a
-// property of null) is reported at the enclosing function's start.
+// codemode needs cgo and a C toolchain: without cgo the package does not
+// build, with one error that says so.
+//
+// Every position in an error is a line and column (in characters) of the
+// source the model wrote: never inside codemode's wrapper, never past the
+// source's last line. The engine records a position only at calls, `new`,
+// operators, expression statements and throws, so before compiling a new
+// source codemode parses it (github.com/dop251/goja/parser, which reads
+// nothing but the source) and puts a marker `0;` before every statement
+// that records none (a return, a declaration, an if, a loop...) and `;0;`
+// before a loop body's closing brace; the engine drops the markers' code
+// and keeps their positions, which stand for their statements. An error
+// in `return u.address.city` is reported on that line, not on an earlier
+// statement's. Function.prototype.toString shows the markers. A syntax
+// error is placed on the engine's line at the parser's column; a source
+// that ends too early (an open brace, string, template or comment) is
+// placed just after its last character, and a brace the source never
+// opened at that brace. Stacks a script prints with console.log are
+// rewritten the same way. A source the parser does not accept runs as it
+// is, with the engine's positions.
 //
 // Every run gets a fresh sandbox: nothing one run writes (globals,
 // prototypes, the Symbol registry, timers, pending jobs, anything) is
@@ -59,7 +75,9 @@
 // [Limits] bound every run: heap bytes, native stack bytes, result bytes,
 // log bytes and wall-clock time. The zero value of a field means its
 // default, never "unlimited" (see [DefaultLimits]). The deadline counts
-// from the moment Run is entered and is checked in C, on the engine's own
+// from the moment Run is entered, or is the caller's context deadline when
+// that comes first (a timeout either way, whose deadline_ms is the budget
+// the run had), and is checked in C, on the engine's own
 // interrupt polls, against CLOCK_MONOTONIC: a busy loop stops within tens
 // of microseconds of it, as do regular-expression backtracking and floods
 // of microtasks. The memory limit is enforced by the sandbox's allocator.
@@ -123,7 +141,12 @@
 // sandbox; in Go it is []byte, at any depth of a value
 // ([StringifyForDispatch], [ParseForDispatch]). A function passed to a tool
 // becomes a [Handle]; with RetainHandles the sandbox outlives Execute as a
-// [Retained] and the host can call the function back.
+// [Retained] and the host can call the function back. Each
+// [Retained.Call] has a fresh deadline: a promise that can never settle
+// (no timer left) ends it at once as pending_promise, one still pending at
+// the deadline as timeout, and the sandbox lives on; code that runs past
+// the deadline or the memory limit is killed with its kind, and the
+// sandbox with it (the error also matches [ErrRetainedClosed]).
 //
 // The program's names are checked before anything runs: a provider name
 // must be an ASCII identifier, not one the entry scope binds
@@ -162,7 +185,17 @@
 // (a JSON object, the required keys, then the whole schema, compiled once
 // with github.com/santhosh-tekuri/jsonschema, so the reason names the
 // argument and what is wrong with it) and runs the tool from cached
-// bytecode in a fresh sandbox.
+// bytecode in a fresh sandbox. Arguments that are not valid UTF-8 (which
+// the engine's JSON parser refuses and Go's decoders accept) are
+// invalid_args too, as is JSON nested deeper than the sandbox's stack can
+// parse. Call never writes into the caller's buffer.
+//
+// A schema is compiled by a compiler that loads nothing: no file, no
+// network, no loader at all. Only the schema's own parts resolve ("$ref":
+// "#/$defs/..."); a reference that leaves the document, and a "$schema"
+// that is not a built-in draft, are invalid_schema with a reason that names
+// it. Before compiling, a schema must be at most [MaxSchemaBytes] (256 KiB)
+// and nest objects and arrays at most [MaxSchemaDepth] (128) levels deep.
 //
 // # Bytecode cache
 //
@@ -201,10 +234,21 @@
 // error, never garbage.
 //
 // Callers switch on Kind, never on message text. errors.Is matches a
-// timeout against [ErrTimeout] and context.DeadlineExceeded, a run stopped
-// because its context ended against that context's error, and any use of a
-// closed executor against [ErrClosed]; those two are kind internal, the
-// only kind a model cannot repair.
+// timeout against [ErrTimeout] and context.DeadlineExceeded (a caller's
+// context deadline is a timeout too), a run stopped because its caller
+// cancelled against context.Canceled, and any use of a closed executor
+// against [ErrClosed]; those two are kind internal, the only kind a model
+// cannot repair. Like the deadline and the memory limit, a cancellation is
+// sticky: once the caller cancelled, the outcome is the cancellation,
+// even if a host call then fails because of it and the script catches
+// that.
+//
+// A host call's failure that escapes is kind capability however it
+// escaped (thrown where the call was made, caught and rethrown, or a
+// rejection), in Run, Call, Execute and retained calls: Capability names
+// the capability, or "provider.tool" for a provider tool, and Message is
+// the handler's or the dispatch's own message. Execute's errors are
+// attributed to [ExecuteName].
 //
 // # Concurrency
 //

@@ -21,7 +21,7 @@ import (
 func TestIsolationOnOneSlot(t *testing.T) {
 	t.Parallel()
 	var marks atomic.Int32
-	e := newExecutor(t, WithSlots(1), WithLimits(Limits{Deadline: 200 * time.Millisecond, Memory: 8 << 20}),
+	e := newExecutor(t, WithSlots(1), WithLimits(Limits{Deadline: time.Second, Memory: 8 << 20}),
 		WithCapability(Capability{Name: "mark", Func: fn(func(context.Context, json.RawMessage) (any, error) {
 			marks.Add(1)
 			return nil, nil
@@ -233,7 +233,7 @@ func TestRunAndExecuteShareASlot(t *testing.T) {
 		}
 		return false, nil
 	})}
-	e = newExecutor(t, WithSlots(1), WithLimits(Limits{Memory: 8 << 20}), WithCapability(clean))
+	e = newExecutor(t, WithSlots(1), WithLimits(memoryLimits(8<<20)), WithCapability(clean))
 	ctx := context.Background()
 	execute := func(code string) string {
 		res := e.Execute(ctx, Request{Code: code, Providers: []Provider{{Name: "store", Tools: []string{"x"}}},
@@ -303,7 +303,7 @@ func TestSlotHammer(t *testing.T) {
 // a script using a little less than the limit succeeds, over it fails.
 func TestArenaMemoryLimit(t *testing.T) {
 	t.Parallel()
-	e := newExecutor(t, WithLimits(Limits{Memory: 4 << 20}), WithSlots(1))
+	e := newExecutor(t, WithLimits(memoryLimits(4<<20)), WithSlots(1))
 	res, err := e.Run(context.Background(), "const b = new ArrayBuffer(2 << 20); return b.byteLength")
 	require.NoError(t, err)
 	assert.Equal(t, "2097152", string(res.Value))

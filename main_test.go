@@ -57,6 +57,14 @@ func assertQuiet(t testing.TB, e *Executor) {
 	}
 }
 
+// Limits for tests that trip one limit while another could trip too: a
+// memory test gets a deadline far beyond its need, a deadline test a
+// memory limit far beyond its, so the outcome holds under -race, checked
+// mode, ASan and a loaded machine.
+func memoryLimits(memory int) Limits { return Limits{Memory: memory, Deadline: 30 * time.Second} }
+
+func deadlineLimits(d time.Duration) Limits { return Limits{Memory: 256 << 20, Deadline: d} }
+
 // execErr asserts err is an *ExecError and returns it.
 func execErr(t testing.TB, err error) *ExecError {
 	t.Helper()

@@ -167,7 +167,8 @@ func TestWrapperCannotBeEscaped(t *testing.T) {
 // must end in on its first line, and checks the executor keeps working.
 func TestHostile(t *testing.T) {
 	t.Parallel()
-	e := newExecutor(t, WithLimits(Limits{Memory: 8 << 20, Deadline: 200 * time.Millisecond}))
+	limited := newExecutor(t, WithLimits(memoryLimits(8<<20)))
+	timed := newExecutor(t, WithLimits(deadlineLimits(200*time.Millisecond)))
 	files, err := filepath.Glob("testdata/hostile/*.js")
 	require.NoError(t, err)
 	require.NotEmpty(t, files)
@@ -178,7 +179,10 @@ func TestHostile(t *testing.T) {
 			first, _, _ := strings.Cut(string(src), "\n")
 			want, ok := strings.CutPrefix(first, "// want: ")
 			require.True(t, ok, "%s: first line must be `// want: <kind>`", file)
-
+			e := limited
+			if want == string(KindTimeout) {
+				e = timed
+			}
 			_, err = e.Run(context.Background(), string(src))
 			ee := execErr(t, err)
 			assert.Equal(t, ErrorKind(want), ee.Kind, "%s: %s", file, ee.LLMJSON())
@@ -220,7 +224,7 @@ func TestTimeoutIsSticky(t *testing.T) {
 // memory_exceeded; a script's own "out of memory" error does not.
 func TestMemoryIsSticky(t *testing.T) {
 	t.Parallel()
-	e := newExecutor(t, WithLimits(Limits{Memory: 8 << 20}))
+	e := newExecutor(t, WithLimits(memoryLimits(8<<20)))
 	_, err := e.Run(context.Background(), `
 		let hog = []
 		try { for (;;) hog.push(new Array(1e5).fill(1)) } catch (e) { hog = null }
