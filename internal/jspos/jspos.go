@@ -25,6 +25,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode"
 	"unicode/utf8"
 
@@ -168,7 +169,7 @@ func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\
 // parse parses a wrapped source; it never loads a source map (the
 // parser's default reads the file a sourceMappingURL comment names).
 func parse(text string) (*ast.Program, error) {
-	return parser.ParseFile(nil, "", text, 0, parser.WithDisableSourceMaps)
+	return parser.ParseFile(nil, "", text, parser.IgnoreRegExpErrors, parser.WithDisableSourceMaps)
 }
 
 // single returns the node whose statements are the source's: the
@@ -298,12 +299,18 @@ type walker struct {
 var statementList = reflect.TypeOf([]ast.Statement(nil))
 
 // plans caches, per struct type, the indices of the fields that can hold
-// nodes.
-var plans sync.Map // reflect.Type -> []int
+// nodes: a map read without a lock, replaced whole when a type is added
+// (the types are few, so it soon stops changing).
+var (
+	plans   atomic.Pointer[map[reflect.Type][]int]
+	plansMu sync.Mutex
+)
 
 func plan(t reflect.Type) []int {
-	if p, ok := plans.Load(t); ok {
-		return p.([]int)
+	if m := plans.Load(); m != nil {
+		if p, ok := (*m)[t]; ok {
+			return p
+		}
 	}
 	var fields []int
 	for i := range t.NumField() {
@@ -315,7 +322,15 @@ func plan(t reflect.Type) []int {
 		}
 		fields = append(fields, i)
 	}
-	plans.Store(t, fields)
+	plansMu.Lock()
+	defer plansMu.Unlock()
+	next := map[reflect.Type][]int{t: fields}
+	if m := plans.Load(); m != nil {
+		for k, v := range *m {
+			next[k] = v
+		}
+	}
+	plans.Store(&next)
 	return fields
 }
 
@@ -347,7 +362,16 @@ func (w *walker) visit(v reflect.Value) {
 		if v.IsNil() {
 			return
 		}
-		w.loop(v.Interface())
+		switch n := v.Interface().(type) {
+		case *ast.Identifier, *ast.PrivateIdentifier, *ast.StringLiteral, *ast.NumberLiteral,
+			*ast.BooleanLiteral, *ast.NullLiteral, *ast.RegExpLiteral, *ast.ThisExpression:
+			return // leaves: no node below
+		case *ast.DotExpression: // the commonest: only its left side holds nodes
+			w.visit(reflect.ValueOf(n.Left))
+			return
+		default:
+			w.loop(n)
+		}
 		w.visit(v.Elem())
 	case reflect.Interface:
 		if !v.IsNil() {
