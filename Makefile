@@ -7,6 +7,8 @@ FUZZ ?= FuzzRun
 COUNT ?= 6
 ROUNDS ?= 10
 CC ?= gcc
+# The modules besides the root, each with its own go.mod; make test covers them all.
+MODULES = bench
 ENGINE_INCLUDE = $(shell $(GO) list -m -f '{{.Dir}}' github.com/buke/quickjs-go)/deps/quickjs
 
 .PHONY: test bench bench-callgrind microbench fuzz leakcheck lint fmt check
@@ -20,6 +22,7 @@ test:
 	$(GO) test -race ./...
 	$(GO) test -race -tags codemode_checked ./...
 	GOEXPERIMENT=cgocheck2 $(GO) test .
+	for m in $(MODULES); do (cd $$m && $(GO) vet ./... && $(GO) test -race ./...) || exit 1; done
 
 # The suite against peers (bench/, its own module): prints one markdown
 # table and writes bench/results/latest.md and latest.svg.

@@ -411,15 +411,21 @@ func TestHandlerContext(t *testing.T) {
 	assert.Error(t, ctx.Err(), "the handler's context ends with the run")
 }
 
-func TestCancelDuringHostCall(t *testing.T) {
-	t.Parallel()
+// blockingExecutor has two capabilities that block until their context
+// ends and then fail with its error: wait (sync) and await_ (async).
+func blockingExecutor(t *testing.T) *Executor {
 	block := fn(func(ctx context.Context, _ json.RawMessage) (any, error) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	})
-	e := newExecutor(t, WithLimits(Limits{Deadline: time.Minute}),
+	return newExecutor(t, WithLimits(Limits{Deadline: time.Minute}),
 		WithCapability(Capability{Name: "wait", Func: block}),
 		WithCapability(Capability{Name: "await_", Async: true, Func: block}))
+}
+
+func TestCancelDuringHostCall(t *testing.T) {
+	t.Parallel()
+	e := blockingExecutor(t)
 	for _, script := range []string{"wait({})", "await await_({})", "try { wait({}) } catch (e) {} return 'escaped'"} {
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(20*time.Millisecond, cancel)
@@ -732,13 +738,7 @@ func TestHostileArguments(t *testing.T) {
 // the run had, in Run, Execute and Call, whatever the run was doing.
 func TestCallerDeadline(t *testing.T) {
 	t.Parallel()
-	block := fn(func(ctx context.Context, _ json.RawMessage) (any, error) {
-		<-ctx.Done()
-		return nil, ctx.Err()
-	})
-	e := newExecutor(t, WithLimits(Limits{Deadline: time.Minute}),
-		WithCapability(Capability{Name: "wait", Func: block}),
-		WithCapability(Capability{Name: "await_", Async: true, Func: block}))
+	e := blockingExecutor(t)
 	_, err := e.Register(context.Background(), ToolSource{Name: "spin", Source: "() => { for (;;) {} }"})
 	require.NoError(t, err)
 	const budget = 60 * time.Millisecond
