@@ -815,10 +815,15 @@ func TestRetainedBounds(t *testing.T) {
 	assert.ErrorIs(t, err, ErrRetainedClosed)
 	<-r.Done()
 
-	// So does a timer that does.
-	r = run("async () => { setTimeout(() => { for (;;) {} }, 5); await store.keep(() => 1) }")
+	// So does a timer that does. The handle arms it, so that it fires in
+	// the retained sandbox, never before the program settled.
+	r = run("async () => { await store.keep(() => { setTimeout(() => { for (;;) {} }, 5); return 1 }) }")
+	v, err := r.Call(context.Background(), *handle.Load())
+	require.NoError(t, err)
+	assert.Equal(t, float64(1), v)
 	<-r.Done()
-	assert.Contains(t, r.Err().Error(), "timed out")
+	assert.ErrorIs(t, r.Err(), ErrTimeout)
+	assert.ErrorIs(t, r.Err(), ErrRetainedClosed)
 
 	// Closing the executor closes retained sandboxes.
 	e2, err := New(WithRetainIdle(time.Hour))
