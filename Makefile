@@ -50,8 +50,10 @@ lint:
 	$(GO) vet ./...
 	cd bench && $(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
-	$(CC) -std=gnu11 -fsyntax-only -Wall -Wextra -Werror -D_GNU_SOURCE -DBRIDGE_LINT -Iquickjs bridge.c
-	$(CC) -std=gnu11 -fsyntax-only -Wall -Wextra -Werror -D_GNU_SOURCE -DBRIDGE_LINT -I$(ENGINE_INCLUDE) -include quickjs.h -Iquickjs bridge.c
+	for f in bridge*.c; do \
+		$(CC) -std=gnu11 -fsyntax-only -Wall -Wextra -Werror -D_GNU_SOURCE -DBRIDGE_LINT -Iquickjs $$f && \
+		$(CC) -std=gnu11 -fsyntax-only -Wall -Wextra -Werror -D_GNU_SOURCE -DBRIDGE_LINT -I$(ENGINE_INCLUDE) -include quickjs.h -Iquickjs $$f || exit 1; \
+	done
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -59,6 +59,28 @@ func BenchmarkRunUncached(b *testing.B) {
 	}
 }
 
+// BenchmarkBuiltins calls indexOf, join and sort on ordinary arrays of 100
+// and 10,000 numbers, 100 times per run: what the guarded built-ins cost
+// ordinary code (compare against a build without the guards).
+func BenchmarkBuiltins(b *testing.B) {
+	e := newExecutor(b, WithLimits(Limits{Deadline: time.Minute}))
+	ctx := context.Background()
+	for _, n := range []int{100, 10000} {
+		for _, call := range []string{"a.indexOf(-1)", "a.join(',')", "a.slice().sort()", "a.slice().sort((x, y) => x - y)"} {
+			script := fmt.Sprintf("const a = Array.from({length: %d}, (_, i) => (i * 7919) %% %d)\n"+
+				"for (let i = 0; i < 100; i++) %s\nreturn 1", n, n, call)
+			b.Run(fmt.Sprintf("%s/%d", call, n), func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := e.Run(ctx, script); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
 // BenchmarkRawLifecycle is the same lifecycle done in one C call with no Go
 // in between: Run's floor. Run/raw is the Go-side overhead.
 func BenchmarkRawLifecycle(b *testing.B) {

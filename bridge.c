@@ -9,8 +9,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
-#include "bridge.h"
-#include "quickjs_api.h"
+#include "bridge_internal.h"
 #ifndef BRIDGE_LINT
 #include "_cgo_export.h"
 #endif
@@ -27,142 +26,6 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
-
-/* An async host call waiting for Go to settle it. */
-typedef struct host_call {
-	JSValue resolve, reject;
-	int32_t cap;   /* capability index, or -1 for a provider dispatch */
-	bool used;     /* false while the entry is on the free list */
-	uint32_t next; /* free list link */
-} host_call;
-
-/* The pinned text a call meets once the program has settled. */
-#define MSG_COMPLETED "Execution has already completed."
-
-/* A setTimeout/setInterval registration. */
-typedef struct js_timer {
-	int64_t due;      /* CLOCK_MONOTONIC ns */
-	int64_t interval; /* ns between firings, -1 for a one-shot timer */
-	uint64_t seq;     /* order among timers due at the same time */
-	int32_t id;
-	int argc;
-	JSValue fn;
-	JSValue *argv;
-} js_timer;
-
-/* Bounds on what one sandbox may keep outstanding. */
-#define MAX_PENDING_CALLS 65536
-#define MAX_TIMERS 10000
-#define NO_CALL UINT32_MAX
-
-typedef struct arena arena;
-
-/* A growable C string with an optional size cap past which it only counts
- * (sb_put). */
-typedef struct strbuf {
-	char *p;
-	size_t len, cap;
-	size_t limit;  /* 0: unbounded */
-	bool overflow; /* a write was refused (cap reached or malloc failed) */
-} strbuf;
-
-/* What a snapshot restores besides the arena's bytes: the slot's pointers
- * into the arena as they were when the image was taken. */
-typedef struct saved_state {
-	JSRuntime *rt;
-	JSContext *ctx;
-	JSValue rtobj, marks, marks_get, marks_set;
-	size_t heap_used;
-} saved_state;
-
-/* A fully set-up sandbox kept as the used prefix of the arena. */
-typedef struct slot_image {
-	uint8_t *bytes;    /* NULL until built */
-	size_t len;        /* bytes of the region the image covers */
-	uintptr_t id;      /* which capability set it was built with */
-	size_t stack;      /* and which stack limit */
-	saved_state saved;
-} slot_image;
-
-/* A slot's images: a plain sandbox, and one that also holds the runtime
- * Execute programs need (a quarter bigger: a Run restores less). */
-enum { IMAGE_PLAIN, IMAGE_RUNTIME, NIMAGES };
-
-struct bridge_slot {
-	atomic_llong cancel; /* a run id, or -1 for every run: set from any thread */
-	int64_t run_id;      /* the run in progress */
-	int32_t killed;    /* BRIDGE_TIMEOUT, _CANCELED or _MEMORY once fired, else 0 */
-	int64_t deadline;  /* absolute CLOCK_MONOTONIC ns */
-
-	/* Heap accounting (the allocator's opaque is the slot). */
-	size_t heap_used;
-	size_t heap_limit;
-
-	/* The open sandbox. */
-	bool open;      /* a sandbox is live: running, pending or retained */
-	bool snapshot;  /* it lives in the arena (else libc, freed per run) */
-	bool codec;     /* results go through runtime.js's codec (Execute) */
-	JSRuntime *rt;
-	JSContext *ctx;
-	JSValue program; /* the promise the wrapper returned */
-	JSValue unit;    /* the run's compiled source, which holds its functions' bytecode */
-	JSValue tool;    /* the function a tool run called */
-	uint64_t payload;
-
-	/* Host calls (cfg fields of the run). */
-	uintptr_t handle;
-	const char *const *cap_names;
-	const uint8_t *cap_async;
-	int32_t ncaps;
-	/* Capability failures, marked host-side so attribution survives a
-	 * catch-and-rethrow and cannot be forged: a WeakMap from the Error
-	 * objects we made to [index, message], and its get/set as they were
-	 * before any user code ran. */
-	JSValue marks, marks_get, marks_set;
-	bool marked; /* the run made a marked Error: only then is a throw looked up */
-	bool bad_args; /* a tool run's arguments did not parse */
-	bool syntax;   /* the run's source did not compile */
-	/* Async calls in flight, indexed by call id (engine heap). */
-	host_call *calls;
-	uint32_t calls_len, calls_cap, calls_free, pending_calls;
-	/* Execute programs: the runtime object (runtime.js's result), whether
-	 * the sandbox outlives its program, and host invocations of handles in
-	 * flight (engine heap; JS_UNDEFINED marks a free entry). */
-	JSValue rtobj;
-	bool retain;   /* the run asked to keep its sandbox */
-	bool retained; /* the program settled and the sandbox is kept */
-	JSValue *invs;
-	uint32_t ninvs, invs_cap;
-	/* Timers (engine heap), unordered. */
-	js_timer *timers;
-	uint32_t ntimers, timers_cap;
-	int32_t timer_ids;
-	uint64_t timer_seq;
-
-	/* Snapshot mode: the arena, its images, and how far into the region
-	 * bytes may differ from zero (past an image: what runs and builds
-	 * wrote since the last restore, which the next restore clears). */
-	arena *ar;
-	slot_image images[NIMAGES];
-	size_t dirty_end;
-	size_t touched; /* the furthest dirty_end has ever reached (for tests) */
-
-	/* Plain-data JSON (json_plain_write): the classes of {} and [],
-	 * learnt when a sandbox opens, and a scratch buffer. */
-	JSClassID cls_object, cls_array;
-	strbuf json;
-
-	/* Math.random: xorshift128+ reseeded per run from the host's CSPRNG,
-	 * outside the arena, so a restored image never replays a sequence. */
-	uint64_t rng[2];
-
-	/* Console records: uint32 length + bytes each. */
-	char *logs;
-	size_t logs_len, logs_cap;
-	size_t logs_used; /* text bytes + one per line, measured against logs_limit */
-	size_t logs_limit;
-	uint64_t logs_dropped;
-};
 
 static inline int64_t now_ns(void)
 {
@@ -1698,7 +1561,7 @@ static int sandbox_open(bridge_slot *s, const bridge_config *cfg, const JSMalloc
 	s->cap_names = cfg->cap_names;
 	s->cap_async = cfg->cap_async;
 	s->ncaps = cfg->ncaps;
-	if (install_marks(s) || (s->ncaps > 0 && install_capabilities(s)))
+	if (install_marks(s) || (s->ncaps > 0 && install_capabilities(s)) || guards_install(s))
 		return -1;
 	return 0;
 }
@@ -1714,6 +1577,7 @@ static void forget_sandbox(bridge_slot *s)
 	s->timer_ids = 0;
 	s->timer_seq = 0;
 	s->marks = s->marks_get = s->marks_set = JS_UNDEFINED;
+	guards_forget(s);
 	s->rtobj = JS_UNDEFINED;
 	s->retain = s->retained = false;
 	s->invs = NULL;
@@ -1767,6 +1631,7 @@ static void sandbox_close(bridge_slot *s)
 		JS_FreeValue(ctx, s->marks);
 		JS_FreeValue(ctx, s->marks_get);
 		JS_FreeValue(ctx, s->marks_set);
+		guards_free(s);
 		JS_FreeValue(ctx, s->program);
 		JS_FreeValue(ctx, s->tool);
 		JS_FreeValue(ctx, s->unit);
@@ -1830,7 +1695,7 @@ static int build_image(bridge_slot *s, const bridge_config *cfg, slot_image *im)
 		.id = cfg->image_id,
 		.stack = cfg->stack,
 		.saved = {.rt = s->rt, .ctx = s->ctx, .rtobj = s->rtobj, .marks = s->marks, .marks_get = s->marks_get,
-		          .marks_set = s->marks_set, .heap_used = s->heap_used},
+		          .marks_set = s->marks_set, .guards = s->guards, .heap_used = s->heap_used},
 	};
 	s->ar->hwm = s->ar->top;
 	return 0;
@@ -1865,6 +1730,7 @@ static void restore_image(bridge_slot *s, const slot_image *im)
 	s->marks = im->saved.marks;
 	s->marks_get = im->saved.marks_get;
 	s->marks_set = im->saved.marks_set;
+	s->guards = im->saved.guards;
 	s->heap_used = im->saved.heap_used;
 	s->ar->hwm = s->ar->top;
 }
@@ -2343,6 +2209,9 @@ int32_t bridge_slot_run(bridge_slot *s, const bridge_config *cfg, const char *sr
 	s->logs_limit = cfg->logs;
 	s->program = s->unit = s->tool = JS_UNDEFINED;
 	s->marked = s->bad_args = s->syntax = false;
+	s->guard_polys = JS_UNDEFINED;
+	s->guards_bc = cfg->guards_bc;
+	s->guards_bc_len = cfg->guards_bc_len;
 	s->retain = cfg->retain != 0;
 	s->codec = cfg->mode == BRIDGE_MODE_EXECUTE;
 	s->rng[0] = cfg->seed[0];
@@ -2554,6 +2423,7 @@ bridge_slot *bridge_slot_new(void)
 		s->program = s->unit = s->tool = JS_UNDEFINED;
 		s->rtobj = JS_UNDEFINED;
 		s->marks = s->marks_get = s->marks_set = JS_UNDEFINED;
+		guards_forget(s);
 		s->calls_free = NO_CALL;
 	}
 	return s;

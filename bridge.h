@@ -17,7 +17,7 @@
 
 /* Bumped whenever the shim changes what it compiles or how: part of the
  * bytecode cache key. */
-#define BRIDGE_VERSION 2
+#define BRIDGE_VERSION 3
 
 /* Outcome of a run step (bridge_out.status). C decides the kind because C
  * has the facts; Go never classifies by message text. */
@@ -110,6 +110,10 @@ typedef struct bridge_config {
 	 * leak checks run. */
 	int32_t snapshot;
 	uintptr_t image_id;
+	/* The bytecode of the guarded built-ins' slow paths (js/guards.js),
+	 * read into a sandbox the first time a run needs one. */
+	const uint8_t *guards_bc;
+	size_t guards_bc_len;
 	uint64_t seed[2]; /* Math.random's seed for this run, from a CSPRNG */
 } bridge_config;
 

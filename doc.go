@@ -87,6 +87,20 @@
 // `throw new Error('out of memory')` stays an ordinary js error. Deep
 // recursion past [Limits].Stack throws a catchable RangeError.
 //
+// The engine polls in its bytecode loop and on every call; a few built-ins
+// loop in C without either (on an array whose length is 2^32 - 1 and that
+// holds nothing, a.indexOf(1) would run four billion iterations). Those
+// methods of Array.prototype and String.prototype are guarded in every
+// sandbox: an ordinary receiver goes to the engine's own method, one that
+// could make it loop long (a length no dense array could have, a length
+// that cannot be read without running code, a string search whose naive
+// cost is large) to the same algorithm in JavaScript, which polls. They
+// keep their names, lengths and semantics; stacks show one frame for
+// them. The deadline, a cancellation and Close stop them as they stop a
+// loop. (Converting one of the largest BigInts the engine allows to a
+// string still runs in C for over a second, and compiling a very large
+// source for a large fraction of one: see RATIONALE.md.)
+//
 // # Capabilities
 //
 // A [Capability] is a Go function injected into every sandbox as a global

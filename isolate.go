@@ -520,6 +520,10 @@ func (c *call) bridgeConfig() C.bridge_config {
 		ncaps:     C.int32_t(len(c.caps.caps)),
 	}
 	cfg.handle = C.uintptr_t(c.slot.handle)
+	if bc, err := guardsBytecode(); err == nil {
+		cfg.guards_bc = (*C.uint8_t)(unsafe.Pointer(&bc[0]))
+		cfg.guards_bc_len = C.size_t(len(bc))
+	}
 	cfg.seed[0], cfg.seed[1] = C.uint64_t(mrand.Uint64()), C.uint64_t(mrand.Uint64())
 	if !c.ex.checked {
 		cfg.snapshot = 1

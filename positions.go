@@ -43,8 +43,9 @@ func (s *sourceMap) offset(line, col int) int {
 
 // render rewrites a rendered error for the model: frames of s.file point
 // into the source, the wrapper's own frame and codemode's internal frames
-// go, and a syntax error of the source itself (syntax set: the engine's
-// compiler refused it) is placed where the parser found it.
+// go (a guarded built-in's frame shows once, not as the guard and the
+// method it called), and a syntax error of the source itself (syntax set:
+// the engine's compiler refused it) is placed where the parser found it.
 func (s *sourceMap) render(msg string, syntax bool) string {
 	if syntax && strings.HasPrefix(msg, "SyntaxError: ") {
 		return s.syntaxError(msg)
@@ -53,12 +54,14 @@ func (s *sourceMap) render(msg string, syntax bool) string {
 	var b strings.Builder
 	b.Grow(len(msg))
 	b.WriteString(s.frame(first))
+	prev := ""
 	for frames != "" {
 		var line string
 		line, frames, _ = strings.Cut(frames, "\n")
-		if strings.HasPrefix(line, "    at <eval> ("+s.file+":") || strings.Contains(line, "<codemode:") {
+		if s.internalFrame(line) || (line == prev && strings.HasSuffix(line, " (native)")) {
 			continue
 		}
+		prev = line
 		b.WriteByte('\n')
 		b.WriteString(s.frame(line))
 	}
@@ -73,13 +76,21 @@ func (s *sourceMap) frames(text string) string {
 	}
 	lines := strings.Split(text, "\n")
 	kept := lines[:0]
+	prev := ""
 	for _, l := range lines {
-		if strings.HasPrefix(l, "    at <eval> ("+s.file+":") {
-			continue // the wrapper's own frame
+		if strings.HasPrefix(l, "    at <eval> ("+s.file+":") || (l == prev && strings.HasSuffix(l, " (native)")) {
+			continue // the wrapper's own frame; a guard's
 		}
+		prev = l
 		kept = append(kept, s.frame(l))
 	}
 	return strings.Join(kept, "\n")
+}
+
+// internalFrame reports a frame of codemode's own: the wrapper's top
+// level, the runtime, the guards' slow paths.
+func (s *sourceMap) internalFrame(line string) bool {
+	return strings.HasPrefix(line, "    at <eval> ("+s.file+":") || strings.Contains(line, "<codemode:")
 }
 
 // frame rewrites the positions "file:line:col" in one line.

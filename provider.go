@@ -253,6 +253,25 @@ var runtimeBytecode = sync.OnceValues(func() ([]byte, error) {
 	return unsafe.Slice((*byte)(C.CBytes(bc)), len(bc)), nil
 })
 
+//go:embed js/guards.js
+var guardsSource string
+
+// guardsFile names the guards' slow paths' frames, which error renderings
+// drop.
+const guardsFile = "<codemode:guards>"
+
+// guardsBytecode is guards.js (the guarded built-ins' slow paths, see
+// bridge_guards.c) compiled once per process, kept in C memory for its
+// life: every run's config points at it, and a sandbox reads it only when
+// a run needs a slow path.
+var guardsBytecode = sync.OnceValues(func() ([]byte, error) {
+	bc, err := compileScript(guardsSource, guardsFile)
+	if err != nil {
+		return nil, err
+	}
+	return unsafe.Slice((*byte)(C.CBytes(bc)), len(bc)), nil
+})
+
 // compileScript compiles a trusted script to bytecode in a throwaway runtime.
 func compileScript(src, file string) ([]byte, error) {
 	csrc := append([]byte(src), 0)

@@ -283,6 +283,8 @@ bool JS_IsError(JSValueConst val);
 bool JS_IsUncatchableError(JSValueConst val);
 void JS_SetUncatchableError(JSContext *ctx, JSValueConst val);
 bool JS_IsFunction(JSContext *ctx, JSValueConst val);
+bool JS_IsConstructor(JSContext *ctx, JSValueConst val);
+bool JS_IsRegExp(JSValueConst val);
 bool JS_IsArray(JSValueConst val);
 bool JS_IsPromise(JSValueConst val);
 bool JS_IsArrayBuffer(JSValueConst obj);

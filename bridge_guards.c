@@ -1,0 +1,412 @@
+/*
+ * bridge_guards.c: guarded built-ins.
+ *
+ * The engine polls for interrupts in its bytecode loop and on every
+ * function call, so the deadline, a cancellation and Close stop any
+ * script. Some built-in methods loop in C over a length without calling
+ * anything: on a sparse array (or array-like) whose length is 2^32 - 1,
+ * a.indexOf(1) runs four billion iterations, for minutes, past any
+ * deadline; so does a naive string search whose pattern nearly matches
+ * everywhere. Each such method of Array.prototype and String.prototype is
+ * replaced, in every sandbox before any user code runs, by a guard: a C
+ * function with the method's name and length that looks at its receiver
+ * and arguments without running any code and either calls the engine's own
+ * method (ordinary receivers: the work it can do unpolled is bounded) or
+ * the method's slow path, the same algorithm in JavaScript (js/guards.js),
+ * whose loops poll. The guards' state lives in the sandbox (and so in its
+ * snapshot image); the slow paths are read into a run only when it needs
+ * one.
+ */
+#include "bridge_internal.h"
+
+#include <string.h>
+
+/* What decides the path of a guard. */
+enum {
+	GK_ARRAY,  /* the receiver's length */
+	GK_SORT,   /* the receiver's length; without a comparator a lower bound */
+	GK_CONCAT, /* the receiver's and every argument's length */
+	GK_SLOW,   /* always the slow path: what it walks depends on the elements */
+	GK_STRING, /* a string receiver, a string pattern and the search's naive cost */
+	GK_STRING_RE, /* GK_STRING, and a RegExp pattern goes to the engine (it polls) */
+};
+
+typedef struct guard_def {
+	const char *proto; /* "Array" or "String" */
+	const char *name;  /* the method */
+	const char *poly;  /* its slow path in guards.js */
+	int kind;
+} guard_def;
+
+static const guard_def guard_defs[NGUARDS] = {
+	{"Array", "indexOf", "indexOf", GK_ARRAY},
+	{"Array", "lastIndexOf", "lastIndexOf", GK_ARRAY},
+	{"Array", "includes", "includes", GK_ARRAY},
+	{"Array", "join", "join", GK_ARRAY},
+	{"Array", "toLocaleString", "toLocaleString", GK_ARRAY},
+	{"Array", "every", "every", GK_ARRAY},
+	{"Array", "some", "some", GK_ARRAY},
+	{"Array", "forEach", "forEach", GK_ARRAY},
+	{"Array", "map", "map", GK_ARRAY},
+	{"Array", "filter", "filter", GK_ARRAY},
+	{"Array", "reduce", "reduce", GK_ARRAY},
+	{"Array", "reduceRight", "reduceRight", GK_ARRAY},
+	{"Array", "reverse", "reverse", GK_ARRAY},
+	{"Array", "copyWithin", "copyWithin", GK_ARRAY},
+	{"Array", "sort", "sort", GK_SORT},
+	{"Array", "toSorted", "toSorted", GK_SORT},
+	{"Array", "slice", "slice", GK_ARRAY},
+	{"Array", "concat", "concat", GK_CONCAT},
+	{"Array", "flat", "flat", GK_SLOW},
+	{"Array", "flatMap", "flatMap", GK_SLOW},
+	{"Array", "splice", "splice", GK_ARRAY},
+	{"Array", "unshift", "unshift", GK_ARRAY},
+	{"Array", "shift", "shift", GK_ARRAY},
+	{"String", "indexOf", "String.indexOf", GK_STRING},
+	{"String", "lastIndexOf", "String.lastIndexOf", GK_STRING},
+	{"String", "includes", "String.includes", GK_STRING},
+	{"String", "split", "String.split", GK_STRING_RE},
+	{"String", "replace", "String.replace", GK_STRING_RE},
+	{"String", "replaceAll", "String.replaceAll", GK_STRING_RE},
+};
+
+/* The guard of Array.prototype.sort: its slow path sorts through it. */
+#define GUARD_SORT 14
+
+/* Bounds on the work the engine's own methods may do unpolled:
+ * - any receiver whose length is at most GUARD_SMALL (indices walked);
+ * - an Array whose length could be that of a dense array: at most
+ *   GUARD_DENSE, and 16 bytes (a JSValue) per element within the heap in
+ *   use, so a dense array goes to the engine (its fast path is a tight loop)
+ *   and a sparse one of that size is walked in at most GUARD_DENSE steps;
+ * - a sort without a comparator (the engine compares without calling
+ *   anything) of at most GUARD_SORT_SMALL elements;
+ * - a string search whose naive cost, (n - m + 1) * m code units, is at
+ *   most GUARD_STRING. */
+#define GUARD_SMALL 65536
+#define GUARD_DENSE (1 << 21)
+#define GUARD_SORT_SMALL 65536
+#define GUARD_STRING (1 << 23)
+
+/* Whether an Array of length len may go to the engine. */
+static bool array_bounded(bridge_slot *s, int64_t len)
+{
+	return len <= GUARD_SMALL || (len <= GUARD_DENSE && (size_t)len * 16 <= s->heap_used);
+}
+
+/* The receiver's length, when reading it runs no code: an Array's (always
+ * a data property), or a plain object's own data property holding a
+ * number. 1: *len is set; 0: it cannot be known without running code;
+ * -1: an exception. *array says whether v is an Array. */
+static int receiver_length(bridge_slot *s, JSValueConst v, int64_t *len, bool *array)
+{
+	JSContext *ctx = s->ctx;
+	*array = false;
+	if (!JS_IsObject(v))
+		return 0;
+	JSClassID c = JS_GetClassID(v);
+	if (c == s->cls_array) {
+		*array = true;
+		return JS_GetLength(ctx, v, len) < 0 ? -1 : 1;
+	}
+	if (c != s->cls_object)
+		return 0;
+	JSPropertyDescriptor d;
+	int r = JS_GetOwnProperty(ctx, &d, v, s->guards.atom_length);
+	if (r <= 0)
+		return r;
+	int ok = 0;
+	if (!(d.flags & JS_PROP_GETSET)) {
+		if (JS_VALUE_GET_TAG(d.value) == JS_TAG_INT) {
+			*len = JS_VALUE_GET_INT(d.value);
+			ok = 1;
+		} else if (JS_VALUE_GET_TAG(d.value) == JS_TAG_FLOAT64) {
+			double f = JS_VALUE_GET_FLOAT64(d.value);
+			if (f >= 0 && f <= GUARD_SMALL) { /* NaN fails both */
+				*len = (int64_t)f;
+				ok = 1;
+			}
+		}
+	}
+	JS_FreeValue(ctx, d.value);
+	JS_FreeValue(ctx, d.getter);
+	JS_FreeValue(ctx, d.setter);
+	return ok;
+}
+
+/* Whether an array receiver (or concat argument) may go to the engine. */
+static int array_fast(bridge_slot *s, JSValueConst v)
+{
+	int64_t len;
+	bool array;
+	int r = receiver_length(s, v, &len, &array);
+	if (r <= 0)
+		return r;
+	return array ? array_bounded(s, len) : len <= GUARD_SMALL;
+}
+
+static int64_t string_length(JSContext *ctx, JSValueConst v)
+{
+	int64_t n = 0;
+	return JS_GetLength(ctx, v, &n) < 0 ? -1 : n;
+}
+
+/* Whether a guard's call may go to the engine's own method: 1 yes, 0 the
+ * slow path, -1 an exception. Nothing here runs code of the script's. */
+static int guard_fast(bridge_slot *s, const guard_def *g, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+	JSContext *ctx = s->ctx;
+	switch (g->kind) {
+	case GK_ARRAY:
+		return array_fast(s, this_val);
+	case GK_SORT: {
+		int64_t len;
+		bool array;
+		int r = receiver_length(s, this_val, &len, &array);
+		if (r <= 0)
+			return r;
+		if (!(array ? array_bounded(s, len) : len <= GUARD_SMALL))
+			return 0;
+		/* A comparator is called for every comparison: that polls. */
+		return (argc > 0 && !JS_IsUndefined(argv[0])) || len <= GUARD_SORT_SMALL;
+	}
+	case GK_CONCAT: {
+		int r = array_fast(s, this_val);
+		for (int i = 0; r > 0 && i < argc; i++)
+			if (JS_IsObject(argv[i]))
+				r = JS_GetClassID(argv[i]) == s->cls_array ? array_fast(s, argv[i]) : 0;
+		return r;
+	}
+	case GK_STRING:
+	case GK_STRING_RE: {
+		if (!JS_IsString(this_val) || argc == 0)
+			return 0;
+		if (!JS_IsString(argv[0]))
+			return g->kind == GK_STRING_RE && JS_IsRegExp(argv[0]);
+		int64_t n = string_length(ctx, this_val), m = string_length(ctx, argv[0]);
+		if (n < 0 || m < 0)
+			return -1;
+		return m > n || (n - m + 1) * m <= GUARD_STRING;
+	}
+	default:
+		return 0;
+	}
+}
+
+/* native.isConstructor and native.isRegExp of guards.js. */
+static JSValue js_is_constructor(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+	(void)this_val;
+	return JS_NewBool(ctx, argc > 0 && JS_IsConstructor(ctx, argv[0]));
+}
+
+static JSValue js_is_regexp(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+	(void)this_val;
+	return JS_NewBool(ctx, argc > 0 && JS_IsRegExp(argv[0]));
+}
+
+/* Reads guards.js into the sandbox and makes its slow paths. */
+static int load_polys(bridge_slot *s)
+{
+	JSContext *ctx = s->ctx;
+	if (!s->guards_bc)
+		return JS_ThrowInternalError(ctx, "codemode: the guards' slow paths are missing"), -1;
+	JSValue fn = JS_ReadObject(ctx, s->guards_bc, s->guards_bc_len, JS_READ_OBJ_BYTECODE);
+	if (JS_IsException(fn))
+		return -1;
+	JSValue factory = JS_EvalFunction(ctx, fn);
+	if (JS_IsException(factory))
+		return -1;
+	JSValue native = JS_NewObject(ctx), originals = JS_NewObject(ctx);
+	JSValue polys = JS_EXCEPTION;
+	if (!JS_IsException(native) && !JS_IsException(originals) &&
+	    JS_SetPropertyStr(ctx, originals, "sort", JS_DupValue(ctx, s->guards.fn[GUARD_SORT])) >= 0 &&
+	    JS_SetPropertyStr(ctx, native, "originals", JS_DupValue(ctx, originals)) >= 0 &&
+	    JS_SetPropertyStr(ctx, native, "intrinsics", JS_DupValue(ctx, s->guards.intrinsics)) >= 0 &&
+	    JS_SetPropertyStr(ctx, native, "isConstructor",
+	                      JS_NewCFunction2(ctx, js_is_constructor, "isConstructor", 1, JS_CFUNC_generic, 0)) >= 0 &&
+	    JS_SetPropertyStr(ctx, native, "isRegExp", JS_NewCFunction2(ctx, js_is_regexp, "isRegExp", 1, JS_CFUNC_generic, 0)) >=
+	        0)
+		polys = JS_Call(ctx, factory, JS_UNDEFINED, 1, &native);
+	JS_FreeValue(ctx, originals);
+	JS_FreeValue(ctx, native);
+	JS_FreeValue(ctx, factory);
+	if (JS_IsException(polys))
+		return -1;
+	s->guard_polys = polys;
+	return 0;
+}
+
+static JSValue js_guard(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv, int magic)
+{
+	bridge_slot *s = JS_GetContextOpaque(ctx);
+	const guard_def *g = &guard_defs[magic];
+	int fast = guard_fast(s, g, this_val, argc, argv);
+	if (fast < 0)
+		return JS_EXCEPTION;
+	if (fast)
+		return JS_Call(ctx, s->guards.fn[magic], this_val, argc, argv);
+	if (JS_IsUndefined(s->guard_polys) && load_polys(s) < 0)
+		return JS_EXCEPTION;
+	JSValue poly = JS_GetPropertyStr(ctx, s->guard_polys, g->poly);
+	if (JS_IsException(poly))
+		return poly;
+	JSValue r = JS_Call(ctx, poly, this_val, argc, argv);
+	JS_FreeValue(ctx, poly);
+	return r;
+}
+
+/* The intrinsics guards.js uses, taken before any user code runs: a plain
+ * object (never reachable from the script) of what each entry names, global
+ * path then the properties to copy ("" for the value itself). */
+typedef struct intrinsic {
+	const char *key;     /* the bag's property */
+	const char *path[2]; /* global, then member, or NULL */
+	const char *props;   /* space-separated properties to copy into an object, or NULL: the value itself */
+} intrinsic;
+
+static const intrinsic intrinsic_defs[] = {
+	{"Reflect", {"Reflect", NULL}, "apply construct defineProperty set deleteProperty"},
+	{"Array", {"Array", NULL}, "isArray"},
+	{"Object", {"Object", NULL}, "getPrototypeOf getOwnPropertyNames"},
+	{"ToObject", {"Object", NULL}, NULL},
+	{"TypeError", {"TypeError", NULL}, NULL},
+	{"RangeError", {"RangeError", NULL}, NULL},
+	{"Int32Array", {"Int32Array", NULL}, NULL},
+	{"Math", {"Math", NULL}, "trunc min max floor"},
+	{"Symbol", {"Symbol", NULL}, "species isConcatSpreadable match replace split"},
+};
+
+/* Copies the space-separated properties names of src onto dst. */
+static int copy_props(JSContext *ctx, JSValueConst dst, JSValueConst src, const char *names)
+{
+	char name[32];
+	for (const char *p = names; *p;) {
+		size_t n = strcspn(p, " ");
+		if (n == 0 || n >= sizeof(name))
+			return -1;
+		memcpy(name, p, n);
+		name[n] = '\0';
+		if (JS_SetPropertyStr(ctx, dst, name, JS_GetPropertyStr(ctx, src, name)) < 0)
+			return -1;
+		p += n + (p[n] == ' ');
+	}
+	return 0;
+}
+
+/* Function.prototype.call.bind(String.prototype[name]): the method
+ * callable as f(string, ...args). */
+static JSValue uncurried(JSContext *ctx, JSValueConst call, JSValueConst bind, JSValueConst proto, const char *name)
+{
+	JSValue fn = JS_GetPropertyStr(ctx, proto, name);
+	if (JS_IsException(fn))
+		return fn;
+	JSValue r = JS_Call(ctx, bind, call, 1, &fn);
+	JS_FreeValue(ctx, fn);
+	return r;
+}
+
+static JSValue make_intrinsics(JSContext *ctx, JSValueConst global, JSValueConst string_proto)
+{
+	JSValue bag = JS_NewObject(ctx);
+	if (JS_IsException(bag))
+		return bag;
+	for (size_t i = 0; i < sizeof(intrinsic_defs) / sizeof(intrinsic_defs[0]); i++) {
+		const intrinsic *d = &intrinsic_defs[i];
+		JSValue v = JS_GetPropertyStr(ctx, global, d->path[0]);
+		if (!JS_IsException(v) && d->props) {
+			JSValue o = JS_NewObject(ctx);
+			if (JS_IsException(o) || copy_props(ctx, o, v, d->props) < 0) {
+				JS_FreeValue(ctx, o);
+				o = JS_EXCEPTION;
+			}
+			JS_FreeValue(ctx, v);
+			v = o;
+		}
+		if (JS_IsException(v) || JS_SetPropertyStr(ctx, bag, d->key, v) < 0)
+			goto fail;
+	}
+	JSValue fn_ctor = JS_GetPropertyStr(ctx, global, "Function");
+	JSValue fn_proto = JS_GetPropertyStr(ctx, fn_ctor, "prototype");
+	JSValue call = JS_GetPropertyStr(ctx, fn_proto, "call");
+	JSValue bind = JS_GetPropertyStr(ctx, fn_proto, "bind");
+	int rc = JS_SetPropertyStr(ctx, bag, "charCodeAt", uncurried(ctx, call, bind, string_proto, "charCodeAt"));
+	if (rc >= 0)
+		rc = JS_SetPropertyStr(ctx, bag, "substring", uncurried(ctx, call, bind, string_proto, "substring"));
+	JS_FreeValue(ctx, bind);
+	JS_FreeValue(ctx, call);
+	JS_FreeValue(ctx, fn_proto);
+	JS_FreeValue(ctx, fn_ctor);
+	if (rc < 0)
+		goto fail;
+	return bag;
+fail:
+	JS_FreeValue(ctx, bag);
+	return JS_EXCEPTION;
+}
+
+int guards_install(bridge_slot *s)
+{
+	JSContext *ctx = s->ctx;
+	int rc = -1;
+	JSValue global = JS_GetGlobalObject(ctx);
+	JSValue protos[2] = {JS_UNDEFINED, JS_UNDEFINED};
+	const char *names[2] = {"Array", "String"};
+	for (int i = 0; i < 2; i++) {
+		JSValue ctor = JS_GetPropertyStr(ctx, global, names[i]);
+		protos[i] = JS_GetPropertyStr(ctx, ctor, "prototype");
+		JS_FreeValue(ctx, ctor);
+		if (JS_IsException(protos[i]))
+			goto cleanup;
+	}
+	s->guards.intrinsics = make_intrinsics(ctx, global, protos[1]);
+	if (JS_IsException(s->guards.intrinsics)) {
+		s->guards.intrinsics = JS_UNDEFINED;
+		goto cleanup;
+	}
+	s->guards.atom_length = JS_NewAtom(ctx, "length");
+	for (int i = 0; i < NGUARDS; i++) {
+		const guard_def *g = &guard_defs[i];
+		JSValue proto = protos[strcmp(g->proto, "Array") == 0 ? 0 : 1];
+		JSValue orig = JS_GetPropertyStr(ctx, proto, g->name);
+		if (!JS_IsFunction(ctx, orig)) {
+			JS_FreeValue(ctx, orig);
+			goto cleanup;
+		}
+		JSValue len = JS_GetPropertyStr(ctx, orig, "length");
+		int32_t n = JS_VALUE_GET_TAG(len) == JS_TAG_INT ? JS_VALUE_GET_INT(len) : 0;
+		JS_FreeValue(ctx, len);
+		s->guards.fn[i] = orig;
+		JSValue f = JS_NewCFunctionMagic(ctx, js_guard, g->name, n, JS_CFUNC_generic_magic, i);
+		if (JS_IsException(f) || JS_DefinePropertyValueStr(ctx, proto, g->name, f, JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE) < 0)
+			goto cleanup;
+	}
+	rc = 0;
+cleanup:
+	for (int i = 0; i < 2; i++)
+		JS_FreeValue(ctx, protos[i]);
+	JS_FreeValue(ctx, global);
+	return rc;
+}
+
+void guards_forget(bridge_slot *s)
+{
+	for (int i = 0; i < NGUARDS; i++)
+		s->guards.fn[i] = JS_UNDEFINED;
+	s->guards.intrinsics = JS_UNDEFINED;
+	s->guards.atom_length = JS_ATOM_NULL;
+	s->guard_polys = JS_UNDEFINED;
+}
+
+void guards_free(bridge_slot *s)
+{
+	JSContext *ctx = s->ctx;
+	for (int i = 0; i < NGUARDS; i++)
+		JS_FreeValue(ctx, s->guards.fn[i]);
+	JS_FreeValue(ctx, s->guards.intrinsics);
+	JS_FreeValue(ctx, s->guard_polys);
+	if (s->guards.atom_length != JS_ATOM_NULL)
+		JS_FreeAtom(ctx, s->guards.atom_length);
+	guards_forget(s);
+}
