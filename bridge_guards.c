@@ -218,17 +218,21 @@ static int load_polys(bridge_slot *s)
 	JSValue factory = JS_EvalFunction(ctx, fn);
 	if (JS_IsException(factory))
 		return -1;
-	JSValue native = JS_NewObject(ctx), originals = JS_NewObject(ctx);
+	JSValue native = JS_NewObject(ctx), originals = JS_NewObject(ctx), intrinsics = JS_NewArray(ctx);
 	JSValue polys = JS_EXCEPTION;
-	if (!JS_IsException(native) && !JS_IsException(originals) &&
+	bool ok = !JS_IsException(intrinsics);
+	for (uint32_t i = 0; ok && i < NINTRINSICS; i++)
+		ok = JS_SetPropertyUint32(ctx, intrinsics, i, JS_DupValue(ctx, s->guards.intrinsics[i])) >= 0;
+	if (ok && !JS_IsException(native) && !JS_IsException(originals) &&
 	    JS_SetPropertyStr(ctx, originals, "sort", JS_DupValue(ctx, s->guards.fn[GUARD_SORT])) >= 0 &&
 	    JS_SetPropertyStr(ctx, native, "originals", JS_DupValue(ctx, originals)) >= 0 &&
-	    JS_SetPropertyStr(ctx, native, "intrinsics", JS_DupValue(ctx, s->guards.intrinsics)) >= 0 &&
+	    JS_SetPropertyStr(ctx, native, "intrinsics", JS_DupValue(ctx, intrinsics)) >= 0 &&
 	    JS_SetPropertyStr(ctx, native, "isConstructor",
 	                      JS_NewCFunction2(ctx, js_is_constructor, "isConstructor", 1, JS_CFUNC_generic, 0)) >= 0 &&
 	    JS_SetPropertyStr(ctx, native, "isRegExp", JS_NewCFunction2(ctx, js_is_regexp, "isRegExp", 1, JS_CFUNC_generic, 0)) >=
 	        0)
 		polys = JS_Call(ctx, factory, JS_UNDEFINED, 1, &native);
+	JS_FreeValue(ctx, intrinsics);
 	JS_FreeValue(ctx, originals);
 	JS_FreeValue(ctx, native);
 	JS_FreeValue(ctx, factory);
@@ -257,94 +261,45 @@ static JSValue js_guard(JSContext *ctx, JSValueConst this_val, int argc, JSValue
 	return r;
 }
 
-/* The intrinsics guards.js uses, taken before any user code runs: a plain
- * object (never reachable from the script) of what each entry names, global
- * path then the properties to copy ("" for the value itself). */
-typedef struct intrinsic {
-	const char *key;     /* the bag's property */
-	const char *path[2]; /* global, then member, or NULL */
-	const char *props;   /* space-separated properties to copy into an object, or NULL: the value itself */
-} intrinsic;
-
-static const intrinsic intrinsic_defs[] = {
-	{"Reflect", {"Reflect", NULL}, "apply construct defineProperty set deleteProperty"},
-	{"Array", {"Array", NULL}, "isArray"},
-	{"Object", {"Object", NULL}, "getPrototypeOf getOwnPropertyNames"},
-	{"ToObject", {"Object", NULL}, NULL},
-	{"TypeError", {"TypeError", NULL}, NULL},
-	{"RangeError", {"RangeError", NULL}, NULL},
-	{"Int32Array", {"Int32Array", NULL}, NULL},
-	{"Math", {"Math", NULL}, "trunc min max floor"},
-	{"Symbol", {"Symbol", NULL}, "species isConcatSpreadable match replace split"},
+/* The intrinsics guards.js uses, taken before any user code runs and held
+ * in the slot's state (nothing more in every image), handed to guards.js as
+ * an array in this order: each a global, a global's property
+ * ("Reflect.apply"), or a prototype's ("String..charCodeAt"). */
+static const char *const intrinsic_paths[] = {
+	"Reflect.apply", "Reflect.construct", "Reflect.defineProperty", "Reflect.set", "Reflect.deleteProperty",
+	"Array.isArray", "Object.getPrototypeOf", "Object.getOwnPropertyNames", "Object", "TypeError", "RangeError",
+	"Int32Array", "Math.trunc", "Math.min", "Math.max", "Math.floor", "Symbol.species", "Symbol.isConcatSpreadable",
+	"Symbol.match", "Symbol.replace", "Symbol.split", "String..charCodeAt", "String..substring", "Function..call",
+	"Function..bind",
 };
 
-/* Copies the space-separated properties names of src onto dst. */
-static int copy_props(JSContext *ctx, JSValueConst dst, JSValueConst src, const char *names)
+/* The value a path names: "G", "G.p" or "G..p" (G.prototype.p). */
+static JSValue intrinsic(JSContext *ctx, JSValueConst global, const char *path)
 {
 	char name[32];
-	for (const char *p = names; *p;) {
-		size_t n = strcspn(p, " ");
-		if (n == 0 || n >= sizeof(name))
-			return -1;
-		memcpy(name, p, n);
-		name[n] = '\0';
-		if (JS_SetPropertyStr(ctx, dst, name, JS_GetPropertyStr(ctx, src, name)) < 0)
-			return -1;
-		p += n + (p[n] == ' ');
+	const char *dot = strchr(path, '.');
+	size_t n = dot ? (size_t)(dot - path) : strlen(path);
+	if (n >= sizeof(name))
+		return JS_ThrowInternalError(ctx, "codemode: intrinsic path too long");
+	memcpy(name, path, n);
+	name[n] = '\0';
+	JSValue v = JS_GetPropertyStr(ctx, global, name);
+	if (!dot || JS_IsException(v))
+		return v;
+	if (dot[1] == '.') {
+		JSValue proto = JS_GetPropertyStr(ctx, v, "prototype");
+		JS_FreeValue(ctx, v);
+		if (JS_IsException(proto))
+			return proto;
+		v = proto;
+		dot++;
 	}
-	return 0;
-}
-
-/* Function.prototype.call.bind(String.prototype[name]): the method
- * callable as f(string, ...args). */
-static JSValue uncurried(JSContext *ctx, JSValueConst call, JSValueConst bind, JSValueConst proto, const char *name)
-{
-	JSValue fn = JS_GetPropertyStr(ctx, proto, name);
-	if (JS_IsException(fn))
-		return fn;
-	JSValue r = JS_Call(ctx, bind, call, 1, &fn);
-	JS_FreeValue(ctx, fn);
+	JSValue r = JS_GetPropertyStr(ctx, v, dot + 1);
+	JS_FreeValue(ctx, v);
 	return r;
 }
 
-static JSValue make_intrinsics(JSContext *ctx, JSValueConst global, JSValueConst string_proto)
-{
-	JSValue bag = JS_NewObject(ctx);
-	if (JS_IsException(bag))
-		return bag;
-	for (size_t i = 0; i < sizeof(intrinsic_defs) / sizeof(intrinsic_defs[0]); i++) {
-		const intrinsic *d = &intrinsic_defs[i];
-		JSValue v = JS_GetPropertyStr(ctx, global, d->path[0]);
-		if (!JS_IsException(v) && d->props) {
-			JSValue o = JS_NewObject(ctx);
-			if (JS_IsException(o) || copy_props(ctx, o, v, d->props) < 0) {
-				JS_FreeValue(ctx, o);
-				o = JS_EXCEPTION;
-			}
-			JS_FreeValue(ctx, v);
-			v = o;
-		}
-		if (JS_IsException(v) || JS_SetPropertyStr(ctx, bag, d->key, v) < 0)
-			goto fail;
-	}
-	JSValue fn_ctor = JS_GetPropertyStr(ctx, global, "Function");
-	JSValue fn_proto = JS_GetPropertyStr(ctx, fn_ctor, "prototype");
-	JSValue call = JS_GetPropertyStr(ctx, fn_proto, "call");
-	JSValue bind = JS_GetPropertyStr(ctx, fn_proto, "bind");
-	int rc = JS_SetPropertyStr(ctx, bag, "charCodeAt", uncurried(ctx, call, bind, string_proto, "charCodeAt"));
-	if (rc >= 0)
-		rc = JS_SetPropertyStr(ctx, bag, "substring", uncurried(ctx, call, bind, string_proto, "substring"));
-	JS_FreeValue(ctx, bind);
-	JS_FreeValue(ctx, call);
-	JS_FreeValue(ctx, fn_proto);
-	JS_FreeValue(ctx, fn_ctor);
-	if (rc < 0)
-		goto fail;
-	return bag;
-fail:
-	JS_FreeValue(ctx, bag);
-	return JS_EXCEPTION;
-}
+_Static_assert(sizeof(intrinsic_paths) / sizeof(intrinsic_paths[0]) == NINTRINSICS, "NINTRINSICS");
 
 int guards_install(bridge_slot *s)
 {
@@ -360,10 +315,12 @@ int guards_install(bridge_slot *s)
 		if (JS_IsException(protos[i]))
 			goto cleanup;
 	}
-	s->guards.intrinsics = make_intrinsics(ctx, global, protos[1]);
-	if (JS_IsException(s->guards.intrinsics)) {
-		s->guards.intrinsics = JS_UNDEFINED;
-		goto cleanup;
+	/* Held in the slot's state, not in an object: nothing more in the image. */
+	for (int i = 0; i < NINTRINSICS; i++) {
+		JSValue v = intrinsic(ctx, global, intrinsic_paths[i]);
+		if (JS_IsException(v))
+			goto cleanup;
+		s->guards.intrinsics[i] = v;
 	}
 	s->guards.atom_length = JS_NewAtom(ctx, "length");
 	for (int i = 0; i < NGUARDS; i++) {
@@ -394,7 +351,8 @@ void guards_forget(bridge_slot *s)
 {
 	for (int i = 0; i < NGUARDS; i++)
 		s->guards.fn[i] = JS_UNDEFINED;
-	s->guards.intrinsics = JS_UNDEFINED;
+	for (int i = 0; i < NINTRINSICS; i++)
+		s->guards.intrinsics[i] = JS_UNDEFINED;
 	s->guards.atom_length = JS_ATOM_NULL;
 	s->guard_polys = JS_UNDEFINED;
 }
@@ -404,7 +362,8 @@ void guards_free(bridge_slot *s)
 	JSContext *ctx = s->ctx;
 	for (int i = 0; i < NGUARDS; i++)
 		JS_FreeValue(ctx, s->guards.fn[i]);
-	JS_FreeValue(ctx, s->guards.intrinsics);
+	for (int i = 0; i < NINTRINSICS; i++)
+		JS_FreeValue(ctx, s->guards.intrinsics[i]);
 	JS_FreeValue(ctx, s->guard_polys);
 	if (s->guards.atom_length != JS_ATOM_NULL)
 		JS_FreeAtom(ctx, s->guards.atom_length);

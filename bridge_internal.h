@@ -14,8 +14,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The guarded built-ins (bridge_guards.c). */
+/* The guarded built-ins (bridge_guards.c), and the intrinsics their slow
+ * paths use. */
 #define NGUARDS 29
+#define NINTRINSICS 25
 
 /* An async host call waiting for Go to settle it. */
 typedef struct host_call {
@@ -60,7 +62,7 @@ typedef struct strbuf {
  * use, captured before any user code ran. */
 typedef struct guard_state {
 	JSValue fn[NGUARDS];
-	JSValue intrinsics;
+	JSValue intrinsics[NINTRINSICS];
 	JSAtom atom_length;
 } guard_state;
 

@@ -22,20 +22,34 @@
 	'use strict';
 
 	const { intrinsics, originals, isConstructor } = native;
-	const { apply, construct, defineProperty } = intrinsics.Reflect;
-	const { isArray } = intrinsics.Array;
-	const ObjectCtor = intrinsics.ToObject;
-	const { getPrototypeOf, getOwnPropertyNames } = intrinsics.Object;
-	const TypeErrorCtor = intrinsics.TypeError;
-	const RangeErrorCtor = intrinsics.RangeError;
-	const { trunc, min, max, floor } = intrinsics.Math;
-	const species = intrinsics.Symbol.species;
-	const spreadable = intrinsics.Symbol.isConcatSpreadable;
-	const matchSymbol = intrinsics.Symbol.match;
-	const replaceSymbol = intrinsics.Symbol.replace;
-	const splitSymbol = intrinsics.Symbol.split;
-	const charCodeAt = intrinsics.charCodeAt; // uncurried
-	const substring = intrinsics.substring; // uncurried
+	// The order of bridge_guards.c's intrinsic_paths (read by index: no
+	// iterator, which a script may have replaced).
+	const apply = intrinsics[0];
+	const construct = intrinsics[1];
+	const defineProperty = intrinsics[2];
+	const reflectSet = intrinsics[3];
+	const reflectDelete = intrinsics[4];
+	const isArray = intrinsics[5];
+	const getPrototypeOf = intrinsics[6];
+	const getOwnPropertyNames = intrinsics[7];
+	const ObjectCtor = intrinsics[8];
+	const TypeErrorCtor = intrinsics[9];
+	const RangeErrorCtor = intrinsics[10];
+	const Int32ArrayCtor = intrinsics[11];
+	const trunc = intrinsics[12];
+	const min = intrinsics[13];
+	const max = intrinsics[14];
+	const floor = intrinsics[15];
+	const species = intrinsics[16];
+	const spreadable = intrinsics[17];
+	const matchSymbol = intrinsics[18];
+	const replaceSymbol = intrinsics[19];
+	const splitSymbol = intrinsics[20];
+	const call = intrinsics[23];
+	const bind = intrinsics[24];
+	const uncurry = (f) => apply(bind, call, [f]); // f(this, ...args)
+	const charCodeAt = uncurry(intrinsics[21]);
+	const substring = uncurry(intrinsics[22]);
 	const isRegExp = native.isRegExp;
 	const MAX_LENGTH = 2 ** 53 - 1;
 
@@ -114,13 +128,13 @@
 	}
 
 	function setOrThrow(o, k, v) {
-		if (!intrinsics.Reflect.set(o, k, v, o)) {
+		if (!reflectSet(o, k, v, o)) {
 			throw new TypeErrorCtor(`cannot set property '${k}'`);
 		}
 	}
 
 	function deleteOrThrow(o, k) {
-		if (!intrinsics.Reflect.deleteProperty(o, k)) {
+		if (!reflectDelete(o, k)) {
 			throw new TypeErrorCtor(`cannot delete property '${k}'`);
 		}
 	}
@@ -777,7 +791,7 @@
 		if (from + m > n) {
 			return -1;
 		}
-		const fail = new intrinsics.Int32Array(m);
+		const fail = new Int32ArrayCtor(m);
 		for (let i = 1, k = 0; i < m; i++) {
 			const c = charCodeAt(search, i);
 			while (k > 0 && c !== charCodeAt(search, k)) {
@@ -815,7 +829,7 @@
 		if (m === 0) {
 			return start;
 		}
-		const fail = new intrinsics.Int32Array(m);
+		const fail = new Int32ArrayCtor(m);
 		const sc = (i) => charCodeAt(search, m - 1 - i);
 		for (let i = 1, k = 0; i < m; i++) {
 			const c = sc(i);
