@@ -27,6 +27,8 @@
 #include <time.h>
 #include <unistd.h>
 
+static inline size_t max_size(size_t a, size_t b) { return a > b ? a : b; }
+
 static inline int64_t now_ns(void)
 {
 	struct timespec ts;
@@ -166,13 +168,19 @@ static const JSMallocFunctions heap_funcs = {
 #define ARENA_GRAIN 8
 #define ARENA_NSMALL (ARENA_SMALL / ARENA_GRAIN + 1)
 #define ARENA_NLARGE 256
+#define ARENA_PREFAULT (160u << 10)
+#define CLONE_PREFAULT (8u << 10) /* past a clone's image: the run's first allocations */
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
 
 typedef struct arena_block {
 	size_t usable;
 } arena_block;
 
 struct arena {
-	size_t size;  /* the region's bytes */
+	size_t size;   /* the arena's bytes: its hard cap */
+	size_t mapped; /* the region's: the arena, then room for the images */
 	size_t start; /* offset of the first block */
 	size_t top;   /* bump offset: end of the last block */
 	size_t hwm;   /* the highest top since the last reset or restore */
@@ -204,16 +212,130 @@ static size_t arena_class(size_t n)
 	return class_of(n, &small, &idx);
 }
 
-static arena *arena_new(size_t size)
+/* Room reserved after the arena for each of the slot's images: one
+ * mapping per slot holds its sandbox and its images, so that making a slot
+ * takes the process's address-space lock once (a burst of new slots made
+ * on two threads was serialized on it). */
+#define IMAGE_ROOM (16u << 20)
+
+/* Regions start on a 4 GiB boundary, so the distance between two of them
+ * leaves an address's low 32 bits alone: the engine hashes Map and
+ * WeakMap keys by those bits, and a template's clone (Templates, below)
+ * keeps its hash tables only if they hash alike. */
+#define REGION_ALIGN ((uintptr_t)1 << 32)
+
+/* Windows: a region of at most REGION_ALIGN bytes lives in a window of
+ * that size carved from a reservation of many, mapped read-write and
+ * uncommitted (MAP_NORESERVE: a page costs memory once written). Making a
+ * slot takes no system call but the prefault, and freeing one hands its
+ * pages back (MADV_DONTNEED) and keeps the window for the next: mapping
+ * and unmapping a region per slot was a quarter of a burst of new slots,
+ * most of it the address-space lock. Windows are shared by the process's
+ * executors and never unmapped (address space only). */
+#define WINDOWS_PER_RESERVATION 64
+
+static pthread_mutex_t windows_mu = PTHREAD_MUTEX_INITIALIZER;
+static uintptr_t *windows_free; /* room for every window reserved */
+static size_t windows_nfree, windows_cap, windows_total;
+
+/* Reserves n windows at a REGION_ALIGN boundary; false when the address
+ * space (or RLIMIT_AS, or strict overcommit) refuses them. */
+static bool windows_reserve(size_t n)
+{
+	const int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+	size_t want = (n + 1) * REGION_ALIGN;
+	void *r = mmap(NULL, want, PROT_READ | PROT_WRITE, flags, -1, 0);
+	if (r == MAP_FAILED)
+		return false;
+	uintptr_t lo = (uintptr_t)r, at = (lo + REGION_ALIGN - 1) & ~(REGION_ALIGN - 1);
+	uintptr_t end = at + n * REGION_ALIGN, hi = lo + want;
+	if (windows_total + n > windows_cap) {
+		size_t cap = windows_cap ? windows_cap * 2 : 256;
+		while (cap < windows_total + n)
+			cap *= 2;
+		uintptr_t *p = realloc(windows_free, cap * sizeof(*p));
+		if (!p) {
+			munmap(r, want);
+			return false;
+		}
+		windows_free = p;
+		windows_cap = cap;
+	}
+	if (at > lo)
+		munmap(r, at - lo);
+	if (hi > end)
+		munmap((void *)end, hi - end);
+	for (size_t i = n; i-- > 0;) /* the lowest handed out first */
+		windows_free[windows_nfree++] = at + i * REGION_ALIGN;
+	windows_total += n;
+	return true;
+}
+
+static void *window_get(void)
+{
+	void *w = NULL;
+	pthread_mutex_lock(&windows_mu);
+	if (windows_nfree == 0)
+		for (size_t n = WINDOWS_PER_RESERVATION; n >= 1 && !windows_reserve(n); n /= 4)
+			;
+	if (windows_nfree > 0)
+		w = (void *)windows_free[--windows_nfree];
+	pthread_mutex_unlock(&windows_mu);
+	return w;
+}
+
+/* Gives a window back, its first used bytes written or not. */
+static void window_put(void *w, size_t used)
+{
+	madvise(w, used, MADV_DONTNEED);
+	pthread_mutex_lock(&windows_mu);
+	windows_free[windows_nfree++] = (uintptr_t)w;
+	pthread_mutex_unlock(&windows_mu);
+}
+
+/* Maps a region of size bytes: a window, or past REGION_ALIGN bytes (or
+ * when no window can be reserved) a mapping of its own, wherever the
+ * kernel puts it (such a slot builds its sandboxes instead of cloning). */
+static void *region_map(size_t size, bool *window)
+{
+	*window = size <= REGION_ALIGN;
+	if (*window) {
+		void *w = window_get();
+		if (w)
+			return w;
+		*window = false;
+	}
+	return mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+}
+
+static void region_unmap(void *m, size_t size, bool window)
+{
+	if (window)
+		window_put(m, size);
+	else
+		munmap(m, size);
+}
+
+/* A new arena; *in_window says whether its region is a window (the
+ * arena's header is part of every image, so the slot keeps that). */
+static arena *arena_new(size_t size, size_t prefault, bool *in_window)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	size = (size + page - 1) & ~(page - 1);
-	void *m = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	size_t mapped = size + NIMAGES * (size_t)IMAGE_ROOM;
+	bool window;
+	void *m = region_map(mapped, &window);
 	if (m == MAP_FAILED)
 		return NULL;
+	/* A sandbox's build or clone writes the first prefault bytes: fault them
+	 * in with one call, not one fault per page (ignored where unsupported).
+	 * Making pages is most of what a new slot costs, so no more. */
+	madvise(m, size < prefault ? size : prefault, MADV_POPULATE_WRITE);
 	arena *a = m;
 	memset(a, 0, sizeof(*a));
 	a->size = size;
+	a->mapped = mapped;
+	*in_window = window;
 	a->start = (sizeof(*a) + 63) & ~(size_t)63;
 	a->top = a->hwm = a->start;
 	return a;
@@ -1659,9 +1781,30 @@ static JSValue load_runtime(bridge_slot *s, const bridge_config *cfg);
  * and the image. Reserved, not committed (MAP_NORESERVE). */
 static size_t region_size(uint64_t memory) { return (size_t)memory * 2 + (4u << 20); }
 
-static int build_image(bridge_slot *s, const bridge_config *cfg, slot_image *im)
+/* Image bytes live in the room after the slot's arena (or, past it, in a
+ * mapping of their own: mapped says its size), never in malloc's heap, so
+ * that a slot freed after a burst gives them back to the kernel. */
+static uint8_t *image_alloc(bridge_slot *s, slot_image *im, size_t len)
 {
-	if (!s->ar && !(s->ar = arena_new(region_size(cfg->memory))))
+	if (im->bytes && im->mapped)
+		munmap(im->bytes, im->mapped);
+	im->bytes = NULL;
+	im->mapped = 0;
+	if (len <= IMAGE_ROOM)
+		return (uint8_t *)s->ar + s->ar->size + (size_t)(im - s->images) * IMAGE_ROOM;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t want = (len + page - 1) & ~(page - 1);
+	void *m = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return NULL;
+	im->mapped = want;
+	return m;
+}
+
+/* Builds a sandbox afresh in the slot's arena. */
+static int open_fresh(bridge_slot *s, const bridge_config *cfg)
+{
+	if (!s->ar && !(s->ar = arena_new(region_size(cfg->memory), ARENA_PREFAULT, &s->ar_window)))
 		return -1;
 	arena_reset(s->ar);
 	s->heap_used = 0;
@@ -1677,7 +1820,15 @@ static int build_image(bridge_slot *s, const bridge_config *cfg, slot_image *im)
 		}
 	}
 	mark_dirty(s); /* whatever the build wrote, kept or not */
-	if (rc < 0)
+	s->image_end = 0;
+	if (rc == 0)
+		JS_SetGCThreshold(s->rt, s->heap_used + cfg->memory / 8);
+	return rc;
+}
+
+static int build_image(bridge_slot *s, const bridge_config *cfg, slot_image *im)
+{
+	if (open_fresh(s, cfg) < 0)
 		return -1;
 	JS_RunGC(s->rt);
 	/* A run's first collection comes once it has allocated an eighth of
@@ -1689,12 +1840,13 @@ static int build_image(bridge_slot *s, const bridge_config *cfg, slot_image *im)
 	 * applies as before, so a run fits its limit as it did. */
 	JS_SetGCThreshold(s->rt, s->heap_used + cfg->memory / 8);
 	size_t len = (s->ar->top + 63) & ~(size_t)63;
-	uint8_t *bytes = realloc(im->bytes, len);
+	uint8_t *bytes = image_alloc(s, im, len);
 	if (!bytes)
 		return -1;
 	memcpy(bytes, s->ar, len);
 	*im = (slot_image){
 		.bytes = bytes,
+		.mapped = im->mapped,
 		.len = len,
 		.id = cfg->image_id,
 		.stack = cfg->stack,
@@ -1702,6 +1854,7 @@ static int build_image(bridge_slot *s, const bridge_config *cfg, slot_image *im)
 		          .marks_set = s->marks_set, .guards = s->guards, .heap_used = s->heap_used},
 	};
 	s->ar->hwm = s->ar->top;
+	s->image_end = len;
 	return 0;
 }
 
@@ -1709,15 +1862,15 @@ static int build_image(bridge_slot *s, const bridge_config *cfg, slot_image *im)
  * (zero-filled on the next touch) instead of cleared by hand. */
 #define SCRUB_MADVISE (8u << 20)
 
-/* Puts an image back: zeroes over whatever differs from zero past it
- * (another image, the last run's allocations), then the region's prefix
- * and the slot's pointers into it. */
-static void restore_image(bridge_slot *s, const slot_image *im)
+/* Puts a sandbox's bytes back: zeroes over whatever differs from zero
+ * past them (another image, the last run's allocations), then the
+ * region's prefix and the slot's pointers into it. */
+static void restore_bytes(bridge_slot *s, const uint8_t *bytes, size_t len, const saved_state *saved)
 {
 	char *base = (char *)s->ar;
-	if (s->dirty_end > im->len) {
+	if (s->dirty_end > len) {
 		size_t page = (size_t)sysconf(_SC_PAGESIZE);
-		size_t from = im->len, upto = s->dirty_end;
+		size_t from = len, upto = s->dirty_end;
 		if (upto - from > SCRUB_MADVISE) {
 			size_t aligned = (from + page - 1) & ~(page - 1);
 			memset(base + from, 0, aligned - from);
@@ -1726,17 +1879,323 @@ static void restore_image(bridge_slot *s, const slot_image *im)
 			memset(base + from, 0, upto - from);
 		}
 	}
-	memcpy(base, im->bytes, im->len);
-	s->dirty_end = im->len;
-	s->rt = im->saved.rt;
-	s->ctx = im->saved.ctx;
-	s->rtobj = im->saved.rtobj;
-	s->marks = im->saved.marks;
-	s->marks_get = im->saved.marks_get;
-	s->marks_set = im->saved.marks_set;
-	s->guards = im->saved.guards;
-	s->heap_used = im->saved.heap_used;
+	memcpy(base, bytes, len);
+	s->dirty_end = s->image_end = len;
+	s->rt = saved->rt;
+	s->ctx = saved->ctx;
+	s->rtobj = saved->rtobj;
+	s->marks = saved->marks;
+	s->marks_get = saved->marks_get;
+	s->marks_set = saved->marks_set;
+	s->guards = saved->guards;
+	s->heap_used = saved->heap_used;
 	s->ar->hwm = s->ar->top;
+}
+
+static void restore_image(bridge_slot *s, const slot_image *im) { restore_bytes(s, im->bytes, im->len, &im->saved); }
+
+/* ---------------------------------------------------------------------- */
+/* Templates: building a sandbox is the engine making its intrinsics, some
+ * 100 us; a burst of a thousand new slots (a thousand runs awaiting I/O at
+ * once) spent most of its time there. A template is one slot's image kept
+ * for its capability set; a slot with no image of its own clones it: it
+ * copies the bytes and adds the distance between the two regions to every
+ * word that points into the arena, and sets every word that points into
+ * the slot to its own. Which words those are is learnt once, from a second
+ * image of the same sandbox built in another slot: a word that holds a
+ * pointer into its arena in both images is a pointer, one equal in both is
+ * not, and any other difference is refused (the slots then build their
+ * images as before). Words that differ but are neither (the engine's
+ * shape hashes, which hash prototype addresses; its stack bounds, which
+ * every entry resets; its own unused Math.random seed) keep the template's
+ * value: a clone's shape hashes are then stale but consistent (a shape is
+ * filed and unlinked under the hash it holds), so a lookup by a new
+ * address misses and the engine makes an equal shape; Map and WeakMap
+ * keys hash the low 32 bits of an address, which region alignment
+ * (REGION_ALIGN) keeps. The second image's own pointers into the
+ * template's arena are the check: any word pointing into one arena must
+ * point into the other (or be NULL there), else the template is refused. */
+
+/* More differing words than this outside the arena, the slot and the
+ * shape hashes, and the template is refused: the engine keeps state we do
+ * not know. */
+#define TMPL_MAX_OTHERS 16
+
+typedef struct tmpl {
+	pthread_mutex_t mu;
+	atomic_int state; /* BRIDGE_TMPL_*: READY is final, and set after every field */
+	/* What the sandbox was built for. */
+	uintptr_t id;
+	size_t stack, arena_size;
+	/* The image, where it was taken, and the slot's pointers into it. */
+	uint8_t *bytes;
+	size_t len, mapped;
+	uintptr_t base, slot;
+	saved_state saved;
+	JSClassID cls_object, cls_array;
+	/* Word indexes of the pointers into the arena and into the slot. */
+	uint32_t *reloc, *self;
+	size_t nreloc, nself;
+	uint64_t hashes, others;
+	atomic_ullong clones;
+} tmpl;
+
+struct bridge_tmpls {
+	tmpl t[NIMAGES];
+};
+
+bridge_tmpls *bridge_tmpls_new(void)
+{
+	bridge_tmpls *ts = calloc(1, sizeof(*ts));
+	if (ts)
+		for (int i = 0; i < NIMAGES; i++)
+			pthread_mutex_init(&ts->t[i].mu, NULL);
+	return ts;
+}
+
+void bridge_tmpls_free(bridge_tmpls *ts)
+{
+	if (!ts)
+		return;
+	for (int i = 0; i < NIMAGES; i++) {
+		tmpl *t = &ts->t[i];
+		if (t->bytes)
+			munmap(t->bytes, t->mapped);
+		free(t->reloc);
+		free(t->self);
+		pthread_mutex_destroy(&t->mu);
+	}
+	free(ts);
+}
+
+void bridge_tmpls_stats(bridge_tmpls *ts, int32_t runtime, bridge_tmpl_stats *out)
+{
+	tmpl *t = &ts->t[runtime ? IMAGE_RUNTIME : IMAGE_PLAIN];
+	pthread_mutex_lock(&t->mu);
+	*out = (bridge_tmpl_stats){
+		.state = atomic_load(&t->state),
+		.words = t->len / 8,
+		.reloc = t->nreloc,
+		.self = t->nself,
+		.hashes = t->hashes,
+		.others = t->others,
+		.clones = atomic_load(&t->clones),
+	};
+	pthread_mutex_unlock(&t->mu);
+}
+
+/* A value that points to the heap (the engine's JS_VALUE_HAS_REF_COUNT);
+ * on 64-bit targets a JSValue is a pointer-or-scalar and a tag, which the
+ * relocation below relies on. */
+#define HOLDS_POINTER(v) ((unsigned)JS_VALUE_GET_TAG(v) >= (unsigned)JS_TAG_FIRST)
+_Static_assert(sizeof(JSValue) == 2 * sizeof(void *) && sizeof(void *) == 8, "templates need 64-bit unboxed JSValues");
+
+/* The JS values a saved state holds. */
+#define SAVED_NVALUES (4 + NGUARDS + NINTRINSICS)
+
+static void saved_values(saved_state *st, JSValue *v[SAVED_NVALUES])
+{
+	int n = 0;
+	v[n++] = &st->rtobj;
+	v[n++] = &st->marks;
+	v[n++] = &st->marks_get;
+	v[n++] = &st->marks_set;
+	for (int i = 0; i < NGUARDS; i++)
+		v[n++] = &st->guards.fn[i];
+	for (int i = 0; i < NINTRINSICS; i++)
+		v[n++] = &st->guards.intrinsics[i];
+}
+
+/* The saved state of a sandbox at base, moved by delta. */
+static saved_state saved_moved(const saved_state *from, uintptr_t base, size_t size, uintptr_t delta)
+{
+	saved_state st = *from;
+	st.rt = (JSRuntime *)((uintptr_t)st.rt + delta);
+	st.ctx = (JSContext *)((uintptr_t)st.ctx + delta);
+	JSValue *v[SAVED_NVALUES];
+	saved_values(&st, v);
+	for (int i = 0; i < SAVED_NVALUES; i++) {
+		if (!HOLDS_POINTER(*v[i]))
+			continue;
+		uintptr_t p = (uintptr_t)JS_VALUE_GET_PTR(*v[i]);
+		if (p - base < size)
+			*v[i] = JS_MKPTR(JS_VALUE_GET_TAG(*v[i]), (void *)(p + delta));
+	}
+	return st;
+}
+
+static bool saved_same(saved_state *a, saved_state *b)
+{
+	if (a->rt != b->rt || a->ctx != b->ctx || a->heap_used != b->heap_used ||
+	    a->guards.atom_length != b->guards.atom_length)
+		return false;
+	JSValue *va[SAVED_NVALUES], *vb[SAVED_NVALUES];
+	saved_values(a, va);
+	saved_values(b, vb);
+	for (int i = 0; i < SAVED_NVALUES; i++)
+		if (memcmp(va[i], vb[i], sizeof(JSValue)) != 0)
+			return false;
+	return true;
+}
+
+static bool tmpl_matches(const tmpl *t, const bridge_config *cfg, size_t arena_size)
+{
+	return t->id == cfg->image_id && t->stack == cfg->stack && t->arena_size == arena_size;
+}
+
+/* Keeps the slot's new image as the template's first. */
+static void tmpl_keep(tmpl *t, bridge_slot *s, const bridge_config *cfg, const slot_image *im)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t want = (im->len + page - 1) & ~(page - 1);
+	void *m = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return;
+	memcpy(m, im->bytes, im->len);
+	t->bytes = m;
+	t->mapped = want;
+	t->len = im->len;
+	t->id = cfg->image_id;
+	t->stack = cfg->stack;
+	t->arena_size = s->ar->size;
+	t->base = (uintptr_t)s->ar;
+	t->slot = (uintptr_t)s;
+	t->saved = im->saved;
+	t->cls_object = s->cls_object;
+	t->cls_array = s->cls_array;
+	atomic_store(&t->state, BRIDGE_TMPL_FIRST);
+}
+
+static bool push_index(uint32_t **list, size_t *n, size_t *cap, size_t i)
+{
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 1024;
+		uint32_t *p = realloc(*list, c * sizeof(**list));
+		if (!p)
+			return false;
+		*list = p;
+		*cap = c;
+	}
+	(*list)[(*n)++] = (uint32_t)i;
+	return true;
+}
+
+/* Tells the template's pointers from the second image, the same sandbox
+ * built in slot s; READY or REFUSED. */
+static int tmpl_learn(tmpl *t, bridge_slot *s, const slot_image *im)
+{
+	const uint64_t *a = (const uint64_t *)t->bytes, *b = (const uint64_t *)im->bytes;
+	uintptr_t ba = t->base, bb = (uintptr_t)s->ar, sa = t->slot, sb = (uintptr_t)s;
+	size_t size = t->arena_size, ncap = 0, scap = 0;
+	if (im->len != t->len || im->len / 8 > UINT32_MAX)
+		return BRIDGE_TMPL_REFUSED;
+	saved_state moved = saved_moved(&t->saved, ba, size, bb - ba), theirs = im->saved;
+	if (!saved_same(&moved, &theirs))
+		return BRIDGE_TMPL_REFUSED;
+	for (size_t i = 0; i < im->len / 8; i++) {
+		uint64_t x = a[i], y = b[i];
+		if (x == y)
+			continue;
+		bool ia = x - ba < size, ib = y - bb < size;
+		if (ia && (ib || y == 0)) {
+			if (!push_index(&t->reloc, &t->nreloc, &ncap, i))
+				return BRIDGE_TMPL_REFUSED;
+		} else if (x == 0 && ib) {
+			/* NULL in the template (a shape hash chain's end): stays */
+		} else if (x - sa < sizeof(bridge_slot) && x - sa == y - sb) {
+			if (!push_index(&t->self, &t->nself, &scap, i))
+				return BRIDGE_TMPL_REFUSED;
+		} else if (ia || ib) {
+			return BRIDGE_TMPL_REFUSED;
+		} else if ((uint32_t)x == (uint32_t)y) {
+			t->hashes++;
+		} else if (++t->others > TMPL_MAX_OTHERS) {
+			return BRIDGE_TMPL_REFUSED;
+		}
+	}
+	return BRIDGE_TMPL_READY;
+}
+
+/* Whether slot s should build an image and offer it: the template has
+ * none, or one from another slot and no verdict yet. */
+static bool tmpl_wants(tmpl *t, bridge_slot *s)
+{
+	int st = atomic_load(&t->state);
+	return st == BRIDGE_TMPL_EMPTY || (st == BRIDGE_TMPL_FIRST && t->slot != (uintptr_t)s);
+}
+
+/* Offers the image slot s just built to the template. */
+static void tmpl_offer(tmpl *t, bridge_slot *s, const bridge_config *cfg, const slot_image *im)
+{
+	pthread_mutex_lock(&t->mu);
+	int st = atomic_load(&t->state);
+	if (st == BRIDGE_TMPL_EMPTY) {
+		tmpl_keep(t, s, cfg, im);
+	} else if (st == BRIDGE_TMPL_FIRST && tmpl_matches(t, cfg, s->ar->size) && (uintptr_t)s->ar != t->base &&
+	           (((uintptr_t)s->ar - t->base) & (REGION_ALIGN - 1)) == 0) {
+		st = tmpl_learn(t, s, im);
+		if (st == BRIDGE_TMPL_REFUSED) {
+			free(t->reloc);
+			free(t->self);
+			t->reloc = t->self = NULL;
+			t->nreloc = t->nself = 0;
+		}
+		atomic_store(&t->state, st);
+	}
+	pthread_mutex_unlock(&t->mu);
+}
+
+/* Clones the template for slot s: into the arena as the run's sandbox
+ * (own == NULL: a slot's first run of a kind, which a burst's slot may be
+ * the only one of, keeps no image and touches no page of the image room),
+ * or as the slot's own image. 0, or 1 when it cannot (no verdict yet,
+ * another capability set or limit, an unaligned region: build instead),
+ * -1 when the slot's region cannot be mapped. */
+static int tmpl_clone(tmpl *t, bridge_slot *s, const bridge_config *cfg, slot_image *own)
+{
+	if (atomic_load(&t->state) != BRIDGE_TMPL_READY)
+		return 1;
+	if (!s->ar && !(s->ar = arena_new(region_size(cfg->memory), t->len + CLONE_PREFAULT, &s->ar_window)))
+		return -1;
+	uintptr_t delta = (uintptr_t)s->ar - t->base;
+	if (!tmpl_matches(t, cfg, s->ar->size) || (delta & (REGION_ALIGN - 1)) != 0)
+		return 1;
+	saved_state saved = saved_moved(&t->saved, t->base, t->arena_size, delta);
+	uint8_t *bytes;
+	if (own) {
+		if (!(bytes = image_alloc(s, own, t->len)))
+			return -1;
+		memcpy(bytes, t->bytes, t->len);
+	} else {
+		restore_bytes(s, t->bytes, t->len, &saved);
+		bytes = (uint8_t *)s->ar;
+	}
+	uint64_t *w = (uint64_t *)bytes;
+	for (size_t i = 0; i < t->nreloc; i++)
+		w[t->reloc[i]] += delta;
+	for (size_t i = 0; i < t->nself; i++)
+		w[t->self[i]] += (uintptr_t)s - t->slot;
+	if (own) {
+		*own = (slot_image){
+			.bytes = bytes,
+			.mapped = own->mapped,
+			.len = t->len,
+			.id = t->id,
+			.stack = t->stack,
+			.saved = saved,
+		};
+		restore_image(s, own);
+	} else {
+		s->image_end = 0; /* the slot keeps no image */
+	}
+	s->snapshot = true;
+	s->cls_object = t->cls_object;
+	s->cls_array = t->cls_array;
+	s->cap_names = cfg->cap_names;
+	s->cap_async = cfg->cap_async;
+	s->ncaps = cfg->ncaps;
+	atomic_fetch_add(&t->clones, 1);
+	return 0;
 }
 
 /* Opens the run's sandbox: from the image (building it first when there is
@@ -1748,13 +2207,37 @@ static int open_run(bridge_slot *s, const bridge_config *cfg)
 		if (sandbox_open(s, cfg, &heap_funcs) < 0)
 			return -1;
 	} else {
-		slot_image *im = &s->images[cfg->runtime_bc ? IMAGE_RUNTIME : IMAGE_PLAIN];
-		if (!im->bytes || im->id != cfg->image_id || im->stack != cfg->stack) {
-			if (build_image(s, cfg, im) < 0)
-				return -1;
-		} else {
+		int kind = cfg->runtime_bc ? IMAGE_RUNTIME : IMAGE_PLAIN;
+		slot_image *im = &s->images[kind];
+		if (im->bytes && im->id == cfg->image_id && im->stack == cfg->stack) {
 			s->snapshot = true;
 			restore_image(s, im);
+		} else {
+			/* A slot's first run of a kind runs on a clone of the template
+			 * or, without one, on a fresh sandbox, keeping no image (a slot
+			 * that serves one run and is freed once idle pays no copy and
+			 * no collection); its second makes the image. Until the
+			 * template has its two images, slots build theirs at once and
+			 * offer them. */
+			tmpl *t = cfg->tmpls ? &cfg->tmpls->t[kind] : NULL;
+			bool again = im->seen && im->seen_id == cfg->image_id && im->seen_stack == cfg->stack;
+			int rc = t ? tmpl_clone(t, s, cfg, again ? im : NULL) : 1;
+			if (rc < 0)
+				return -1;
+			if (rc > 0) {
+				bool offer = t && tmpl_wants(t, s);
+				if (again || offer) {
+					if (build_image(s, cfg, im) < 0)
+						return -1;
+					if (offer)
+						tmpl_offer(t, s, cfg, im);
+				} else if (open_fresh(s, cfg) < 0) {
+					return -1;
+				}
+			}
+			im->seen = true;
+			im->seen_id = cfg->image_id;
+			im->seen_stack = cfg->stack;
 		}
 	}
 	s->handle = cfg->handle;
@@ -2353,6 +2836,23 @@ void bridge_slot_invocation_drop(bridge_slot *s, uint32_t inv)
 	s->invs[inv] = JS_UNDEFINED;
 }
 
+size_t bridge_slot_release(bridge_slot *s)
+{
+	if (s->open || !s->ar)
+		return 0;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	/* The arena's header stays (a slot without an image of its own keeps
+	 * its size there); it fits in the first page. */
+	_Static_assert(sizeof(arena) <= 4096, "the arena header fits a page");
+	size_t from = (max_size(s->image_end, sizeof(arena)) + page - 1) & ~(page - 1);
+	size_t upto = (s->dirty_end + page - 1) & ~(page - 1);
+	if (upto <= from)
+		return 0;
+	madvise((char *)s->ar + from, upto - from, MADV_DONTNEED);
+	s->dirty_end = from; /* zero above, as a fresh mapping */
+	return upto - from;
+}
+
 void bridge_slot_take_logs(bridge_slot *s, bridge_out *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -2439,10 +2939,11 @@ void bridge_slot_free(bridge_slot *s)
 		return;
 	if (s->open)
 		sandbox_close(s);
-	if (s->ar)
-		munmap(s->ar, s->ar->size);
 	for (int i = 0; i < NIMAGES; i++)
-		free(s->images[i].bytes);
+		if (s->images[i].bytes && s->images[i].mapped)
+			munmap(s->images[i].bytes, s->images[i].mapped);
+	if (s->ar)
+		region_unmap(s->ar, s->ar->mapped, s->ar_window);
 	free(s->logs);
 	free(s->json.p);
 	free(s);

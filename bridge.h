@@ -115,6 +115,9 @@ typedef struct bridge_config {
 	const uint8_t *guards_bc;
 	size_t guards_bc_len;
 	uint64_t seed[2]; /* Math.random's seed for this run, from a CSPRNG */
+	/* Snapshot mode: the templates of image_id's capability set, from
+	 * which a slot without an image of its own clones one (NULL: none). */
+	struct bridge_tmpls *tmpls;
 } bridge_config;
 
 typedef struct bridge_out {
@@ -197,8 +200,40 @@ int32_t bridge_slot_zero_above(bridge_slot *s);
 /* Bytes a run restores from the slot's plain image, or (runtime != 0) the
  * one Execute programs use; 0 if it is not built. */
 size_t bridge_slot_image_size(bridge_slot *s, int32_t runtime);
+/* An idle slot gives the arena pages above its image back to the kernel;
+ * returns the bytes released. */
+size_t bridge_slot_release(bridge_slot *s);
 /* Hands over the console lines gathered since the last hand-over. */
 void bridge_slot_take_logs(bridge_slot *s, bridge_out *out);
+
+/* Templates: a sandbox built in one slot, copied into another and its
+ * pointers relocated, so that a new slot costs a copy and not a build
+ * (bridge.c, Templates). One set per capability set, one template per
+ * image kind; owned by Go and freed once no slot can use it again. */
+typedef struct bridge_tmpls bridge_tmpls;
+
+bridge_tmpls *bridge_tmpls_new(void);
+void bridge_tmpls_free(bridge_tmpls *t);
+
+enum {
+	BRIDGE_TMPL_EMPTY,   /* no image offered yet */
+	BRIDGE_TMPL_FIRST,   /* one image kept, waiting for a second to tell its pointers */
+	BRIDGE_TMPL_READY,   /* slots clone it */
+	BRIDGE_TMPL_REFUSED, /* two images differed in a way relocation cannot mend */
+};
+
+/* What a template learnt from its two images (tests). */
+typedef struct bridge_tmpl_stats {
+	int32_t state;  /* BRIDGE_TMPL_* */
+	uint64_t words; /* 8-byte words in the image */
+	uint64_t reloc; /* pointers into the arena, relocated */
+	uint64_t self;  /* pointers into the slot, relocated */
+	uint64_t hashes; /* words differing in their upper half only: address hashes, kept */
+	uint64_t others; /* other differing words, kept (stack bounds, seeds) */
+	uint64_t clones; /* slots cloned from it */
+} bridge_tmpl_stats;
+
+void bridge_tmpls_stats(bridge_tmpls *t, int32_t runtime, bridge_tmpl_stats *out);
 
 /* Compiles src (NUL at [len]) to bytecode in a throwaway runtime: out.data
  * is the bytecode (BRIDGE_DONE), or the rendered error (BRIDGE_THROWN). */

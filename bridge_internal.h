@@ -78,11 +78,17 @@ typedef struct saved_state {
 
 /* A fully set-up sandbox kept as the used prefix of the arena. */
 typedef struct slot_image {
-	uint8_t *bytes;    /* NULL until built */
+	uint8_t *bytes;    /* NULL until built: in the arena's room, or a mapping of mapped bytes */
+	size_t mapped;
 	size_t len;        /* bytes of the region the image covers */
 	uintptr_t id;      /* which capability set it was built with */
 	size_t stack;      /* and which stack limit */
 	saved_state saved;
+	/* A run of this kind opened a fresh sandbox for this capability set and
+	 * stack: the next builds the image. */
+	bool seen;
+	uintptr_t seen_id;
+	size_t seen_stack;
 } slot_image;
 
 /* A slot's images: a plain sandbox, and one that also holds the runtime
@@ -144,8 +150,10 @@ struct bridge_slot {
 	 * bytes may differ from zero (past an image: what runs and builds
 	 * wrote since the last restore, which the next restore clears). */
 	arena *ar;
+	bool ar_window; /* its region is one of the process's windows */
 	slot_image images[NIMAGES];
 	size_t dirty_end;
+	size_t image_end; /* the length of the image the arena holds now */
 	size_t touched; /* the furthest dirty_end has ever reached (for tests) */
 
 	/* Guarded built-ins: their state, and their slow paths (guards.js),

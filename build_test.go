@@ -3,8 +3,6 @@ package codemode
 import (
 	"os"
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -16,7 +14,8 @@ import (
 // cgo leaves out.
 func TestBuildWithoutCgo(t *testing.T) {
 	t.Parallel()
-	gocmd := filepath.Join(runtime.GOROOT(), "bin", "go")
+	gocmd, err := exec.LookPath("go")
+	require.NoError(t, err)
 	cmd := exec.Command(gocmd, "build", "-o", os.DevNull, ".")
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	out, err := cmd.CombinedOutput()

@@ -108,10 +108,13 @@ type capTable struct {
 	caps  []Capability
 	names **C.char
 	async *C.uint8_t
+	// tmpls are the sandboxes slots clone for this capability set
+	// (bridge.c, Templates); freed with the table, after every slot.
+	tmpls *C.bridge_tmpls
 }
 
 func newCapTable(caps []Capability) *capTable {
-	t := &capTable{caps: caps}
+	t := &capTable{caps: caps, tmpls: C.bridge_tmpls_new()}
 	if len(caps) == 0 {
 		return t
 	}
@@ -130,6 +133,8 @@ func newCapTable(caps []Capability) *capTable {
 }
 
 func (t *capTable) free() {
+	C.bridge_tmpls_free(t.tmpls)
+	t.tmpls = nil
 	if t.names == nil {
 		return
 	}
@@ -269,6 +274,7 @@ func setOf(words ...string) map[string]bool {
 // own goroutine, completions from handler goroutines.
 type hostRun struct {
 	ex       *Executor
+	run      *call // the run it serves (its execution right)
 	caps     *capTable
 	dispatch DispatchFunc
 	caller   context.Context
@@ -476,15 +482,19 @@ func plainASCII(s string) bool {
 // callSync serves a synchronous capability inline.
 func (h *hostRun) callSync(index int, args json.RawMessage, reply *C.bridge_reply) {
 	ctx := h.context()
+	// The handler blocks this goroutine, not an execution right: another
+	// run may execute meanwhile. The right is taken back before C goes on.
+	h.run.leave()
 	result, failure, failed := invoke(&h.caps.caps[index], ctx, args, h.scratch[:0])
 	if !failed && cap(result) <= maxScratch {
 		h.scratch = result
 	}
+	entered := h.run.enter()
 	switch {
-	case h.caller.Err() != nil || h.ex.isClosed():
+	case h.caller.Err() != nil || h.ex.isClosed() || (entered != nil && entered != errWaitDeadline):
 		reply.status = C.BRIDGE_CALL_CANCELED
 		return
-	case time.Now().After(h.deadline):
+	case entered != nil || time.Now().After(h.deadline):
 		reply.status = C.BRIDGE_CALL_TIMEOUT
 		return
 	case failed:

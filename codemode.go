@@ -307,8 +307,8 @@ type CodeModeTool struct {
 // both. A wrapped tool's result is parsed as JSON (a result that is not
 // JSON reaches the script as a string); its error reaches the script as
 // an Error reading "tool `<name>` failed: <error>".
-func NewCodeModeTool(tools []Tool, limits Limits) (*CodeModeTool, error) {
-	opts := []Option{WithLimits(limits)}
+func NewCodeModeTool(tools []Tool, limits Limits, opts ...Option) (*CodeModeTool, error) {
+	opts = append([]Option{WithLimits(limits)}, opts...)
 	apis := make([]ToolAPI, 0, len(tools))
 	owner := map[string]string{}
 	for _, t := range tools {

@@ -62,6 +62,12 @@ var (
 	// ErrTimeout is matched by an ExecError of kind timeout, which also
 	// matches context.DeadlineExceeded.
 	ErrTimeout = errors.New("codemode: deadline exceeded")
+	// ErrBusy is matched by the error of a run that never started: no
+	// sandbox (or no execution right) was free before its deadline or its
+	// context ended. It is the host's overload, not the script's fault:
+	// kind internal, and context.Canceled as well when the caller
+	// cancelled while it waited.
+	ErrBusy = errors.New("codemode: busy: no sandbox was free in time")
 )
 
 // ExecError is how a run or a tool call fails. Kind says what failed; the

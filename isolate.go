@@ -132,96 +132,6 @@ type slotIO struct {
 	out C.bridge_out
 }
 
-// slotPool hands out slots, one run each at a time, and so bounds how many
-// runs execute at once (WithSlots). Slots are made on demand up to the
-// bound and reused; a run waits for a free one under its deadline and
-// context. Close cancels and frees them all.
-type slotPool struct {
-	idle chan *slot // free slots
-
-	mu     sync.Mutex
-	max    int
-	made   int // slots counted against max
-	all    map[*slot]struct{}
-	closed bool
-}
-
-func (p *slotPool) init(max int) {
-	p.max = max
-	p.idle = make(chan *slot, max)
-	p.all = make(map[*slot]struct{})
-}
-
-// errNoSlot says why get returned no slot.
-type errNoSlot struct {
-	timeout bool
-	cause   error
-}
-
-// get returns a free slot, waiting for one until the deadline, the end of
-// ctx or of closing.
-func (p *slotPool) get(ctx context.Context, deadline time.Time, closing <-chan struct{}) (*slot, *errNoSlot) {
-	select {
-	case s := <-p.idle:
-		return s, nil
-	default:
-	}
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return nil, &errNoSlot{cause: ErrClosed}
-	}
-	if p.made < p.max {
-		p.made++
-		p.mu.Unlock()
-		s := newSlot()
-		if s == nil {
-			p.mu.Lock()
-			p.made--
-			p.mu.Unlock()
-			return nil, &errNoSlot{cause: errors.New("cannot allocate a slot")}
-		}
-		p.mu.Lock()
-		p.all[s] = struct{}{}
-		p.mu.Unlock()
-		return s, nil
-	}
-	p.mu.Unlock()
-	timer := time.NewTimer(time.Until(deadline))
-	defer timer.Stop()
-	select {
-	case s := <-p.idle:
-		return s, nil
-	case <-ctx.Done():
-		return nil, &errNoSlot{cause: ctx.Err()}
-	case <-closing:
-		return nil, &errNoSlot{cause: ErrClosed}
-	case <-timer.C:
-		return nil, &errNoSlot{timeout: true}
-	}
-}
-
-func newSlot() *slot {
-	c := C.bridge_slot_new()
-	if c == nil {
-		return nil
-	}
-	s := &slot{c: c, io: (*slotIO)(C.calloc(1, C.size_t(unsafe.Sizeof(slotIO{}))))}
-	s.handle = cgo.NewHandle(s)
-	return s
-}
-
-func (p *slotPool) put(s *slot) { p.idle <- s }
-
-// detach takes s out of the pool for good (a retained sandbox keeps it):
-// another slot may be made in its place. The caller frees it with free.
-func (p *slotPool) detach(s *slot) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.all, s)
-	p.made--
-}
-
 // alive reports whether the slot holds a live sandbox.
 func (s *slot) alive() bool { return C.bridge_slot_alive(s.c) != 0 }
 
@@ -239,38 +149,29 @@ func (s *slot) imageSize(runtime bool) int {
 	return int(C.bridge_slot_image_size(s.c, r))
 }
 
+// tmplStats is what the executor's current capability set's template of
+// one image kind learnt (tests): its verdict and word counts.
+type tmplStats struct {
+	State                                      int
+	Words, Reloc, Self, Hashes, Others, Clones uint64
+}
+
+func (ex *Executor) tmplStats(runtime bool) tmplStats {
+	var r C.int32_t
+	if runtime {
+		r = 1
+	}
+	var st C.bridge_tmpl_stats
+	C.bridge_tmpls_stats(ex.caps.Load().tmpls, r, &st)
+	return tmplStats{State: int(st.state), Words: uint64(st.words), Reloc: uint64(st.reloc), Self: uint64(st.self),
+		Hashes: uint64(st.hashes), Others: uint64(st.others), Clones: uint64(st.clones)}
+}
+
 // free releases a slot's C side.
 func (s *slot) free() {
 	C.bridge_slot_free(s.c)
 	C.free(unsafe.Pointer(s.io))
 	s.handle.Delete()
-}
-
-// cancelAll stops every run in progress and refuses new ones.
-func (p *slotPool) cancelAll() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.closed = true
-	for s := range p.all {
-		C.bridge_slot_cancel(s.c, -1)
-	}
-}
-
-// freeAll releases the C side; no run may be in progress.
-func (p *slotPool) freeAll() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for s := range p.all {
-		s.free()
-	}
-	p.all = nil
-	for {
-		select {
-		case <-p.idle:
-		default:
-			return
-		}
-	}
 }
 
 // noSource is the src of a program run from cached bytecode.
@@ -308,6 +209,8 @@ type call struct {
 	caps     *capTable
 	ctx      context.Context
 	host     *hostRun // made by the run's first host call
+	holding  bool     // the run holds an execution right
+	started  bool     // it has had one: it goes before runs that have not
 }
 
 // runDeadline is when a run that starts at start must end: after the
@@ -324,6 +227,7 @@ func runDeadline(ctx context.Context, start time.Time, limit time.Duration) (tim
 func (c *call) hostRun() *hostRun {
 	if c.host == nil {
 		c.host = newHostRun(c.ex, c.caps, c.prog.dispatch, c.ctx, c.deadline)
+		c.host.run = c
 	}
 	return c.host
 }
@@ -346,10 +250,7 @@ func (ex *Executor) run(ctx context.Context, prog *program, start time.Time) (o 
 	deadline, budget := runDeadline(ctx, start, ex.limits.Deadline)
 	s, noSlot := ex.slots.get(ctx, deadline, ex.closing.Done())
 	if noSlot != nil {
-		if noSlot.timeout || errors.Is(noSlot.cause, context.DeadlineExceeded) {
-			return outcome{err: &ExecError{Kind: KindTimeout, Name: name, DeadlineMS: budgetMS(budget)}}
-		}
-		return outcome{err: internalError(name, noSlot.cause)}
+		return outcome{err: busyError(ctx, name, noSlot.cause)}
 	}
 	kept := false
 	caps := ex.caps.Load()
@@ -396,8 +297,12 @@ func (ex *Executor) run(ctx context.Context, prog *program, start time.Time) (o 
 			pin.Pin(&b[0])
 		}
 	}
+	if err := c.enter(); err != nil {
+		return outcome{err: busyError(ctx, name, err)} // it never started
+	}
 	s.io.cfg = c.bridgeConfig()
 	st := C.bridge_slot_run(s.c, &s.io.cfg, (*C.char)(unsafe.Pointer(&p.src[0])), C.size_t(len(p.src)-1), &s.io.out)
+	c.leave()
 	// Bytecode comes with the first slice; the loop's steps reuse out.
 	bc := takeBytecode(&s.io.out.bc, &s.io.out.bc_len)
 	entryBC := takeBytecode(&s.io.out.entry_bc, &s.io.out.entry_bc_len)
@@ -408,6 +313,47 @@ func (ex *Executor) run(ctx context.Context, prog *program, start time.Time) (o 
 	o.bytecode, o.entryBC = bc, entryBC
 	kept = p.retain && C.bridge_slot_alive(s.c) != 0
 	return o
+}
+
+// enter takes an execution right for the run, under its deadline, its
+// context and the executor's life.
+func (c *call) enter() error {
+	if err := c.ex.gate.enter(c.ctx, c.deadline, c.ex.closing, c.started); err != nil {
+		return err
+	}
+	c.holding, c.started = true, true
+	return nil
+}
+
+// leave gives the run's execution right back, if it holds one (a
+// synchronous capability that could not take one back after its handler
+// returned to C without it).
+func (c *call) leave() {
+	if c.holding {
+		c.holding = false
+		c.ex.gate.leave()
+	}
+}
+
+// busyError is the error of a run that never started: no sandbox, or no
+// execution right, before its deadline or its context ended (ErrBusy,
+// with the context's error), or a closed executor.
+func busyError(ctx context.Context, name string, cause error) *ExecError {
+	switch {
+	case errors.Is(cause, ErrClosed):
+		return internalError(name, ErrClosed)
+	case cause == nil || cause == errWaitDeadline:
+		// The caller's deadline may be the run's, and ctx may not have
+		// noticed yet.
+		cause = ctx.Err()
+		if d, ok := ctx.Deadline(); ok && cause == nil && !time.Now().Before(d) {
+			cause = context.DeadlineExceeded
+		}
+		if cause == nil {
+			return internalError(name, ErrBusy)
+		}
+	}
+	return internalError(name, errors.Join(ErrBusy, cause))
 }
 
 // loop is the run's event loop: between cgo calls it waits for an async
@@ -437,7 +383,7 @@ func (c *call) loop(ctx context.Context) C.int32_t {
 			for _, d := range c.host.take() {
 				c.settle(d)
 			}
-			if st := C.bridge_slot_step(s.c, 0, &s.io.out); st != C.BRIDGE_PENDING {
+			if st := c.step(); st != C.BRIDGE_PENDING {
 				return st
 			}
 			continue
@@ -468,10 +414,25 @@ func (c *call) loop(ctx context.Context) C.int32_t {
 				c.settle(d)
 			}
 		}
-		if st := C.bridge_slot_step(s.c, 0, &s.io.out); st != C.BRIDGE_PENDING {
+		if st := c.step(); st != C.BRIDGE_PENDING {
 			return st
 		}
 	}
+}
+
+// step lets C fire due timers and run jobs, holding an execution right
+// for it; a run that cannot get one by its deadline (or before its context
+// or the executor ends) is abandoned with that outcome.
+func (c *call) step() C.int32_t {
+	if err := c.enter(); err != nil {
+		if err == errWaitDeadline {
+			return c.abandon(C.BRIDGE_TIMEOUT)
+		}
+		return c.abandon(C.BRIDGE_CANCELED)
+	}
+	st := C.bridge_slot_step(c.slot.c, 0, &c.slot.io.out)
+	c.leave()
+	return st
 }
 
 // stopped reports whether the caller's context ended or the executor
@@ -528,6 +489,7 @@ func (c *call) bridgeConfig() C.bridge_config {
 	if !c.ex.checked {
 		cfg.snapshot = 1
 		cfg.image_id = C.uintptr_t(uintptr(unsafe.Pointer(c.caps)))
+		cfg.tmpls = c.caps.tmpls
 	}
 	if p := c.prog; p != nil {
 		cfg.filename = p.file

@@ -122,7 +122,7 @@ func TestMathRandomDiffers(t *testing.T) {
 }
 
 // TestSlotsBoundConcurrency: runs beyond WithSlots wait for a slot, under
-// their deadline and context.
+// their deadline and context, and fail with ErrBusy if none frees in time.
 func TestSlotsBoundConcurrency(t *testing.T) {
 	t.Parallel()
 	entered := make(chan struct{}, 4)
@@ -148,11 +148,13 @@ func TestSlotsBoundConcurrency(t *testing.T) {
 	defer cancel()
 	_, err := e.Run(ctx, "return 1")
 	assert.True(t, errors.Is(err, context.DeadlineExceeded), "%v", err)
+	assert.ErrorIs(t, err, ErrBusy)
 
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	time.AfterFunc(20*time.Millisecond, cancel2)
 	_, err = e.Run(ctx2, "return 1")
 	assert.True(t, errors.Is(err, context.Canceled), "%v", err)
+	assert.ErrorIs(t, err, ErrBusy)
 
 	waited := make(chan string, 1)
 	go func() {
@@ -187,7 +189,10 @@ func TestSlotsBoundConcurrency(t *testing.T) {
 	}()
 	<-entered
 	_, err = tight.Run(context.Background(), "return 1")
-	assert.Equal(t, KindTimeout, execErr(t, err).Kind)
+	ee := execErr(t, err)
+	assert.Equal(t, KindInternal, ee.Kind, "a run that never got a sandbox is the host's overload: %s", ee.LLMJSON())
+	assert.ErrorIs(t, err, ErrBusy)
+	assert.NotErrorIs(t, err, ErrTimeout)
 	close(unblock)
 	assert.Equal(t, KindTimeout, execErr(t, <-first).Kind, "the handler returned after the deadline")
 

@@ -25,35 +25,29 @@ func newExecutor(t testing.TB, opts ...Option) *Executor {
 	return e
 }
 
-// assertQuiet checks that no run of e left anything behind: every pooled
-// slot is free, holds no live sandbox and no run's host state.
+// assertQuiet checks that no run of e left anything behind: every slot
+// made is back in the pool, holds no live sandbox and no run's host state.
 func assertQuiet(t testing.TB, e *Executor) {
 	t.Helper()
 	if e.isClosed() {
 		return
 	}
 	p := &e.slots
-	p.mu.Lock()
-	n := len(p.all)
-	p.mu.Unlock()
-	var taken []*slot
-	defer func() {
-		for _, s := range taken {
-			p.put(s)
+	for start := time.Now(); ; time.Sleep(time.Millisecond) {
+		made, idle := p.counts()
+		if made == idle {
+			break
 		}
-	}()
-	for len(taken) < n {
-		select {
-		case s := <-p.idle:
-			taken = append(taken, s)
-		case <-time.After(5 * time.Second):
-			t.Errorf("%d of %d slots are still busy", n-len(taken), n)
+		if time.Since(start) > 5*time.Second {
+			t.Errorf("%d of %d slots are still busy", made-idle, made)
 			return
 		}
 	}
-	for _, s := range taken {
-		assert.False(t, s.alive(), "a slot holds a live sandbox after its run")
-		assert.Nil(t, s.call, "a slot holds a run's state after it")
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, is := range p.idle {
+		assert.False(t, is.s.alive(), "a slot holds a live sandbox after its run")
+		assert.Nil(t, is.s.call, "a slot holds a run's state after it")
 	}
 }
 

@@ -5,6 +5,7 @@ package codemode
 import (
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/codemode-go/codemode/internal/jspos"
 )
@@ -28,6 +29,48 @@ func (s *sourceMap) instrument() *jspos.Map {
 		s.m = jspos.Instrument(s.src, s.shape)
 	}
 	return s.m
+}
+
+// instruments shares a source's instrumentation among the runs that miss
+// the bytecode cache for it at once: the first run's bytecode is cached
+// only once its first slice ends, so a burst of one script (a thousand
+// runs awaiting a host call) parsed it once per run, a tenth of the
+// burst's time under the race detector. An entry lives while runs use it.
+type instruments struct {
+	mu sync.Mutex
+	m  map[[32]byte]*sharedMap
+}
+
+type sharedMap struct {
+	once sync.Once
+	refs int
+	m    *jspos.Map
+}
+
+// share instruments smap, the source under key, with the runs in flight
+// for the same key; release once the run no longer needs the map for its
+// compile (smap keeps it).
+func (in *instruments) share(key [32]byte, smap *sourceMap) (release func()) {
+	in.mu.Lock()
+	if in.m == nil {
+		in.m = make(map[[32]byte]*sharedMap)
+	}
+	sm := in.m[key]
+	if sm == nil {
+		sm = &sharedMap{}
+		in.m[key] = sm
+	}
+	sm.refs++
+	in.mu.Unlock()
+	sm.once.Do(func() { sm.m = jspos.Instrument(smap.src, smap.shape) })
+	smap.m = sm.m
+	return func() {
+		in.mu.Lock()
+		if sm.refs--; sm.refs == 0 {
+			delete(in.m, key)
+		}
+		in.mu.Unlock()
+	}
 }
 
 // offset is the source offset an engine position of s.file stands for:

@@ -347,6 +347,7 @@ func (e *Executor) Execute(ctx context.Context, req Request) (res ExecuteResult)
 		p.bc = bc
 		p.src, p.smap.head = programSource(p.smap.src, req.Providers, key)
 	} else {
+		defer e.instruments.share(key, &p.smap)()
 		p.src, p.smap.head = programSource(p.smap.instrument().Source(), req.Providers, key)
 		p.wantBC = true
 	}

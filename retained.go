@@ -224,8 +224,10 @@ func (r *Retained) loop(waitNs int64) {
 			timer.Reset(wake)
 			fire = timer.C
 		}
+		var req retainedReq
+		fired := false
 		select {
-		case req := <-r.reqs:
+		case req = <-r.reqs:
 			idle.Reset(e.retainIdle)
 			if req.logs {
 				var out C.bridge_out
@@ -234,22 +236,11 @@ func (r *Retained) loop(waitNs int64) {
 				C.bridge_out_free(&out)
 				req.reply <- retainedReply{logs: logs}
 				logs = nil
-				break
+				waitNs = int64(C.bridge_slot_wait(s.c))
+				continue
 			}
-			var inv C.uint32_t
-			st := C.bridge_slot_invoke(s.c, C.int64_t(max(time.Until(req.deadline), 1)), C.double(req.handle),
-				(*C.char)(unsafe.Pointer(&req.args[0])), C.size_t(len(req.args)-1), &inv)
-			if killed(st) {
-				req.reply <- retainedReply{err: why}
-				return
-			}
-			pending[inv] = req
 		case <-fire: // a timer is due, or a call's deadline came
-			st := C.bridge_slot_step(s.c, budget, &s.io.out)
-			C.bridge_out_free(&s.io.out)
-			if killed(st) {
-				return
-			}
+			fired = true
 		case <-idle.C:
 			why = closedError(fmt.Sprintf("idle for %v", e.retainIdle))
 			return
@@ -259,37 +250,77 @@ func (r *Retained) loop(waitNs int64) {
 			why = closedError("the executor closed")
 			return
 		}
+		// The engine runs from here to the end of the iteration: it takes an
+		// execution right, like any run.
+		if e.gate.enter(context.Background(), time.Now().Add(365*24*time.Hour), e.closing, true) != nil {
+			why = closedError("the executor closed")
+			if !fired {
+				req.reply <- retainedReply{err: why}
+			}
+			return
+		}
+		done := r.advance(pending, req, fired, budget, killed, &why)
+		e.gate.leave()
+		if done {
+			return
+		}
 		waitNs = int64(C.bridge_slot_wait(s.c))
-		for inv, req := range pending {
-			var out C.bridge_out
-			st := C.bridge_slot_invocation(s.c, inv, &out)
-			if st == C.BRIDGE_PENDING {
-				// Nothing can settle it once no timer is left (host calls
-				// from a retained sandbox never leave it); past its
-				// deadline it has had its time.
-				var err *ExecError
-				switch {
-				case !time.Now().Before(req.deadline):
-					err = &ExecError{Kind: KindTimeout, Name: r.name, DeadlineMS: budgetMS(req.budget)}
-				case waitNs < 0:
-					err = &ExecError{Kind: KindPendingPromise, Name: r.name}
-				default:
-					continue
-				}
-				C.bridge_slot_invocation_drop(s.c, inv)
-				delete(pending, inv)
-				req.reply <- retainedReply{err: err}
+	}
+}
+
+// advance does one iteration's engine work: it starts a call (or fires the
+// timers that are due), then answers the calls that settled, timed out or
+// can no longer settle. It reports whether the sandbox is gone.
+func (r *Retained) advance(pending map[C.uint32_t]retainedReq, req retainedReq, fired bool, budget C.int64_t,
+	killed func(C.int32_t) bool, why *error) bool {
+	s := r.slot
+	if fired {
+		st := C.bridge_slot_step(s.c, budget, &s.io.out)
+		C.bridge_out_free(&s.io.out)
+		if killed(st) {
+			return true
+		}
+	} else {
+		var inv C.uint32_t
+		st := C.bridge_slot_invoke(s.c, C.int64_t(max(time.Until(req.deadline), 1)), C.double(req.handle),
+			(*C.char)(unsafe.Pointer(&req.args[0])), C.size_t(len(req.args)-1), &inv)
+		if killed(st) {
+			req.reply <- retainedReply{err: *why}
+			return true
+		}
+		pending[inv] = req
+	}
+	waitNs := int64(C.bridge_slot_wait(s.c))
+	for inv, req := range pending {
+		var out C.bridge_out
+		st := C.bridge_slot_invocation(s.c, inv, &out)
+		if st == C.BRIDGE_PENDING {
+			// Nothing can settle it once no timer is left (host calls from a
+			// retained sandbox never leave it); past its deadline it has had
+			// its time.
+			var err *ExecError
+			switch {
+			case !time.Now().Before(req.deadline):
+				err = &ExecError{Kind: KindTimeout, Name: r.name, DeadlineMS: budgetMS(req.budget)}
+			case waitNs < 0:
+				err = &ExecError{Kind: KindPendingPromise, Name: r.name}
+			default:
 				continue
 			}
+			C.bridge_slot_invocation_drop(s.c, inv)
 			delete(pending, inv)
-			rep := r.reply(st, &out)
-			C.bridge_out_free(&out)
-			req.reply <- rep
-			if killed(st) {
-				return
-			}
+			req.reply <- retainedReply{err: err}
+			continue
+		}
+		delete(pending, inv)
+		rep := r.reply(st, &out)
+		C.bridge_out_free(&out)
+		req.reply <- rep
+		if killed(st) {
+			return true
 		}
 	}
+	return false
 }
 
 // reply decodes a settled invocation.

@@ -21,6 +21,7 @@ import (
 type Executor struct {
 	limits Limits
 	slots  slotPool
+	gate   *gate // execution rights
 
 	// caps is the current capability set; AddCapability swaps in a new one
 	// under capMu. Every table ever current is kept in capTables until
@@ -38,8 +39,11 @@ type Executor struct {
 	life    sync.RWMutex
 	checked bool // build and free every sandbox on libc (see checked_on.go)
 	cache   *bytecodeCache
-	tools   toolSet
-	schemas schemaCache
+	// instruments shares the instrumentation of a source that runs in
+	// flight miss the cache for together.
+	instruments instruments
+	tools       toolSet
+	schemas     schemaCache
 	// retained counts the loops of retained sandboxes, which own slots.
 	retained   sync.WaitGroup
 	retainIdle time.Duration
@@ -49,23 +53,43 @@ type Executor struct {
 type Option func(*config) error
 
 type config struct {
-	slots      int
-	limits     Limits
-	caps       []Capability
-	retainIdle time.Duration
-	cacheSize  int
+	slots       int
+	concurrency int
+	limits      Limits
+	caps        []Capability
+	retainIdle  time.Duration
+	cacheSize   int
 }
 
-// WithSlots bounds how many runs execute at once: each run holds a slot (a
-// sandbox's memory and its snapshot image) from start to end, and further
-// runs wait for a free one, under their deadline and context. Zero keeps
-// the default, runtime.GOMAXPROCS(0); New refuses a negative n.
+// WithSlots bounds how many runs are alive at once: each run holds a slot
+// (a sandbox's memory and its snapshot image) from start to end, waiting on
+// host calls and timers included, and further runs queue for a free one,
+// first come first served, under their deadline and context; a run that
+// gets none in time fails with [ErrBusy]. WithSlots(1) makes consecutive
+// runs share one sandbox. Zero keeps [DefaultSlots]; New refuses a
+// negative n. Sandboxes are made on demand, and idle ones give back what
+// they hold (see the package documentation, Concurrency).
 func WithSlots(n int) Option {
 	return func(c *config) error {
 		if n < 0 {
 			return fmt.Errorf("%w: negative slot count %d", ErrInvalidLimits, n)
 		}
 		c.slots = n
+		return nil
+	}
+}
+
+// WithConcurrency bounds how many runs execute JavaScript at once: a run
+// holds the right only while the engine runs its code, not while it waits
+// on a host call, a timer or a synchronous capability's handler. Further
+// runs wait their turn, first come first served. Zero keeps the default,
+// runtime.GOMAXPROCS(0); New refuses a negative n.
+func WithConcurrency(n int) Option {
+	return func(c *config) error {
+		if n < 0 {
+			return fmt.Errorf("%w: negative concurrency %d", ErrInvalidLimits, n)
+		}
+		c.concurrency = n
 		return nil
 	}
 }
@@ -99,9 +123,13 @@ func New(opts ...Option) (*Executor, error) {
 	}
 	e := &Executor{limits: limits, retainIdle: cfg.retainIdle, checked: checkedMode}
 	if cfg.slots == 0 {
-		cfg.slots = runtime.GOMAXPROCS(0)
+		cfg.slots = DefaultSlots
 	}
-	e.slots.init(cfg.slots)
+	if cfg.concurrency == 0 {
+		cfg.concurrency = runtime.GOMAXPROCS(0)
+	}
+	e.slots.init(cfg.slots, warmSlots(cfg.concurrency))
+	e.gate = newGate(cfg.concurrency)
 	if cfg.cacheSize == 0 {
 		cfg.cacheSize = DefaultCacheSize
 	}
@@ -194,6 +222,7 @@ func (e *Executor) Run(ctx context.Context, script string) (*Result, error) {
 	if bc, ok := e.cache.get(key); ok {
 		p.bc, p.src = bc, noSource
 	} else {
+		defer e.instruments.share(key, &p.smap)()
 		p.src, p.wantBC = wrapScript(p.smap.instrument().Source(), key), true
 	}
 	o := e.run(ctx, p, start)

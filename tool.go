@@ -145,6 +145,7 @@ func (e *Executor) Register(ctx context.Context, src ToolSource) (RegisteredTool
 	if bc, ok := e.cache.get(key); ok {
 		p.bc, p.src = bc, noSource
 	} else {
+		defer e.instruments.share(key, &p.smap)()
 		p.src, p.wantBC = wrapTool(p.smap.instrument().Source(), key), true
 	}
 	if src.SelfTest != "" {

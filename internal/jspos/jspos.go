@@ -88,12 +88,14 @@ type SyntaxError struct {
 	Message string
 }
 
-// Map relates a source to its instrumented text.
+// Map relates a source to its instrumented text. It is safe for
+// concurrent use.
 type Map struct {
 	src   string
 	out   string
 	ins   []insertion // by at
 	lines []int       // offsets of the instrumented text's line starts, made on first use
+	once  sync.Once   // makes lines: a Map is safe for concurrent use
 	err   *SyntaxError
 }
 
@@ -488,14 +490,14 @@ func (m *Map) Offset(off int) int {
 // LineOffset is the offset in the instrumented text of line line (1-based)
 // and byte column col (1-based) of it, or len(text) past its last line.
 func (m *Map) LineOffset(line, col int) int {
-	if m.lines == nil {
+	m.once.Do(func() {
 		m.lines = []int{0}
 		for i := 0; i < len(m.out); i++ {
 			if m.out[i] == '\n' {
 				m.lines = append(m.lines, i+1)
 			}
 		}
-	}
+	})
 	if line < 1 {
 		return 0
 	}

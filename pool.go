@@ -1,0 +1,350 @@
+//go:build cgo
+
+package codemode
+
+/*
+#include <stdlib.h>
+#include "bridge.h"
+*/
+import "C"
+
+import (
+	"context"
+	"errors"
+	"runtime/cgo"
+	"sync"
+	"time"
+	"unsafe"
+)
+
+// Admission: two resources, held for different spans (see doc.go,
+// Concurrency). A run holds a sandbox (a slot: its arena, its images, its
+// state) from start to end, waiting on host calls and timers included; it
+// holds an execution right only while the engine runs its JavaScript. So
+// a thousand runs awaiting I/O hold a thousand sandboxes and no core.
+
+// DefaultSlots is how many sandboxes an executor keeps alive at most (runs
+// alive at once) unless [WithSlots] says otherwise: a waiting run costs
+// its sandbox's resident pages, not a core, so the bound is set by memory
+// (see RATIONALE.md).
+const DefaultSlots = 1024
+
+// Idle sandboxes: after idleRelease without a run, a sandbox hands the
+// arena pages above its image back to the kernel; beyond warmSlots idle
+// ones, it is freed entirely.
+const idleRelease = time.Second
+
+// warmSlots is how many idle sandboxes an executor keeps built.
+func warmSlots(concurrency int) int { return max(2*concurrency, 4) }
+
+// slotPool hands out slots, one run each at a time. Slots are made on
+// demand up to max and reused most recently used first; a run that finds
+// none free queues, first come first served, under its deadline and
+// context. Close cancels and frees them all.
+type slotPool struct {
+	mu      sync.Mutex
+	max     int
+	warm    int
+	made    int          // slots counted against max (idle, in use, being made)
+	idle    []idleSlot   // free slots, the most recently used last
+	waiters []chan *slot // runs waiting for a slot, the longest waiting first
+	all     map[*slot]struct{}
+	closed  bool
+	trim    *time.Timer // armed while idle slots may need trimming
+}
+
+type idleSlot struct {
+	s        *slot
+	since    time.Time
+	released bool // its pages above the image went back to the kernel
+}
+
+func (p *slotPool) init(max, warm int) {
+	p.max = max
+	p.warm = warm
+	p.all = make(map[*slot]struct{})
+}
+
+// errNoSlot says why get returned no slot.
+type errNoSlot struct {
+	timeout bool
+	cause   error
+}
+
+// get returns a free slot, waiting for one until the deadline, the end of
+// ctx or of closing.
+func (p *slotPool) get(ctx context.Context, deadline time.Time, closing <-chan struct{}) (*slot, *errNoSlot) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, &errNoSlot{cause: ErrClosed}
+	}
+	if n := len(p.idle); n > 0 && len(p.waiters) == 0 {
+		s := p.idle[n-1].s
+		p.idle[n-1] = idleSlot{}
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		return s, nil
+	}
+	if p.made < p.max && len(p.waiters) == 0 {
+		p.made++
+		p.mu.Unlock()
+		s := newSlot()
+		if s == nil {
+			p.mu.Lock()
+			p.made--
+			p.mu.Unlock()
+			return nil, &errNoSlot{cause: errors.New("cannot allocate a slot")}
+		}
+		p.mu.Lock()
+		p.all[s] = struct{}{}
+		p.mu.Unlock()
+		return s, nil
+	}
+	ch := make(chan *slot, 1)
+	p.waiters = append(p.waiters, ch)
+	p.mu.Unlock()
+
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	var fail *errNoSlot
+	select {
+	case s := <-ch:
+		return s, nil
+	case <-ctx.Done():
+		fail = &errNoSlot{cause: ctx.Err()}
+	case <-closing:
+		fail = &errNoSlot{cause: ErrClosed}
+	case <-timer.C:
+		fail = &errNoSlot{timeout: true}
+	}
+	p.mu.Lock()
+	for i, w := range p.waiters {
+		if w == ch {
+			p.waiters = append(p.waiters[:i], p.waiters[i+1:]...)
+			p.mu.Unlock()
+			return nil, fail
+		}
+	}
+	p.mu.Unlock()
+	// A slot was handed over as the wait ended: pass it on.
+	p.put(<-ch)
+	return nil, fail
+}
+
+func newSlot() *slot {
+	c := C.bridge_slot_new()
+	if c == nil {
+		return nil
+	}
+	s := &slot{c: c, io: (*slotIO)(C.calloc(1, C.size_t(unsafe.Sizeof(slotIO{}))))}
+	s.handle = cgo.NewHandle(s)
+	return s
+}
+
+// put returns a slot: to the run that has waited longest, or to the idle
+// list.
+func (p *slotPool) put(s *slot) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.waiters) > 0 {
+		ch := p.waiters[0]
+		p.waiters = p.waiters[1:]
+		ch <- s
+		return
+	}
+	p.idle = append(p.idle, idleSlot{s: s, since: time.Now()})
+	if p.trim == nil && !p.closed {
+		p.trim = time.AfterFunc(idleRelease, p.trimIdle)
+	}
+}
+
+// trimIdle releases what idle slots hold: the pages above their images
+// for those idle for idleRelease, and the whole slot for those beyond the
+// warm ones (the least recently used go first). It re-arms itself while
+// idle slots remain that a later pass may trim.
+func (p *slotPool) trimIdle() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.trim = nil
+	if p.closed {
+		return
+	}
+	now := time.Now()
+	pending := false
+	kept := p.idle[:0]
+	for i, is := range p.idle {
+		aged := now.Sub(is.since) >= idleRelease
+		switch {
+		case aged && len(p.idle)-i > p.warm:
+			// Beyond the warm ones (the list's tail is the most recent).
+			delete(p.all, is.s)
+			p.made--
+			is.s.free()
+			continue
+		case aged && !is.released:
+			C.bridge_slot_release(is.s.c)
+			is.released = true
+		case !aged:
+			pending = true
+		}
+		kept = append(kept, is)
+	}
+	clear(p.idle[len(kept):])
+	p.idle = kept
+	if pending {
+		p.trim = time.AfterFunc(idleRelease, p.trimIdle)
+	}
+}
+
+// detach takes s out of the pool for good (a retained sandbox keeps it):
+// another slot may be made in its place. The caller frees it with free.
+func (p *slotPool) detach(s *slot) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.all, s)
+	p.made--
+}
+
+// cancelAll stops every run in progress and refuses new ones.
+func (p *slotPool) cancelAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	if p.trim != nil {
+		p.trim.Stop()
+		p.trim = nil
+	}
+	for s := range p.all {
+		C.bridge_slot_cancel(s.c, -1)
+	}
+}
+
+// freeAll releases the C side; no run may be in progress.
+func (p *slotPool) freeAll() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for s := range p.all {
+		s.free()
+	}
+	p.all = nil
+	p.idle = nil
+}
+
+// counts reports the slots made and the idle ones (tests).
+func (p *slotPool) counts() (made, idle int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.made, len(p.idle)
+}
+
+// errWaitDeadline: the run's own deadline passed while it waited.
+var errWaitDeadline = errors.New("codemode: the deadline passed while waiting")
+
+// gate bounds the runs executing JavaScript at once (WithConcurrency):
+// a right is taken before every cgo call that may run the engine and
+// given back when it returns, and inside a synchronous capability while
+// its handler runs. Runs that have started (back from a host call, a timer
+// or a synchronous handler) get a free right before runs that have not,
+// each group first come first served: a run that has begun finishes
+// before new ones crowd it out of its deadline, and a burst of new runs
+// (each first slice builds a sandbox) cannot hold back the ones in flight.
+type gate struct {
+	mu     sync.Mutex
+	size   int // rights in all
+	free   int
+	resume []chan struct{} // started runs waiting, the longest first
+	start  []chan struct{} // runs waiting for their first slice
+	// Test hooks.
+	hook          bool
+	running, peak int64
+}
+
+func newGate(n int) *gate { return &gate{size: n, free: n} }
+
+// enter takes a right, waiting for one until the deadline, the end of ctx
+// or the executor's closing; resuming says the run has started. Its error
+// is errWaitDeadline, ctx's error or ErrClosed.
+func (g *gate) enter(ctx context.Context, deadline time.Time, closing context.Context, resuming bool) error {
+	g.mu.Lock()
+	if g.free > 0 && len(g.resume) == 0 && (resuming || len(g.start) == 0) {
+		g.free--
+		g.took()
+		g.mu.Unlock()
+		return nil
+	}
+	ch := make(chan struct{}, 1)
+	if resuming {
+		g.resume = append(g.resume, ch)
+	} else {
+		g.start = append(g.start, ch)
+	}
+	g.mu.Unlock()
+
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	var err error
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		err = ctx.Err()
+	case <-closing.Done():
+		err = ErrClosed
+	case <-timer.C:
+		err = errWaitDeadline
+	}
+	g.mu.Lock()
+	if g.drop(&g.resume, ch) || g.drop(&g.start, ch) {
+		g.mu.Unlock()
+		return err
+	}
+	g.mu.Unlock()
+	<-ch // granted as the wait ended: pass it on
+	g.leave()
+	return err
+}
+
+// drop removes ch from q, reporting whether it was there.
+func (g *gate) drop(q *[]chan struct{}, ch chan struct{}) bool {
+	for i, w := range *q {
+		if w == ch {
+			*q = append((*q)[:i], (*q)[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// leave gives a right back: to the started run that has waited longest,
+// else to the oldest new one, else to the pool.
+func (g *gate) leave() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.hook {
+		g.running--
+	}
+	var q *[]chan struct{}
+	switch {
+	case len(g.resume) > 0:
+		q = &g.resume
+	case len(g.start) > 0:
+		q = &g.start
+	default:
+		g.free++
+		return
+	}
+	ch := (*q)[0]
+	(*q)[0] = nil
+	*q = (*q)[1:]
+	g.took()
+	ch <- struct{}{}
+}
+
+// took counts a right handed out (test hooks; under mu).
+func (g *gate) took() {
+	if g.hook {
+		g.running++
+		g.peak = max(g.peak, g.running)
+	}
+}
