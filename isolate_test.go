@@ -15,27 +15,30 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestIsolationOnOneSlot runs pairs of scripts on an executor with a single
-// slot, so the second always reuses the first's sandbox memory: nothing the
-// first did may be visible to the second.
-func TestIsolationOnOneSlot(t *testing.T) {
-	t.Parallel()
-	var marks atomic.Int32
-	e := newExecutor(t, WithSlots(1), WithLimits(Limits{Deadline: time.Second, Memory: 8 << 20}),
+// isolationCase is a pair of scripts run one after the other in the same
+// sandbox memory: nothing the first did may be visible to the second.
+type isolationCase struct {
+	name   string
+	first  string // run first; its outcome does not matter
+	second string // must return want
+	want   string
+}
+
+// isolationExecutor is an executor for isolationCases: its capabilities
+// and an 8 MiB memory limit.
+func isolationExecutor(t *testing.T, marks *atomic.Int32, opts ...Option) *Executor {
+	return newExecutor(t, append([]Option{WithLimits(Limits{Deadline: time.Second, Memory: 8 << 20}),
 		WithCapability(Capability{Name: "mark", Func: fn(func(context.Context, json.RawMessage) (any, error) {
 			marks.Add(1)
 			return nil, nil
 		})}),
 		WithCapability(Capability{Name: "boom", Func: fn(func(context.Context, json.RawMessage) (any, error) {
 			panic("handler bug")
-		})}))
-	ctx := context.Background()
-	tests := []struct {
-		name   string
-		first  string // run first; its outcome does not matter
-		second string // must return want
-		want   string
-	}{
+		})})}, opts...)...)
+}
+
+func isolationCases() []isolationCase {
+	return []isolationCase{
 		{"globals",
 			"globalThis.leak = 1; var v = 2; function f() {}; let l = 3",
 			"return [typeof leak, typeof v, typeof f, typeof l]",
@@ -77,14 +80,19 @@ func TestIsolationOnOneSlot(t *testing.T) {
 			"try { boom({}) } catch (e) { return [e.message, typeof caught] }",
 			`["panic: handler bug","undefined"]`},
 	}
-	for _, tt := range tests {
+}
+
+// assertIsolated runs the isolation cases on e, whose runs must all share
+// one sandbox's memory, then checks that timers and jobs a run left behind
+// never run in the next one.
+func assertIsolated(t *testing.T, e *Executor, marks *atomic.Int32) {
+	ctx := context.Background()
+	for _, tt := range isolationCases() {
 		_, _ = e.Run(ctx, tt.first)
 		res, err := e.Run(ctx, tt.second)
 		require.NoError(t, err, tt.name)
 		assert.JSONEq(t, tt.want, string(res.Value), tt.name)
 	}
-
-	// Timers and jobs a run left behind never run in the next one.
 	res, err := e.Run(ctx, `
 		setTimeout(() => { console.log('stale timer'); mark({}) }, 0)
 		setInterval(() => mark({}), 1)
@@ -97,6 +105,14 @@ func TestIsolationOnOneSlot(t *testing.T) {
 	assert.Equal(t, `"second"`, string(res.Value))
 	assert.Empty(t, res.Logs)
 	assert.Equal(t, int32(0), marks.Load())
+}
+
+// TestIsolationOnOneSlot runs pairs of scripts on an executor with a single
+// slot, so the second always reuses the first's sandbox memory.
+func TestIsolationOnOneSlot(t *testing.T) {
+	t.Parallel()
+	var marks atomic.Int32
+	assertIsolated(t, isolationExecutor(t, &marks, WithSlots(1)), &marks)
 }
 
 // TestMathRandomDiffers: every run gets its own Math.random sequence, even

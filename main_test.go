@@ -45,9 +45,13 @@ func assertQuiet(t testing.TB, e *Executor) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	quiet := p.retired
 	for _, is := range p.idle {
-		assert.False(t, is.s.alive(), "a slot holds a live sandbox after its run")
-		assert.Nil(t, is.s.call, "a slot holds a run's state after it")
+		quiet = append(quiet, is.s)
+	}
+	for _, s := range quiet {
+		assert.False(t, s.alive(), "a slot holds a live sandbox after its run")
+		assert.Nil(t, s.call, "a slot holds a run's state after it")
 	}
 }
 

@@ -51,6 +51,10 @@ type slotPool struct {
 	all     map[*slot]struct{}
 	closed  bool
 	trim    *time.Timer // armed while idle slots may need trimming
+	// retire (tests) keeps a returned slot out of use until Close, in
+	// retired: every run then gets a new slot, in a region of its own.
+	retire  bool
+	retired []*slot
 }
 
 type idleSlot struct {
@@ -147,6 +151,10 @@ func newSlot() *slot {
 func (p *slotPool) put(s *slot) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.retire {
+		p.retired = append(p.retired, s)
+		return
+	}
 	if len(p.waiters) > 0 {
 		ch := p.waiters[0]
 		p.waiters = p.waiters[1:]
@@ -231,11 +239,12 @@ func (p *slotPool) freeAll() {
 	p.idle = nil
 }
 
-// counts reports the slots made and the idle ones (tests).
+// counts reports the slots made and the idle ones, retired included
+// (tests).
 func (p *slotPool) counts() (made, idle int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.made, len(p.idle)
+	return p.made, len(p.idle) + len(p.retired)
 }
 
 // errWaitDeadline: the run's own deadline passed while it waited.
