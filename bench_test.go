@@ -315,3 +315,25 @@ func BenchmarkLargeTool(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkAwaitBurst is W8 of the bench suite: 1,000 runs at once, each
+// awaiting a 10 ms async host call, on a default executor (its sandboxes
+// warm after the first burst). runs/s is the figure; the floor is the
+// 10 ms wait.
+func BenchmarkAwaitBurst(b *testing.B) {
+	e := newExecutor(b, WithCapability(Capability{Name: "io", Async: true, Func: func(ctx context.Context, _ json.RawMessage) (any, error) {
+		select {
+		case <-time.After(10 * time.Millisecond):
+			return 1, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}}))
+	b.ReportAllocs()
+	for b.Loop() {
+		if f := failures(runMany(e, 1000, "return await io({})")); f != "" {
+			b.Fatal(f)
+		}
+	}
+	b.ReportMetric(float64(1000*b.N)/b.Elapsed().Seconds(), "runs/s")
+}

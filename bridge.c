@@ -2145,13 +2145,16 @@ static void tmpl_offer(tmpl *t, bridge_slot *s, const bridge_config *cfg, const 
 	pthread_mutex_unlock(&t->mu);
 }
 
-/* Clones the template for slot s: into the arena as the run's sandbox
- * (own == NULL: a slot's first run of a kind, which a burst's slot may be
- * the only one of, keeps no image and touches no page of the image room),
- * or as the slot's own image. 0, or 1 when it cannot (no verdict yet,
- * another capability set or limit, an unaligned region: build instead),
- * -1 when the slot's region cannot be mapped. */
-static int tmpl_clone(tmpl *t, bridge_slot *s, const bridge_config *cfg, slot_image *own)
+/* Makes the run's sandbox a clone of the template, in the arena: a slot
+ * that clones keeps no image of its own and clones again for every run.
+ * Its own image would be a second copy of the same bytes, and the one a
+ * slot among a thousand restores from has left the caches by then, while
+ * the template every slot clones stays in them: a burst's restores were a
+ * fifth of its time, in memcpy from cold images (and an image is 120 KiB
+ * of memory per slot). The relocation costs a few microseconds. 0, or 1
+ * when it cannot (no verdict yet, another capability set or limit, an
+ * unaligned region: build instead), -1 when the region cannot be mapped. */
+static int tmpl_clone(tmpl *t, bridge_slot *s, const bridge_config *cfg)
 {
 	if (atomic_load(&t->state) != BRIDGE_TMPL_READY)
 		return 1;
@@ -2161,33 +2164,13 @@ static int tmpl_clone(tmpl *t, bridge_slot *s, const bridge_config *cfg, slot_im
 	if (!tmpl_matches(t, cfg, s->ar->size) || (delta & (REGION_ALIGN - 1)) != 0)
 		return 1;
 	saved_state saved = saved_moved(&t->saved, t->base, t->arena_size, delta);
-	uint8_t *bytes;
-	if (own) {
-		if (!(bytes = image_alloc(s, own, t->len)))
-			return -1;
-		memcpy(bytes, t->bytes, t->len);
-	} else {
-		restore_bytes(s, t->bytes, t->len, &saved);
-		bytes = (uint8_t *)s->ar;
-	}
-	uint64_t *w = (uint64_t *)bytes;
+	restore_bytes(s, t->bytes, t->len, &saved);
+	uint64_t *w = (uint64_t *)s->ar;
 	for (size_t i = 0; i < t->nreloc; i++)
 		w[t->reloc[i]] += delta;
 	for (size_t i = 0; i < t->nself; i++)
 		w[t->self[i]] += (uintptr_t)s - t->slot;
-	if (own) {
-		*own = (slot_image){
-			.bytes = bytes,
-			.mapped = own->mapped,
-			.len = t->len,
-			.id = t->id,
-			.stack = t->stack,
-			.saved = saved,
-		};
-		restore_image(s, own);
-	} else {
-		s->image_end = 0; /* the slot keeps no image */
-	}
+	s->image_end = 0; /* the slot keeps no image */
 	s->snapshot = true;
 	s->cls_object = t->cls_object;
 	s->cls_array = t->cls_array;
@@ -2213,18 +2196,18 @@ static int open_run(bridge_slot *s, const bridge_config *cfg)
 			s->snapshot = true;
 			restore_image(s, im);
 		} else {
-			/* A slot's first run of a kind runs on a clone of the template
-			 * or, without one, on a fresh sandbox, keeping no image (a slot
+			/* A run on a slot without an image of its own runs on a clone
+			 * of the template or, without one, on a fresh sandbox (a slot
 			 * that serves one run and is freed once idle pays no copy and
-			 * no collection); its second makes the image. Until the
-			 * template has its two images, slots build theirs at once and
-			 * offer them. */
+			 * no collection), and the slot's second run builds its image.
+			 * Until the template has its two images, slots build theirs at
+			 * once and offer them. */
 			tmpl *t = cfg->tmpls ? &cfg->tmpls->t[kind] : NULL;
-			bool again = im->seen && im->seen_id == cfg->image_id && im->seen_stack == cfg->stack;
-			int rc = t ? tmpl_clone(t, s, cfg, again ? im : NULL) : 1;
+			int rc = t ? tmpl_clone(t, s, cfg) : 1;
 			if (rc < 0)
 				return -1;
 			if (rc > 0) {
+				bool again = im->seen && im->seen_id == cfg->image_id && im->seen_stack == cfg->stack;
 				bool offer = t && tmpl_wants(t, s);
 				if (again || offer) {
 					if (build_image(s, cfg, im) < 0)
@@ -2234,10 +2217,10 @@ static int open_run(bridge_slot *s, const bridge_config *cfg)
 				} else if (open_fresh(s, cfg) < 0) {
 					return -1;
 				}
+				im->seen = true;
+				im->seen_id = cfg->image_id;
+				im->seen_stack = cfg->stack;
 			}
-			im->seen = true;
-			im->seen_id = cfg->image_id;
-			im->seen_stack = cfg->stack;
 		}
 	}
 	s->handle = cfg->handle;

@@ -38,7 +38,7 @@ func (e *Executor) CacheStats() CacheStats {
 	return e.cache.stats()
 }
 
-// bytecodeCache holds compiled bytecode keyed by scriptKey: keyed BLAKE3 of
+// bytecodeCache holds compiled bytecode keyed by scriptKey: HMAC-SHA256 of
 // the engine version, the bridge version, the kind of source and the
 // source, so only bytecode this process wrote can ever be found. Entries
 // pinned by registered tools stay (shared by every tool with the same

@@ -215,7 +215,7 @@
 //
 // Sources compile once: run_js scripts, Execute programs and tool sources
 // are compiled inside their first sandbox, under its limits, and their
-// bytecode is kept, keyed by a BLAKE3 hash (keyed with a per-process secret)
+// bytecode is kept, keyed by an HMAC-SHA256 (keyed with a per-process secret)
 // of the engine version, the shim version, the kind of source and the
 // source. Later runs read the bytecode (several times cheaper than
 // compiling; a 2,000-line tool runs over 5× faster). Only bytecode this

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	buke "github.com/buke/quickjs-go"
@@ -22,7 +24,39 @@ const (
 	stackLimit  = 512 << 10
 	deadline    = time.Second
 	hostLatency = time.Millisecond // of each async host call in W4
+
+	spinDeadline = 5 * time.Millisecond  // overshoot's deadline
+	burstLatency = 10 * time.Millisecond // of W8's async host call
 )
+
+// burstWant is what W8's script returns: hio(1) + 1.
+const burstWant = "2"
+
+// burstOf runs n copies of one at once and counts the failures.
+func burstOf(n int, one func() (string, error)) (int, error) {
+	var failed atomic.Int32
+	var first atomic.Value
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, err := one()
+			if err == nil && got != burstWant {
+				err = fmt.Errorf("wrong answer %.40s", got)
+			}
+			if err != nil {
+				failed.Add(1)
+				first.CompareAndSwap(nil, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err, _ := first.Load().(error); err != nil {
+		return int(failed.Load()), err
+	}
+	return 0, nil
+}
 
 // engine runs the workloads one way.
 type engine struct {
@@ -30,7 +64,13 @@ type engine struct {
 	limits [3]string                         // memory, stack, deadline: how each is enforced, or why not
 	runs   map[string]func() (string, error) // by workload id
 	skip   map[string]string                 // workloads it cannot run, and why
-	close  func()
+	// spin runs for (;;) {} under a deadline of spinDeadline and returns
+	// nil once the deadline stopped it (overshoot; nil: see skip).
+	spin func() error
+	// burst runs n runs at once, each awaiting one async host call of
+	// burstLatency, and returns how many failed (W8; nil: see skip).
+	burst func(n int) (failed int, err error)
+	close func()
 }
 
 // engineNames lists the engines in table order.
@@ -79,7 +119,20 @@ func newCodemode(sc *scripts) (*engine, error) {
 			}
 			return i + 1, err
 		}}),
+		codemode.WithCapability(codemode.Capability{Name: "hio", Async: true, Func: func(ctx context.Context, args json.RawMessage) (any, error) {
+			i, err := argI(args)
+			select {
+			case <-time.After(burstLatency):
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			return i + 1, err
+		}}),
 	)
+	if err != nil {
+		return nil, err
+	}
+	spinExec, err := codemode.New(codemode.WithLimits(codemode.Limits{Memory: memoryLimit, Stack: stackLimit, Deadline: spinDeadline}))
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +162,14 @@ func newCodemode(sc *scripts) (*engine, error) {
 				return string(out), err
 			},
 		},
-		close: func() { exec.Close() },
+		spin: func() error {
+			if _, err := spinExec.Run(ctx, "for (;;) {}"); !errors.Is(err, codemode.ErrTimeout) {
+				return fmt.Errorf("not stopped by its deadline: %v", err)
+			}
+			return nil
+		},
+		burst: func(n int) (int, error) { return burstOf(n, run("return await hio({i: 1})")) },
+		close: func() { exec.Close(); spinExec.Close() },
 	}, nil
 }
 
@@ -131,7 +191,8 @@ func newFloor(sc *scripts) (*engine, error) {
 			"W3": run(sc.host100Expr, true),
 			"W5": func() (string, error) { return floorRunBytecode(large) },
 		},
-		skip:  map[string]string{"W4": "no event loop: the floor is one C call"},
+		skip:  map[string]string{"W4": "no event loop: the floor is one C call", "W8": "no event loop: the floor is one C call"},
+		spin:  func() error { return floorSpin(spinDeadline) },
 		close: func() {},
 	}, nil
 }
@@ -166,6 +227,29 @@ func newBuke(sc *scripts) (*engine, error) {
 		if async {
 			v = ctx.Await(v)
 		}
+		defer v.Free()
+		if v.IsException() {
+			return "", ctx.Exception()
+		}
+		return v.JSONStringify(), nil
+	}
+	burstOne := func() (string, error) {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		rt := buke.NewRuntime(buke.WithMemoryLimit(memoryLimit), buke.WithMaxStackSize(stackLimit), buke.WithExecuteTimeout(1))
+		defer rt.Close()
+		ctx := rt.NewBareContext()
+		defer ctx.Close()
+		ctx.Globals().Set("hio", ctx.Function(func(c *buke.Context, this *buke.Value, args []*buke.Value) *buke.Value {
+			i := args[0].Int32()
+			return c.NewPromise(func(resolve, reject func(*buke.Value)) {
+				go func() {
+					time.Sleep(burstLatency)
+					c.Schedule(func(c *buke.Context) { resolve(c.NewInt32(i + 1)) })
+				}()
+			})
+		}))
+		v := ctx.Await(ctx.Eval("(async () => await hio(1))()"))
 		defer v.Free()
 		if v.IsException() {
 			return "", ctx.Exception()
@@ -208,19 +292,21 @@ func newBuke(sc *scripts) (*engine, error) {
 				return v.JSONStringify(), nil
 			},
 		},
+		skip:  map[string]string{"overshoot": "no deadline below a second"},
+		burst: func(n int) (int, error) { return burstOf(n, burstOne) },
 		close: func() {},
 	}, nil
 }
 
 func newModernc(sc *scripts) (*engine, error) {
-	vmFor := func(host bool) (*mquickjs.VM, error) {
+	vmWith := func(host bool, d time.Duration) (*mquickjs.VM, error) {
 		vm, err := mquickjs.NewVM()
 		if err != nil {
 			return nil, err
 		}
 		vm.SetMemoryLimit(memoryLimit)
 		vm.SetMaxStackSize(stackLimit)
-		if err := vm.SetEvalTimeout(deadline); err != nil {
+		if err := vm.SetEvalTimeout(d); err != nil {
 			vm.Close()
 			return nil, err
 		}
@@ -232,6 +318,7 @@ func newModernc(sc *scripts) (*engine, error) {
 		}
 		return vm, nil
 	}
+	vmFor := func(host bool) (*mquickjs.VM, error) { return vmWith(host, deadline) }
 	run := func(src string, host bool) func() (string, error) {
 		return func() (string, error) {
 			vm, err := vmFor(host)
@@ -277,18 +364,30 @@ func newModernc(sc *scripts) (*engine, error) {
 				return string(b), err
 			},
 		},
-		skip:  map[string]string{"W4": "no async host functions in its API"},
+		skip: map[string]string{"W4": "no async host functions in its API", "W8": "no async host functions in its API"},
+		spin: func() error {
+			vm, err := vmWith(false, spinDeadline)
+			if err != nil {
+				return err
+			}
+			defer vm.Close()
+			if _, err := vm.Eval("for (;;) {}", mquickjs.EvalGlobal); err == nil {
+				return errors.New("not stopped by its deadline")
+			}
+			return nil
+		},
 		close: func() {},
 	}, nil
 }
 
 func newGoja(sc *scripts) (*engine, error) {
-	vmFor := func() (*goja.Runtime, func()) {
+	vmWith := func(d time.Duration) (*goja.Runtime, func()) {
 		vm := goja.New()
 		vm.SetMaxCallStackSize(10000)
-		t := time.AfterFunc(deadline, func() { vm.Interrupt("deadline") })
+		t := time.AfterFunc(d, func() { vm.Interrupt("deadline") })
 		return vm, func() { t.Stop() }
 	}
+	vmFor := func() (*goja.Runtime, func()) { return vmWith(deadline) }
 	export := func(v goja.Value, err error) (string, error) {
 		if err != nil {
 			return "", err
@@ -306,7 +405,9 @@ func newGoja(sc *scripts) (*engine, error) {
 			return export(vm.RunString(src))
 		}
 	}
-	async := func() (string, error) {
+	// loop runs src, which awaits calls of the async host function name
+	// (each settles after latency with its argument + 1), to its result.
+	loop := func(name, src string, latency time.Duration) (string, error) {
 		vm, done := vmFor()
 		defer done()
 		type settled struct {
@@ -314,15 +415,15 @@ func newGoja(sc *scripts) (*engine, error) {
 			v       int
 		}
 		ch := make(chan settled, 16)
-		vm.Set("hasync", func(i int) *goja.Promise {
+		vm.Set(name, func(i int) *goja.Promise {
 			p, resolve, _ := vm.NewPromise()
 			go func() {
-				time.Sleep(hostLatency)
+				time.Sleep(latency)
 				ch <- settled{resolve, i + 1}
 			}()
 			return p
 		})
-		v, err := vm.RunString(sc.async16Expr)
+		v, err := vm.RunString(src)
 		if err != nil {
 			return "", err
 		}
@@ -341,6 +442,7 @@ func newGoja(sc *scripts) (*engine, error) {
 		}
 		return export(p.Result(), nil)
 	}
+	async := func() (string, error) { return loop("hasync", sc.async16Expr, hostLatency) }
 	large := goja.MustCompile("large.js", sc.largeExpr, false)
 	return &engine{
 		name:   "goja",
@@ -355,6 +457,18 @@ func newGoja(sc *scripts) (*engine, error) {
 				defer done()
 				return export(vm.RunProgram(large))
 			},
+		},
+		spin: func() error {
+			vm, done := vmWith(spinDeadline)
+			defer done()
+			var interrupted *goja.InterruptedError
+			if _, err := vm.RunString("for (;;) {}"); !errors.As(err, &interrupted) {
+				return fmt.Errorf("not stopped by its deadline: %v", err)
+			}
+			return nil
+		},
+		burst: func(n int) (int, error) {
+			return burstOf(n, func() (string, error) { return loop("hio", "(async () => await hio(1))()", burstLatency) })
 		},
 		close: func() {},
 	}, nil
@@ -438,6 +552,23 @@ func newFastschema(sc *scripts) (*engine, error) {
 				defer rt.Close()
 				return eval(rt.Context(), fsqjs.Bytecode(large))
 			},
+		},
+		skip: map[string]string{"overshoot": "no deadline (the option is ignored in v0.0.6)"},
+		burst: func(n int) (int, error) {
+			return burstOf(n, func() (string, error) {
+				rt, err := newRT()
+				if err != nil {
+					return "", err
+				}
+				defer rt.Close()
+				ctx := rt.Context()
+				ctx.SetAsyncFunc("hio", func(this *fsqjs.This) {
+					i := this.Args()[0].Int32()
+					time.Sleep(burstLatency)
+					this.Promise().Resolve(this.Context().NewInt32(i + 1))
+				})
+				return eval(ctx, fsqjs.Code(stringified("hio(1)", true)))
+			})
 		},
 		close: func() {},
 	}, nil

@@ -39,14 +39,14 @@ typedef struct {
 	int64_t deadline;
 } sandbox;
 
-static int open_sandbox(sandbox *s, int host)
+static int open_sandbox_for(sandbox *s, int host, int64_t budget_ns)
 {
 	s->rt = JS_NewRuntime();
 	if (!s->rt)
 		return -1;
 	JS_SetMemoryLimit(s->rt, MEMORY);
 	JS_SetMaxStackSize(s->rt, STACK);
-	s->deadline = now_ns() + 1000000000LL;
+	s->deadline = now_ns() + budget_ns;
 	JS_SetInterruptHandler(s->rt, on_interrupt, &s->deadline);
 	s->ctx = JS_NewContext(s->rt);
 	if (!s->ctx)
@@ -58,6 +58,8 @@ static int open_sandbox(sandbox *s, int host)
 	}
 	return 0;
 }
+
+static int open_sandbox(sandbox *s, int host) { return open_sandbox_for(s, host, 1000000000LL); }
 
 /* Stringifies v (taking it), copies the JSON out, frees the sandbox. */
 static int64_t finish(sandbox *s, JSValue v, char *out, size_t cap)
@@ -120,3 +122,15 @@ int64_t floor_run_bytecode(const uint8_t *bc, size_t n, char *out, size_t cap)
 }
 
 void floor_free(void *p) { free(p); }
+
+int floor_spin(int64_t budget_ns)
+{
+	sandbox s;
+	if (open_sandbox_for(&s, 0, budget_ns))
+		return -1;
+	static const char src[] = "for (;;) {}";
+	JSValue v = JS_Eval(s.ctx, src, sizeof(src) - 1, "floor.js", JS_EVAL_TYPE_GLOBAL);
+	int stopped = JS_IsException(v);
+	finish(&s, v, NULL, 0);
+	return stopped ? 0 : -1;
+}

@@ -9,6 +9,7 @@ import "C"
 import (
 	"errors"
 	"sync"
+	"time"
 	"unsafe"
 
 	_ "github.com/codemode-go/codemode/quickjs" // links the engine
@@ -52,4 +53,12 @@ func floorRunBytecode(bc []byte) (string, error) {
 		return "", errors.New("the floor run failed")
 	}
 	return string(out[:n]), nil
+}
+
+// floorSpin runs for (;;) {} under a deadline of d in a fresh sandbox.
+func floorSpin(d time.Duration) error {
+	if C.floor_spin(C.int64_t(d)) != 0 {
+		return errors.New("the deadline did not stop the floor")
+	}
+	return nil
 }

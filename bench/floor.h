@@ -19,6 +19,10 @@ uint8_t *floor_compile(const char *src, size_t len, size_t *n);
 /* Like floor_run, evaluating bytecode instead of source. */
 int64_t floor_run_bytecode(const uint8_t *bc, size_t n, char *out, size_t cap);
 
+/* Runs for (;;) {} in a fresh sandbox whose deadline is budget_ns away;
+ * 0 once the deadline stopped it. */
+int floor_spin(int64_t budget_ns);
+
 void floor_free(void *p);
 
 #endif

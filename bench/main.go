@@ -24,10 +24,15 @@ func main() {
 		rounds     = flag.Int("rounds", 10, "interleaved rounds")
 		cellTime   = flag.Duration("cell", 20*time.Millisecond, "work per cell per round")
 		engineList = flag.String("engines", strings.Join(engineNames, ","), "engines to run")
-		workList   = flag.String("workloads", "W1,W2,W3,W4,W5,W6,W7", "workloads to run")
+		workList   = flag.String("workloads", "W1,W2,W3,W4,W5,W6,W7,W8,tail,overshoot", "workloads to run")
 		throughput = flag.Duration("throughput", 3*time.Second, "W6: time per engine")
 		memRuns    = flag.Int("memory-runs", 100000, "W7: W1 runs per engine")
 		memBudget  = flag.Duration("memory-budget", 20*time.Second, "W7: time cap per engine")
+		burstRuns  = flag.Int("w8-runs", 1000, "W8: runs at once")
+		burstRnds  = flag.Int("w8-rounds", 5, "W8: bursts per engine")
+		tailCalls  = flag.Int("tail-calls", 200000, "tail: W1 calls per engine")
+		tailBudget = flag.Duration("tail-budget", 30*time.Second, "tail: time cap per engine")
+		overRuns   = flag.Int("overshoot-runs", 2000, "overshoot: runs per engine")
 		out        = flag.String("out", "results", "directory for latest.md and latest.svg")
 		root       = flag.String("root", "..", "the codemode module (for testdata)")
 		memoryOf   = flag.String("memory-child", "", "internal: run W7 for one engine and print its figures")
@@ -64,6 +69,15 @@ func main() {
 		for _, e := range engines {
 			rep.throughput = append(rep.throughput, throughputOf(e, *throughput))
 		}
+	}
+	if slices.Contains(want, "W8") {
+		rep.bursts, rep.burstRuns = burstsOf(engines, *burstRuns, *burstRnds), *burstRuns
+	}
+	if slices.Contains(want, "tail") {
+		rep.tail, rep.tailCalls = tailOf(engines, *tailCalls, 2000, *tailBudget), *tailCalls
+	}
+	if slices.Contains(want, "overshoot") {
+		rep.overshoot, rep.overRuns = overshootOf(engines, *overRuns), *overRuns
 	}
 	if slices.Contains(want, "W7") {
 		for _, n := range names {

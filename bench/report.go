@@ -27,6 +27,12 @@ type report struct {
 	latency    []*cell
 	throughput []float64   // W6, per engine
 	memory     []memFigure // W7, per engine
+	bursts     []burstFigure
+	burstRuns  int
+	tail       []tailFigure
+	tailCalls  int
+	overshoot  []overFigure
+	overRuns   int
 }
 
 // memFigure is W7 for one engine, measured in a process of its own.
@@ -117,6 +123,8 @@ func (r *report) markdown() string {
 			b.WriteString("\n")
 		}
 	}
+	r.burstRow(&b)
+	r.tailMarkdown(&b)
 	b.WriteString("\nLimits each engine enforces:\n\n| engine | memory | stack | deadline |\n|---|---|---|---|\n")
 	for i, e := range r.engines {
 		l := r.limits[i]
