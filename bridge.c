@@ -436,6 +436,8 @@ static void *ar_malloc(void *opaque, size_t size)
 		return NULL;
 	}
 	s->heap_used += arena_usable(p);
+	if (s->building)
+		memset(p, 0, arena_usable(p));
 	return p;
 }
 
@@ -456,12 +458,23 @@ static void ar_free(void *opaque, void *ptr)
 	if (!ptr)
 		return;
 	s->heap_used -= arena_usable(ptr);
+	if (s->building)
+		memset(ptr, 0, arena_usable(ptr));
 	arena_free(s->ar, ptr);
 }
 
 static void *ar_realloc(void *opaque, void *ptr, size_t size)
 {
 	bridge_slot *s = opaque;
+	if (s->building && ptr) { /* through ar_malloc and ar_free, which zero */
+		void *q = ar_malloc(opaque, size);
+		if (q) {
+			size_t old = arena_usable(ptr);
+			memcpy(q, ptr, old < size ? old : size);
+			ar_free(opaque, ptr);
+		}
+		return q;
+	}
 	size_t old = arena_usable(ptr);
 	size_t cs = arena_class(size);
 	if (cs > old && !heap_admit(s, cs - old))
@@ -1828,9 +1841,17 @@ static int open_fresh(bridge_slot *s, const bridge_config *cfg)
 
 static int build_image(bridge_slot *s, const bridge_config *cfg, slot_image *im)
 {
-	if (open_fresh(s, cfg) < 0)
+	/* An image's bytes are all the engine's doing: memory is handed out
+	 * and taken back zeroed while it is built, so no byte of it is left
+	 * over from an earlier use (a stale byte of an address next to a live
+	 * field made the word look like a pointer to a template). */
+	s->building = true;
+	int rc = open_fresh(s, cfg);
+	if (rc == 0)
+		JS_RunGC(s->rt);
+	s->building = false;
+	if (rc < 0)
 		return -1;
-	JS_RunGC(s->rt);
 	/* A run's first collection comes once it has allocated an eighth of
 	 * its limit, not where building the sandbox left the threshold (a few
 	 * hundred KiB above it: a 2,000-line tool's call paid a full
@@ -1843,6 +1864,7 @@ static int build_image(bridge_slot *s, const bridge_config *cfg, slot_image *im)
 	uint8_t *bytes = image_alloc(s, im, len);
 	if (!bytes)
 		return -1;
+	memset((char *)s->ar + s->ar->top, 0, len - s->ar->top); /* the slack, from an earlier run */
 	memcpy(bytes, s->ar, len);
 	*im = (slot_image){
 		.bytes = bytes,
@@ -2667,7 +2689,7 @@ static int32_t start_register(bridge_slot *s, const bridge_config *cfg, const ch
 	return advance(s, out);
 }
 
-int32_t bridge_slot_run(bridge_slot *s, const bridge_config *cfg, const char *src, size_t len, bridge_out *out)
+static int32_t slot_run(bridge_slot *s, const bridge_config *cfg, const char *src, size_t len, bridge_out *out)
 {
 	memset(out, 0, sizeof(*out));
 	s->killed = 0;
@@ -2715,6 +2737,25 @@ int32_t bridge_slot_run(bridge_slot *s, const bridge_config *cfg, const char *sr
 	}
 	out->syntax = s->syntax;
 	return settle_run(s, st, out);
+}
+
+int32_t bridge_slot_run(bridge_slot *s, const bridge_config *cfg, const char *src, size_t len, const uint8_t *bc,
+                        size_t bc_len, const char *entry, size_t entry_len, const uint8_t *entry_bc,
+                        size_t entry_bc_len, const char *args, size_t args_len, const char *selftest,
+                        size_t selftest_len, bridge_out *out)
+{
+	bridge_config c = *cfg; /* the inputs live as long as this call */
+	c.bc = bc;
+	c.bc_len = bc_len;
+	c.entry = entry;
+	c.entry_len = entry_len;
+	c.entry_bc = entry_bc;
+	c.entry_bc_len = entry_bc_len;
+	c.args = args;
+	c.args_len = args_len;
+	c.selftest = selftest;
+	c.selftest_len = selftest_len;
+	return slot_run(s, &c, src, len, out);
 }
 
 int32_t bridge_slot_step(bridge_slot *s, int64_t budget_ns, bridge_out *out)
@@ -2963,10 +3004,11 @@ uint64_t bridge_max_stack(void)
 	return size / 2;
 }
 
-int64_t bridge_raw_lifecycle(bridge_slot *s, const bridge_config *cfg, const char *src, size_t len)
+int64_t bridge_raw_lifecycle(bridge_slot *s, const bridge_config *cfg, const char *src, size_t len, const uint8_t *bc,
+                             size_t bc_len)
 {
 	bridge_out out;
-	int32_t st = bridge_slot_run(s, cfg, src, len, &out);
+	int32_t st = bridge_slot_run(s, cfg, src, len, bc, bc_len, NULL, 0, NULL, 0, NULL, 0, NULL, 0, &out);
 	int64_t n = st == BRIDGE_DONE ? (int64_t)out.size : -1;
 	if (st == BRIDGE_PENDING) {
 		bridge_out tail;

@@ -81,7 +81,9 @@ typedef struct bridge_config {
 	 * generated entry source (NUL-terminated at [entry_len]) or its cached
 	 * bytecode (entry_bc; with want_entry_bc, source compiled here is
 	 * handed out in bridge_out.entry_bc as src's is in bc); src is then the
-	 * program unit. */
+	 * program unit. The fields of Go memory (entry, entry_bc, bc, args,
+	 * selftest) are set by bridge_slot_run from its arguments: a caller's
+	 * are ignored. */
 	const uint8_t *runtime_bc;
 	size_t runtime_bc_len;
 	const char *entry;
@@ -159,9 +161,17 @@ void bridge_slot_cancel(bridge_slot *s, int64_t run_id);
 
 /* Builds a fresh sandbox in the slot and runs src (src[len] must be '\0')
  * until it settles or waits on host work. Unless the status is
- * BRIDGE_PENDING the sandbox is already gone and out holds the logs. */
-int32_t bridge_slot_run(bridge_slot *s, const bridge_config *cfg, const char *src, size_t len,
-                        bridge_out *out);
+ * BRIDGE_PENDING the sandbox is already gone and out holds the logs. The
+ * inputs only the first slice reads (see bridge_config: bc, entry,
+ * entry_bc, args, selftest; NULL for none; entry, args and selftest
+ * NUL-terminated at their length) are arguments and not cfg fields, which
+ * are ignored: they are Go memory, which cgo lets C read during the call
+ * without pinning it (a pin per run was contended by runs sharing a cached
+ * bytecode). */
+int32_t bridge_slot_run(bridge_slot *s, const bridge_config *cfg, const char *src, size_t len, const uint8_t *bc,
+                        size_t bc_len, const char *entry, size_t entry_len, const uint8_t *entry_bc,
+                        size_t entry_bc_len, const char *args, size_t args_len, const char *selftest,
+                        size_t selftest_len, bridge_out *out);
 
 /* Settles async host call `call` of a pending run: resolves its promise
  * with the JSON in data (BRIDGE_CALL_OK; data[len] must be '\0') or
@@ -250,6 +260,7 @@ uint64_t bridge_max_stack(void);
 /* The floor for benchmarks: one whole run (sandbox, eval, jobs, result
  * JSON, teardown) in a single C call with no Go in between. Returns the
  * result's JSON length, or -1 if the run did not produce a value. */
-int64_t bridge_raw_lifecycle(bridge_slot *s, const bridge_config *cfg, const char *src, size_t len);
+int64_t bridge_raw_lifecycle(bridge_slot *s, const bridge_config *cfg, const char *src, size_t len, const uint8_t *bc,
+                             size_t bc_len);
 
 #endif /* CODEMODE_BRIDGE_H */

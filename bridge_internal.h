@@ -151,6 +151,7 @@ struct bridge_slot {
 	 * wrote since the last restore, which the next restore clears). */
 	arena *ar;
 	bool ar_window; /* its region is one of the process's windows */
+	bool building;  /* an image is being built: allocations are zeroed */
 	slot_image images[NIMAGES];
 	size_t dirty_end;
 	size_t image_end; /* the length of the image the arena holds now */

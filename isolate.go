@@ -17,7 +17,6 @@ import (
 	"errors"
 	"hash"
 	mrand "math/rand/v2"
-	"runtime"
 	"runtime/cgo"
 	"strconv"
 	"strings"
@@ -294,18 +293,11 @@ func (ex *Executor) run(ctx context.Context, prog *program, start time.Time) (o 
 		}()
 	}
 
-	var pin runtime.Pinner // the config points at Go memory
-	defer pin.Unpin()
-	for _, b := range [][]byte{p.entry, p.entryBC, p.bc, p.args, p.selftest} {
-		if len(b) > 0 {
-			pin.Pin(&b[0])
-		}
-	}
 	if err := c.enter(); err != nil {
 		return outcome{err: busyError(ctx, name, err)} // it never started
 	}
 	s.io.cfg = c.bridgeConfig()
-	st := C.bridge_slot_run(s.c, &s.io.cfg, (*C.char)(unsafe.Pointer(&p.src[0])), C.size_t(len(p.src)-1), &s.io.out)
+	st := slotRun(s, p)
 	c.leave()
 	// Bytecode comes with the first slice; the loop's steps reuse out.
 	bc := takeBytecode(&s.io.out.bc, &s.io.out.bc_len)
@@ -500,12 +492,6 @@ func (c *call) bridgeConfig() C.bridge_config {
 		if p.runtime != nil {
 			cfg.runtime_bc = (*C.uint8_t)(unsafe.Pointer(&p.runtime[0]))
 			cfg.runtime_bc_len = C.size_t(len(p.runtime))
-			cfg.entry = (*C.char)(unsafe.Pointer(&p.entry[0]))
-			cfg.entry_len = C.size_t(len(p.entry) - 1)
-			if len(p.entryBC) > 0 {
-				cfg.entry_bc = (*C.uint8_t)(unsafe.Pointer(&p.entryBC[0]))
-				cfg.entry_bc_len = C.size_t(len(p.entryBC))
-			}
 			if p.wantEntryBC {
 				cfg.want_entry_bc = 1
 			}
@@ -514,23 +500,41 @@ func (c *call) bridgeConfig() C.bridge_config {
 			cfg.retain = 1
 		}
 		cfg.mode = p.mode
-		if len(p.bc) > 0 {
-			cfg.bc = (*C.uint8_t)(unsafe.Pointer(&p.bc[0]))
-			cfg.bc_len = C.size_t(len(p.bc))
-		}
 		if p.wantBC {
 			cfg.want_bc = 1
 		}
-		if len(p.args) > 0 {
-			cfg.args = (*C.char)(unsafe.Pointer(&p.args[0]))
-			cfg.args_len = C.size_t(len(p.args) - 1)
-		}
-		if len(p.selftest) > 0 {
-			cfg.selftest = (*C.char)(unsafe.Pointer(&p.selftest[0]))
-			cfg.selftest_len = C.size_t(len(p.selftest) - 1)
-		}
 	}
 	return cfg
+}
+
+// slotRun runs the program's first slice in the slot, whose config is set.
+// The program's inputs in Go memory are arguments of the call (see
+// bridge_slot_run), read by C only during it: nothing needs pinning.
+func slotRun(s *slot, p *program) C.int32_t {
+	bc, bcLen := bytesArg(p.bc)
+	entryBC, entryBCLen := bytesArg(p.entryBC)
+	entry, entryLen := textArg(p.entry)
+	args, argsLen := textArg(p.args)
+	self, selfLen := textArg(p.selftest)
+	return C.bridge_slot_run(s.c, &s.io.cfg, (*C.char)(unsafe.Pointer(&p.src[0])), C.size_t(len(p.src)-1),
+		bc, bcLen, entry, entryLen, entryBC, entryBCLen, args, argsLen, self, selfLen, &s.io.out)
+}
+
+// bytesArg is b as a C buffer argument (NULL when empty).
+func bytesArg(b []byte) (*C.uint8_t, C.size_t) {
+	if len(b) == 0 {
+		return nil, 0
+	}
+	return (*C.uint8_t)(unsafe.Pointer(&b[0])), C.size_t(len(b))
+}
+
+// textArg is the NUL-terminated b as a C string argument and its length
+// (NULL when empty).
+func textArg(b []byte) (*C.char, C.size_t) {
+	if len(b) == 0 {
+		return nil, 0
+	}
+	return (*C.char)(unsafe.Pointer(&b[0])), C.size_t(len(b) - 1)
 }
 
 // rawLifecycle runs one program in a single C call with no Go in between
@@ -544,13 +548,9 @@ func (ex *Executor) rawLifecycle(p *program) int64 {
 	defer ex.slots.put(s)
 	s.gen++
 	c := call{ex: ex, slot: s, caps: ex.caps.Load(), prog: p, deadline: time.Now().Add(ex.limits.Deadline)}
-	var pin runtime.Pinner
-	defer pin.Unpin()
-	if len(p.bc) > 0 {
-		pin.Pin(&p.bc[0])
-	}
 	s.io.cfg = c.bridgeConfig()
-	return int64(C.bridge_raw_lifecycle(s.c, &s.io.cfg, (*C.char)(unsafe.Pointer(&p.src[0])), C.size_t(len(p.src)-1)))
+	bc, bcLen := bytesArg(p.bc)
+	return int64(C.bridge_raw_lifecycle(s.c, &s.io.cfg, (*C.char)(unsafe.Pointer(&p.src[0])), C.size_t(len(p.src)-1), bc, bcLen))
 }
 
 // takeBytecode copies out bytecode C handed out with a run's first slice,
