@@ -44,12 +44,16 @@
 //
 // Every run gets a fresh sandbox: nothing one run writes (globals,
 // prototypes, the Symbol registry, timers, pending jobs, anything) is
-// visible to the next. Fresh is cheap: each slot (see Concurrency) builds a
-// runtime and context once in an arena of its own, with the intrinsics, the
-// console, the timers and the capabilities (and, in a second image for
-// Execute, codemode's runtime), keeps the used part of the arena as an
-// image, and copies that image back before every run, over the same
-// addresses, zeroing whatever lies past it. A trivial run costs a few
+// visible to the next. Fresh is cheap: a sandbox (see Concurrency) is
+// built once, in an arena of its own, with the intrinsics, the console,
+// the timers and the capabilities (and, in a second image for Execute,
+// codemode's runtime); the used part of the arena is kept as an image and
+// copied back before every run, over the same addresses, zeroing whatever
+// lies past it. The first two sandboxes of an executor build their images;
+// every later one clones the first: it copies the image to its own
+// addresses and moves the pointers in it, which the executor learnt by
+// comparing the two (a burst of a thousand new sandboxes costs a copy
+// each, not a build). A trivial run costs a few
 // microseconds. Math.random is reseeded for
 // every run from a CSPRNG, so no two runs share a sequence. Built with
 // -tags codemode_checked, every run instead builds a runtime on libc and
@@ -267,15 +271,43 @@
 // # Concurrency
 //
 // An [Executor] is safe for concurrent use; each run has its own sandbox
-// and no two goroutines ever touch one sandbox. Runs execute in slots, at
-// most [WithSlots] at once (default GOMAXPROCS): a run that finds every
-// slot busy waits for one, and that wait counts against its deadline and
-// ends with its context. A slot holds an arena reserved for twice the
-// memory limit (committed only as used) and its image (~160 KiB). A
-// retained sandbox ([Request].RetainHandles) takes its slot out of the pool
-// until it closes. A run executes on the
-// calling goroutine, in cgo calls, without runtime.LockOSThread: the engine
-// re-reads its stack top at every entry. Cancelling the run's context stops
-// it at the engine's next poll. [Executor.Close] stops the runs in
-// progress, waits for them and frees the executor.
+// and no two goroutines ever touch one sandbox. A run holds two resources
+// for different spans:
+//
+//   - A sandbox, from its start to its end, waits on host calls and timers
+//     included: at most [WithSlots] runs are alive at once (default
+//     [DefaultSlots], 1,024). Sandboxes are made on demand and reused, the
+//     most recently used first. One costs its resident pages, about 130
+//     KiB for a trivial run (its arena is reserved for twice the memory
+//     limit and committed only as used); one idle for a second gives the
+//     pages above its image back to the kernel, and beyond a few warm ones
+//     (twice the concurrency, at least 4) it is freed. After a burst of a
+//     thousand runs that each touched 4 MiB, an idle executor holds a few
+//     MiB.
+//   - The right to execute JavaScript, only while the engine runs
+//     (evaluating, running jobs, settling a host call's result, firing a
+//     timer): at most [WithConcurrency] runs at once (default GOMAXPROCS).
+//     A run awaiting an async capability holds none, and neither does a
+//     synchronous capability's handler while it runs (it blocks its own
+//     goroutine). So a thousand runs awaiting a 100 ms host call all finish
+//     in about 100 ms on two cores. Runs that have started get a free right
+//     before runs that have not, each group first come first served: a
+//     run under way is not crowded out of its deadline by a burst of new
+//     ones.
+//
+// A run that finds every sandbox in use queues, first come first served.
+// The wait counts against its deadline (the caller's latency bound holds),
+// and a run that never got a sandbox, or an execution right, before its
+// deadline or its context ended fails with an error matching [ErrBusy]
+// (kind internal: the host's overload, not the script's fault; matching
+// context.Canceled too when its context was cancelled) and never with a
+// timeout. A run that started and ran out of time is a timeout as before.
+// [WithSlots](1) makes consecutive runs share one sandbox.
+//
+// A retained sandbox ([Request].RetainHandles) holds its slot until it
+// closes. A run executes on the calling goroutine, in cgo calls, without
+// runtime.LockOSThread: the engine re-reads its stack top at every entry.
+// Cancelling the run's context stops it at the engine's next poll.
+// [Executor.Close] stops the runs in progress, waits for them and frees
+// the executor.
 package codemode

@@ -199,3 +199,45 @@ func ExampleNewCodeModeTool() {
 	// - get_weather(args): Get current weather. args: {city: string, units?: c|f}
 	// {"result":"clear"}
 }
+
+// Runs awaiting a host call hold a sandbox, not a core: with two runs
+// executing JavaScript at a time, two hundred runs that each await a
+// 50 ms lookup all finish within their 300 ms deadline, together.
+func ExampleWithConcurrency() {
+	exec, err := codemode.New(
+		codemode.WithConcurrency(2), // runs executing JavaScript at once
+		codemode.WithSlots(500),     // runs alive at once
+		codemode.WithLimits(codemode.Limits{Deadline: 300 * time.Millisecond}),
+		codemode.WithCapability(codemode.Capability{
+			Name:  "lookup",
+			Async: true,
+			Func: func(ctx context.Context, args json.RawMessage) (any, error) {
+				select {
+				case <-time.After(50 * time.Millisecond): // a database, an HTTP call
+					return "ok", nil
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			},
+		}))
+	if err != nil {
+		panic(err)
+	}
+	defer exec.Close()
+
+	errs := make(chan error, 200)
+	for range 200 {
+		go func() {
+			_, err := exec.Run(context.Background(), "return await lookup({})")
+			errs <- err
+		}()
+	}
+	failed := 0
+	for range 200 {
+		if err := <-errs; err != nil {
+			failed++
+		}
+	}
+	fmt.Println("failed:", failed)
+	// Output: failed: 0
+}
