@@ -45,9 +45,10 @@ func failures(errs []error) string {
 
 // burstBudget is how long this machine, as loaded as it is now, takes to
 // start n runs at once that each await a host call of the kind async says:
-// measured on a burst of as many on a fresh executor (new sandboxes, as in
+// measured on the same burst on a fresh executor (new sandboxes, as in
 // the burst proper; a smaller one, scaled up, missed the threads a
-// thousand synchronous calls need). The race detector, checked mode,
+// thousand synchronous calls need, and shorter waits the resumes that
+// compete with the last starts). The race detector, checked mode,
 // AddressSanitizer and a loaded machine all slow a burst, and a test that
 // holds one to a deadline would otherwise race them.
 func burstBudget(t *testing.T, n int, async bool) time.Duration {
@@ -60,7 +61,7 @@ func burstBudget(t *testing.T, n int, async bool) time.Duration {
 			last = max(last, time.Since(start))
 			mu.Unlock()
 			select {
-			case <-time.After(20 * time.Millisecond):
+			case <-time.After(100 * time.Millisecond): // as long as the burst's: its resumes compete alike
 			case <-ctx.Done():
 			}
 			return 1, nil

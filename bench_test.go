@@ -337,3 +337,19 @@ func BenchmarkAwaitBurst(b *testing.B) {
 	}
 	b.ReportMetric(float64(1000*b.N)/b.Elapsed().Seconds(), "runs/s")
 }
+
+// BenchmarkRunParallel is BenchmarkRun/object from GOMAXPROCS goroutines
+// at once (W6 of the bench suite): what contention between runs costs.
+func BenchmarkRunParallel(b *testing.B) {
+	e := newExecutor(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, err := e.Run(ctx, `return {ok:true,n:2,s:"hi"}`); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}

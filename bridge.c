@@ -170,6 +170,7 @@ static const JSMallocFunctions heap_funcs = {
 #define ARENA_NLARGE 256
 #define ARENA_PREFAULT (160u << 10)
 #define CLONE_PREFAULT (8u << 10) /* past a clone's image: the run's first allocations */
+#define CLONE_RUNS BRIDGE_CLONE_RUNS
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif
@@ -2223,15 +2224,20 @@ static int open_run(bridge_slot *s, const bridge_config *cfg)
 			 * that serves one run and is freed once idle pays no copy and
 			 * no collection), and the slot's second run builds its image.
 			 * Until the template has its two images, slots build theirs at
-			 * once and offer them. */
+			 * once and offer them. A slot that keeps serving runs builds
+			 * its own image after CLONE_RUNS clones: a clone's shape
+			 * hashes are the template's, so every run of a clone remakes
+			 * the shapes it looks up (a run on a clone took twice as long
+			 * as on an own image), and the slots a pool keeps warm are
+			 * the ones that serve run after run. */
+			uint32_t runs = im->seen_id == cfg->image_id && im->seen_stack == cfg->stack ? im->seen : 0;
 			tmpl *t = cfg->tmpls ? &cfg->tmpls->t[kind] : NULL;
-			int rc = t ? tmpl_clone(t, s, cfg) : 1;
+			int rc = t && runs < CLONE_RUNS ? tmpl_clone(t, s, cfg) : 1;
 			if (rc < 0)
 				return -1;
 			if (rc > 0) {
-				bool again = im->seen && im->seen_id == cfg->image_id && im->seen_stack == cfg->stack;
 				bool offer = t && tmpl_wants(t, s);
-				if (again || offer) {
+				if (runs > 0 || offer) {
 					if (build_image(s, cfg, im) < 0)
 						return -1;
 					if (offer)
@@ -2239,10 +2245,10 @@ static int open_run(bridge_slot *s, const bridge_config *cfg)
 				} else if (open_fresh(s, cfg) < 0) {
 					return -1;
 				}
-				im->seen = true;
-				im->seen_id = cfg->image_id;
-				im->seen_stack = cfg->stack;
 			}
+			im->seen = runs < UINT32_MAX ? runs + 1 : runs;
+			im->seen_id = cfg->image_id;
+			im->seen_stack = cfg->stack;
 		}
 	}
 	s->handle = cfg->handle;

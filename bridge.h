@@ -232,6 +232,11 @@ enum {
 	BRIDGE_TMPL_REFUSED, /* two images differed in a way relocation cannot mend */
 };
 
+/* Runs a slot serves on clones of its template before it builds an image
+ * of its own (a clone's shape hashes are the template's: each of its runs
+ * remakes the shapes it looks up). */
+#define BRIDGE_CLONE_RUNS 8
+
 /* What a template learnt from its two images (tests). */
 typedef struct bridge_tmpl_stats {
 	int32_t state;  /* BRIDGE_TMPL_* */

@@ -84,9 +84,11 @@ typedef struct slot_image {
 	uintptr_t id;      /* which capability set it was built with */
 	size_t stack;      /* and which stack limit */
 	saved_state saved;
-	/* A run of this kind opened a fresh sandbox for this capability set and
-	 * stack: the next builds the image. */
-	bool seen;
+	/* How many runs of this kind opened a sandbox for this capability set
+	 * and stack without this image (fresh, or a clone of the template):
+	 * after one fresh run the next builds the image, after CLONE_RUNS
+	 * clones the next does. */
+	uint32_t seen;
 	uintptr_t seen_id;
 	size_t seen_stack;
 } slot_image;

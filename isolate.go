@@ -159,6 +159,10 @@ type tmplStats struct {
 	Words, Reloc, Self, Hashes, Others, Clones uint64
 }
 
+// cloneRuns is how many runs a slot serves on clones of its template
+// before it builds an image of its own (tests).
+const cloneRuns = C.BRIDGE_CLONE_RUNS
+
 func (ex *Executor) tmplStats(runtime bool) tmplStats {
 	var r C.int32_t
 	if runtime {
