@@ -76,12 +76,14 @@ func (in *instruments) share(key [32]byte, smap *sourceMap) (release func()) {
 // offset is the source offset an engine position of s.file stands for:
 // on the first line the engine counts bytes from the wrapper's start, on
 // the others columns from 1.
-func (s *sourceMap) offset(line, col int) int {
-	m := s.instrument()
+func (s *sourceMap) offset(line, col int) int { return s.instrument().Offset(s.textOffset(line, col)) }
+
+// textOffset is the offset in the instrumented text of an engine position.
+func (s *sourceMap) textOffset(line, col int) int {
 	if line <= 1 {
-		return m.Offset(col - s.head)
+		return col - s.head
 	}
-	return m.Offset(m.LineOffset(line, col))
+	return s.instrument().LineOffset(line, col)
 }
 
 // render rewrites a rendered error for the model: frames of s.file point
@@ -133,7 +135,16 @@ func (s *sourceMap) frames(text string) string {
 // internalFrame reports a frame of codemode's own: the wrapper's top
 // level, the runtime, the guards' slow paths.
 func (s *sourceMap) internalFrame(line string) bool {
-	return strings.HasPrefix(line, "    at <eval> ("+s.file+":") || strings.Contains(line, "<codemode:")
+	if strings.HasPrefix(line, "    at <eval> ("+s.file+":") || strings.Contains(line, "<codemode:") {
+		return true
+	}
+	// The call of an arrow or a declared function that the source's form
+	// needed (see jspos.Form).
+	if !strings.Contains(line, s.file+":") {
+		return false
+	}
+	l, c := enginePosition(line, s.file)
+	return c > 0 && s.instrument().Synthetic(s.textOffset(l, c))
 }
 
 // frame rewrites the positions "file:line:col" in one line.

@@ -71,6 +71,7 @@ func wrappers(shape Shape) (head, tail string) {
 type insertion struct {
 	at, target int
 	text       string
+	call       bool // a call the target's form needs: no frame of the source's
 }
 
 // SyntaxError is where and why the parser refused a source.
@@ -94,6 +95,7 @@ type Map struct {
 	src   string
 	out   string
 	ins   []insertion // by at
+	form  Form
 	lines []int       // offsets of the instrumented text's line starts, made on first use
 	once  sync.Once   // makes lines: a Map is safe for concurrent use
 	err   *SyntaxError
@@ -102,39 +104,164 @@ type Map struct {
 // Instrument parses src as shape and returns its instrumented text's map.
 // It never fails: a source the parser refuses is kept as it is (and its
 // map holds the parse error). It reads nothing but src.
+//
+// For a [Body] or [StrictExpression] target, src may have any of the
+// forms a model writes (see [Form]), inside a markdown fence or not, and
+// behind `export default`: the instrumented text is that form made into
+// the target (a body, or an expression whose value is a function), by
+// insertions that [Map.Offset] maps back, so every position stays the
+// source's. What the fence or `export default` took is blanked, not cut:
+// the map's source ([Map.Original]) has src's length and lines.
 func Instrument(src string, shape Shape) *Map {
-	m := &Map{src: src, out: src}
-	head, tail := wrappers(shape)
+	if shape == Expression {
+		return instrumentExpression(src)
+	}
+	s := analyze(src)
+	m := &Map{src: s.code, out: s.code, form: s.form}
+	var ins []insertion
+	if s.form == Invalid {
+		if s.err == errStrayCloser {
+			m.err = &SyntaxError{Offset: StrayCloser(s.code, Body), StrayCloser: true, Message: "Unexpected token " + closer(Body)}
+		} else {
+			m.err = syntaxError(s.code, Body, s.err)
+		}
+	} else {
+		w := walker{src: s.code, base: s.base, limit: len(s.code)}
+		w.visit(reflect.ValueOf(s.root))
+		ins = w.ins
+	}
+	code := s.code
+	if shape == StrictExpression && (s.form == Function || s.form == Declaration) && len(s.blanks) > 0 {
+		b := []byte(code)
+		for _, at := range s.blanks {
+			if at >= 0 && at < len(b) && b[at] == ';' {
+				b[at] = ' '
+			}
+		}
+		code = string(b)
+	}
+	m.ins = merge(append(s.insertions(shape), ins...))
+	m.out = splice(code, m.ins)
+	return m
+}
+
+// insertions are the text that makes the source's form the target's.
+func (s shaped) insertions(target Shape) []insertion {
+	n := len(s.code)
+	at := func(off int, text string) insertion { return insertion{at: off, target: min(off, n), text: text} }
+	call := func(off int, text string) insertion {
+		in := at(off, text)
+		in.call = true
+		return in
+	}
+	// "0;" before a return makes the engine record the statement's
+	// position (it records none for a return's expression), as the
+	// markers do.
+	var ins []insertion
+	if target == Body {
+		switch s.form {
+		case Statements:
+			if s.last >= 0 {
+				ins = append(ins, at(s.last, "0;return "))
+			}
+		case Function:
+			ins = append(ins, at(s.start, "0;return ("), call(s.end, "\n)()"))
+		case Declaration:
+			// The call stands for the declaration in a stack trace.
+			ins = append(ins, insertion{at: n, target: skipTrivia(s.code, 0), text: "\n;return " + s.name + "();", call: true})
+		case Value:
+			if s.fn {
+				ins = append(ins, at(s.start, "0;return ("), call(n, "\n)()"))
+			} else {
+				ins = append(ins, at(s.start, "0;return ("), at(n, "\n)"))
+			}
+		}
+		return ins
+	}
+	switch s.form {
+	case Invalid:
+		if s.err == errStrayCloser {
+			// As it is: in the expression's parentheses a brace it never
+			// opened is the engine's syntax error too (inside a function
+			// made for it, a balanced one would compile).
+			return nil
+		}
+		fallthrough
+	case Statements:
+		ins = append(ins, at(0, "async () => {"))
+		if s.last >= 0 {
+			ins = append(ins, at(s.last, "0;return "))
+		}
+		ins = append(ins, at(n, "\n}"))
+	case Value:
+		if !s.fn {
+			ins = append(ins, at(s.start, "() => ("), at(n, "\n)"))
+		}
+	}
+	return ins
+}
+
+// merge orders insertions by offset (those at one offset in the order
+// given) and joins those at one offset into one, dropping repeats.
+func merge(ins []insertion) []insertion {
+	sort.SliceStable(ins, func(i, j int) bool { return ins[i].at < ins[j].at })
+	var out []insertion
+	for _, in := range ins {
+		if k := len(out) - 1; k >= 0 && out[k].at == in.at {
+			if !strings.HasSuffix(out[k].text, in.text) {
+				out[k].text += in.text
+				out[k].call = out[k].call || in.call
+			}
+			continue
+		}
+		out = append(out, in)
+	}
+	return out
+}
+
+// splice makes the instrumented text: code with the insertions.
+func splice(code string, ins []insertion) string {
+	if len(ins) == 0 {
+		return code
+	}
+	var b strings.Builder
+	size := len(code)
+	for _, in := range ins {
+		size += len(in.text)
+	}
+	b.Grow(size)
+	last := 0
+	for _, in := range ins {
+		b.WriteString(code[last:in.at])
+		b.WriteString(in.text)
+		last = in.at
+	}
+	b.WriteString(code[last:])
+	return b.String()
+}
+
+// instrumentExpression instruments a tool's source: one expression.
+func instrumentExpression(src string) *Map {
+	m := &Map{src: src, out: src, form: Value}
+	head, tail := wrappers(Expression)
 	prog, err := parse(head + parsable(src) + tail)
 	if err != nil {
-		m.err = syntaxError(src, shape, err)
+		m.err = syntaxError(src, Expression, err)
+		m.form = Invalid
 		return m
 	}
-	root, ok := single(prog, shape, src)
+	root, ok := single(prog, Expression, src)
 	if !ok {
 		// The source closed the wrapper and went on: the engine's wrapper
 		// refuses that, so it is a stray closer.
-		m.err = &SyntaxError{Offset: StrayCloser(src, shape), StrayCloser: true, Message: "Unexpected token " + closer(shape)}
+		m.err = &SyntaxError{Offset: StrayCloser(src, Expression), StrayCloser: true, Message: "Unexpected token " + closer(Expression)}
+		m.form = Invalid
 		return m
 	}
 	w := walker{src: src, base: len(head) + 1, limit: len(src)}
 	w.visit(reflect.ValueOf(root))
-	sort.SliceStable(w.ins, func(i, j int) bool { return w.ins[i].at < w.ins[j].at })
-	for i, in := range w.ins { // one insertion per offset
-		if i == 0 || in.at != w.ins[i-1].at {
-			m.ins = append(m.ins, in)
-		}
-	}
-	var b strings.Builder
-	b.Grow(len(src) + 3*len(m.ins))
-	last := 0
-	for _, in := range m.ins {
-		b.WriteString(src[last:in.at])
-		b.WriteString(in.text)
-		last = in.at
-	}
-	b.WriteString(src[last:])
-	m.out = b.String()
+	m.ins = merge(w.ins)
+	m.out = splice(src, m.ins)
 	return m
 }
 
@@ -458,8 +585,13 @@ func (w *walker) loop(n any) {
 // Source is the instrumented text: the source itself when it did not parse.
 func (m *Map) Source() string { return m.out }
 
-// Original is the source the map was made from.
+// Original is the source the map was made from, with what a markdown
+// fence or `export default` took blanked (its length and lines are the
+// source's).
 func (m *Map) Original() string { return m.src }
+
+// Form is the shape the source was found to have.
+func (m *Map) Form() Form { return m.form }
 
 // SyntaxError is the parser's first error, or nil when the source parsed.
 func (m *Map) SyntaxError() *SyntaxError { return m.err }
@@ -485,6 +617,24 @@ func (m *Map) Offset(off int) int {
 		shift += len(in.text)
 	}
 	return min(off-shift, len(m.src))
+}
+
+// Synthetic says whether an offset in the instrumented text falls in a
+// call that the source's form needed (an arrow's, a declared function's):
+// a stack frame there is codemode's, not the source's.
+func (m *Map) Synthetic(off int) bool {
+	shift := 0
+	for _, in := range m.ins {
+		start := in.at + shift
+		if off < start {
+			return false
+		}
+		if off < start+len(in.text) {
+			return in.call
+		}
+		shift += len(in.text)
+	}
+	return false
 }
 
 // LineOffset is the offset in the instrumented text of line line (1-based)

@@ -1,0 +1,413 @@
+package jspos
+
+import (
+	"reflect"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/dop251/goja/ast"
+)
+
+// Form is the shape a model's source was found to have: what [Instrument]
+// made of it for a [Body] or [StrictExpression] target.
+type Form int
+
+const (
+	// Statements are a function body: top-level return and await. When no
+	// return statement is among them (outside nested functions) and the
+	// last is an expression statement, its value is returned.
+	Statements Form = iota
+	// Function is one function or arrow expression: it is called.
+	Function
+	// Declaration is one named function declaration: it is called.
+	Declaration
+	// Value is one expression that is not a statement (an object literal,
+	// an anonymous function): its value, called when it is a function.
+	Value
+	// Invalid parses in no shape: it is compiled as statements, and the
+	// map holds the parser's error.
+	Invalid
+)
+
+// shaped is what the shape analysis found in one candidate text.
+type shaped struct {
+	form Form
+	code string   // the candidate: the source with fences and `export default` blanked
+	root ast.Node // the node whose statement lists are marked
+	base int      // the parser's offset (1-based) of code[0]
+	// Where the shape's own insertions go, as offsets of code.
+	start  int    // the first token (Function, Value)
+	end    int    // the function's end (Function)
+	last   int    // the returned expression statement's start (Statements), or -1
+	name   string // the declared function (Declaration)
+	fn     bool   // the value is a function (Value)
+	blanks []int  // trailing semicolons an expression target cannot hold
+	err    error  // the body parse's error (Invalid)
+}
+
+// analyze finds the form of src: as it is, or inside its markdown fence,
+// and behind `export default`. A fence is read when the source holds one
+// (the prose around it, even prose that happens to parse, is dropped),
+// unless its backticks are inside the source's own code (a template
+// literal, a string or a comment of a source that parses). Every
+// candidate keeps the source's length and lines: what is dropped becomes
+// spaces.
+func analyze(src string) shaped {
+	if code, open := unfence(src); open >= 0 {
+		s := try(src, false)
+		if s.form == Invalid || s.templateAt(open) {
+			return analyzeCode(code)
+		}
+		return s
+	}
+	return analyzeCode(src)
+}
+
+// analyzeCode finds the form of code (no fence), behind `export default`
+// or not. What follows `export default` is an expression first.
+func analyzeCode(code string) shaped {
+	if c := blankExportDefault(code); c != code {
+		// `export` never parses in a body: the error to report, if any, is
+		// the one after it.
+		return try(c, true)
+	}
+	return try(code, false)
+}
+
+// templateAt says whether the source's parse holds a template literal
+// that starts at off: a fence's backticks read as code.
+func (s shaped) templateAt(off int) bool {
+	if s.root == nil {
+		return false
+	}
+	found := false
+	var visit func(v reflect.Value)
+	visit = func(v reflect.Value) {
+		if found {
+			return
+		}
+		switch v.Kind() {
+		case reflect.Pointer:
+			if v.IsNil() {
+				return
+			}
+			if t, ok := v.Interface().(*ast.TemplateLiteral); ok && int(t.OpenQuote)-s.base == off {
+				found = true
+				return
+			}
+			visit(v.Elem())
+		case reflect.Interface:
+			if !v.IsNil() {
+				visit(v.Elem())
+			}
+		case reflect.Struct:
+			for _, i := range plan(v.Type()) {
+				visit(v.Field(i))
+			}
+		case reflect.Slice:
+			for i := range v.Len() {
+				visit(v.Index(i))
+			}
+		}
+	}
+	visit(reflect.ValueOf(s.root))
+	return found
+}
+
+func (s shaped) strayCloser() bool { return s.form == Invalid && s.err == errStrayCloser }
+
+// errStrayCloser marks a body that closed the wrapper and went on.
+var errStrayCloser = &strayCloserError{}
+
+type strayCloserError struct{}
+
+func (*strayCloserError) Error() string { return "stray closer" }
+
+// try parses code as a body, then as one expression (the other way
+// round when valueFirst: what follows `export default`).
+func try(code string, valueFirst bool) shaped {
+	if valueFirst {
+		if v, ok := tryValue(code); ok {
+			return v
+		}
+	}
+	s := shaped{code: code, last: -1}
+	prog, err := parse(bodyHead + parsable(code) + bodyTail)
+	if err == nil {
+		root, ok := single(prog, Body, code)
+		if !ok {
+			s.form, s.err = Invalid, errStrayCloser
+			return s
+		}
+		s.root, s.base = root, len(bodyHead)+1
+		s.statements(root.(*ast.ArrowFunctionLiteral).Body.(*ast.BlockStatement).List)
+		return s
+	}
+	s.form, s.err = Invalid, err
+	if !valueFirst {
+		if v, ok := tryValue(code); ok {
+			return v
+		}
+	}
+	return s
+}
+
+// tryValue parses code as one expression that is no statement; a
+// trailing semicolon is blanked.
+func tryValue(code string) (shaped, bool) {
+	expr, blank := code, -1
+	if end := len(strings.TrimRightFunc(code, unicode.IsSpace)); end > 0 && code[end-1] == ';' {
+		expr, blank = code[:end-1]+" "+code[end:], end-1
+	}
+	prog, err := parse(exprHead + parsable(expr) + exprTail)
+	if err != nil {
+		return shaped{}, false
+	}
+	root, ok := single(prog, Expression, expr)
+	if !ok {
+		return shaped{}, false
+	}
+	s := shaped{form: Value, code: expr, root: root, base: len(exprHead) + 1, last: -1, start: skipTrivia(expr, 0)}
+	if blank >= 0 {
+		s.blanks = []int{blank}
+	}
+	switch root.(*ast.ExpressionStatement).Expression.(type) {
+	case *ast.FunctionLiteral, *ast.ArrowFunctionLiteral:
+		s.fn = true
+	}
+	return s, true
+}
+
+// statements classifies a body's top-level statements.
+func (s *shaped) statements(list []ast.Statement) {
+	var real []ast.Statement
+	for _, st := range list {
+		if e, ok := st.(*ast.EmptyStatement); ok {
+			s.blanks = append(s.blanks, int(e.Semicolon)-s.base)
+			continue
+		}
+		real = append(real, st)
+	}
+	s.form = Statements
+	if len(real) == 1 {
+		switch st := real[0].(type) {
+		case *ast.ExpressionStatement:
+			switch st.Expression.(type) {
+			case *ast.FunctionLiteral, *ast.ArrowFunctionLiteral:
+				s.form = Function
+				s.start = skipTrivia(s.code, 0)
+				s.end = int(st.Expression.Idx1()) - s.base
+				s.blanks = append(s.blanks, s.trailingSemicolon(s.end)...)
+				return
+			}
+		case *ast.FunctionDeclaration:
+			if st.Function.Name != nil {
+				s.form, s.name = Declaration, st.Function.Name.Name.String()
+				return
+			}
+		}
+	}
+	if len(real) == 0 || hasReturn(real) {
+		return
+	}
+	if _, ok := real[len(real)-1].(*ast.ExpressionStatement); ok {
+		prev := 0
+		if len(real) > 1 {
+			prev = int(real[len(real)-2].Idx1()) - s.base
+		}
+		s.last = skipSeparators(s.code, prev)
+	}
+}
+
+// trailingSemicolon finds the semicolon that ends the only statement,
+// after its expression's end (past closing parentheses and trivia).
+func (s *shaped) trailingSemicolon(from int) []int {
+	for i := from; i < len(s.code); {
+		switch c := s.code[i]; {
+		case c == ')':
+			i++
+		case c == ';':
+			return []int{i}
+		default:
+			j := skipTrivia(s.code, i)
+			if j == i {
+				return nil
+			}
+			i = j
+		}
+	}
+	return nil
+}
+
+// hasReturn says whether a return statement is among the statements or
+// the statements they hold (not in nested functions or classes).
+func hasReturn(list []ast.Statement) bool {
+	for _, st := range list {
+		if returns(st) {
+			return true
+		}
+	}
+	return false
+}
+
+func returns(st ast.Statement) bool {
+	switch st := st.(type) {
+	case *ast.ReturnStatement:
+		return true
+	case *ast.BlockStatement:
+		return hasReturn(st.List)
+	case *ast.IfStatement:
+		return returns(st.Consequent) || (st.Alternate != nil && returns(st.Alternate))
+	case *ast.ForStatement:
+		return returns(st.Body)
+	case *ast.ForInStatement:
+		return returns(st.Body)
+	case *ast.ForOfStatement:
+		return returns(st.Body)
+	case *ast.WhileStatement:
+		return returns(st.Body)
+	case *ast.DoWhileStatement:
+		return returns(st.Body)
+	case *ast.LabelledStatement:
+		return returns(st.Statement)
+	case *ast.WithStatement:
+		return returns(st.Body)
+	case *ast.SwitchStatement:
+		for _, c := range st.Body {
+			if hasReturn(c.Consequent) {
+				return true
+			}
+		}
+	case *ast.TryStatement:
+		return hasReturn(st.Body.List) || (st.Catch != nil && hasReturn(st.Catch.Body.List)) ||
+			(st.Finally != nil && hasReturn(st.Finally.List))
+	}
+	return false
+}
+
+// skipTrivia returns the offset of the first byte at or after i that is
+// neither white space nor inside a comment.
+func skipTrivia(code string, i int) int {
+	for i < len(code) {
+		c := code[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f':
+			i++
+		case c == '/' && i+1 < len(code) && code[i+1] == '/':
+			j := strings.IndexAny(code[i:], "\n\r")
+			if j < 0 {
+				return len(code)
+			}
+			i += j
+		case c == '/' && i+1 < len(code) && code[i+1] == '*':
+			j := strings.Index(code[i+2:], "*/")
+			if j < 0 {
+				return len(code)
+			}
+			i += j + 4
+		case c >= utf8.RuneSelf:
+			r, n := utf8.DecodeRuneInString(code[i:])
+			if !unicode.IsSpace(r) && r != '\uFEFF' {
+				return i
+			}
+			i += n
+		default:
+			return i
+		}
+	}
+	return i
+}
+
+// skipSeparators skips trivia and what may end the statement before the
+// next one: its semicolon and the closing parentheses the parser leaves
+// out of an expression's extent.
+func skipSeparators(code string, i int) int {
+	for {
+		i = skipTrivia(code, i)
+		if i >= len(code) || (code[i] != ';' && code[i] != ')') {
+			return i
+		}
+		i++
+	}
+}
+
+// blankExportDefault blanks a leading `export default` (after trivia).
+func blankExportDefault(code string) string {
+	i := skipTrivia(code, 0)
+	if !strings.HasPrefix(code[i:], "export") || (i+6 < len(code) && isIdentByte(code[i+6])) {
+		return code
+	}
+	j := skipTrivia(code, i+6)
+	if j == i+6 || !strings.HasPrefix(code[j:], "default") || (j+7 < len(code) && isIdentByte(code[j+7])) {
+		return code
+	}
+	b := []byte(code)
+	copy(b[i:i+6], "      ")
+	copy(b[j:j+7], "       ")
+	return string(b)
+}
+
+// fenceLangs are the info strings of a fence whose code is read.
+var fenceLangs = map[string]bool{"": true, "js": true, "javascript": true, "ts": true, "typescript": true,
+	"jsx": true, "tsx": true, "mjs": true, "cjs": true, "mts": true}
+
+// fenceLine says whether a line opens (open) or closes a markdown fence.
+func fenceLine(line string, open bool) bool {
+	t := strings.TrimSpace(line)
+	if !strings.HasPrefix(t, "```") {
+		return false
+	}
+	if !open {
+		return t == "```"
+	}
+	return fenceLangs[strings.ToLower(strings.TrimSpace(t[3:]))]
+}
+
+// unfence blanks what lies outside the first fenced block: the prose
+// around it and its fence lines; open is the offset of its opening fence
+// line's backticks, -1 (and src as it is) when src holds no such block. A
+// fence left open (a cut-off answer) counts only when it opens the source.
+func unfence(src string) (code string, open int) {
+	open, close := -1, -1
+	off := 0
+	for line := range strings.Lines(src) {
+		switch {
+		case open < 0 && fenceLine(line, true):
+			open = off
+		case open >= 0 && fenceLine(line, false):
+			close = off
+		}
+		if close >= 0 {
+			break
+		}
+		off += len(line)
+	}
+	if open < 0 {
+		return src, -1
+	}
+	nl := strings.IndexByte(src[open:], '\n')
+	if nl < 0 { // the fence is the last line
+		return src, -1
+	}
+	openEnd := open + nl + 1
+	if close < 0 {
+		if strings.TrimSpace(src[:open]) != "" {
+			return src, -1
+		}
+		close = len(src)
+	}
+	b := []byte(src)
+	blank(b[:openEnd])
+	blank(b[close:])
+	return string(b), open + strings.Index(src[open:], "`")
+}
+
+// blank turns every byte but line breaks into a space.
+func blank(b []byte) {
+	for i, c := range b {
+		if c != '\n' {
+			b[i] = ' '
+		}
+	}
+}
