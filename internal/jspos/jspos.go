@@ -96,8 +96,8 @@ type Map struct {
 	out   string
 	ins   []insertion // by at
 	form  Form
-	lines []int       // offsets of the instrumented text's line starts, made on first use
-	once  sync.Once   // makes lines: a Map is safe for concurrent use
+	lines []int     // offsets of the instrumented text's line starts, made on first use
+	once  sync.Once // makes lines: a Map is safe for concurrent use
 	err   *SyntaxError
 }
 

@@ -57,11 +57,11 @@ func TestUnfence(t *testing.T) {
 		{"```js\nx\n```", "     \nx\n   ", 0},
 		{"prose\n```ts\nx\n```\nmore", "     \n     \nx\n   \n    ", 6},
 		{"  ```\nx\n  ```  ", "     \nx\n       ", 2},
-		{"```js\nx", "     \nx", 0},                      // left open, first
-		{"prose\n```js\nx", "prose\n```js\nx", -1},         // left open after prose
-		{"```python\nx\n```", "```python\nx\n```", -1},     // another language
+		{"```js\nx", "     \nx", 0},                    // left open, first
+		{"prose\n```js\nx", "prose\n```js\nx", -1},     // left open after prose
+		{"```python\nx\n```", "```python\nx\n```", -1}, // another language
 		{"no fence", "no fence", -1},
-		{"```", "```", -1},                                // nothing after it
+		{"```", "```", -1},                                                  // nothing after it
 		{"```JS\nx\n```\n```js\ny\n```", "     \nx\n   \n     \n \n   ", 0}, // the first block only
 	}
 	for _, tt := range tests {
