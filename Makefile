@@ -8,7 +8,7 @@ COUNT ?= 6
 ROUNDS ?= 10
 CC ?= gcc
 # The modules besides the root, each with its own go.mod; make test covers them all.
-MODULES = bench
+MODULES = bench typescript
 ENGINE_INCLUDE = $(shell $(GO) list -m -f '{{.Dir}}' github.com/buke/quickjs-go)/deps/quickjs
 
 .PHONY: test bench bench-callgrind microbench fuzz leakcheck lint fmt check
@@ -48,7 +48,7 @@ leakcheck:
 
 lint:
 	$(GO) vet ./...
-	cd bench && $(GO) vet ./...
+	for m in $(MODULES); do (cd $$m && $(GO) vet ./...) || exit 1; done
 	$(GO) run $(STATICCHECK) ./...
 	for f in bridge*.c; do \
 		$(CC) -std=gnu11 -fsyntax-only -Wall -Wextra -Werror -D_GNU_SOURCE -DBRIDGE_LINT -Iquickjs $$f && \

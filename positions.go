@@ -20,15 +20,59 @@ type sourceMap struct {
 	head  int    // bytes of wrapper before the source on its first line
 	shape jspos.Shape
 	src   string     // the source the model wrote, as the wrapper took it
-	m     *jspos.Map // its instrumentation, made on first use
+	ts    TypeScript // strips src when it is not JavaScript; nil: never
+	in    *instrumented
+}
+
+// instrumented is a source's instrumentation: its map and, for
+// TypeScript, how the stripped JavaScript's positions map back, or the
+// stripper's syntax error.
+type instrumented struct {
+	m     *jspos.Map
+	back  func(line, col int) (int, int)
+	tsErr *TypeScriptError
 }
 
 // instrument makes the map of the source (cache misses compile its text).
 func (s *sourceMap) instrument() *jspos.Map {
-	if s.m == nil {
-		s.m = jspos.Instrument(s.src, s.shape)
+	if s.in == nil {
+		s.in = instrument(s.src, s.shape, s.ts)
 	}
-	return s.m
+	return s.in.m
+}
+
+// instrument instruments src as shape; a source that parses in no shape
+// is stripped of TypeScript when ts is set, and its JavaScript used when
+// that parses. When neither reads it, the parser that read further says
+// where it went wrong.
+func instrument(src string, shape jspos.Shape, ts TypeScript) *instrumented {
+	m := jspos.Instrument(src, shape)
+	if m.Form() != jspos.Invalid || ts == nil {
+		return &instrumented{m: m}
+	}
+	js, back, err := ts.Strip(m.Original())
+	if err != nil {
+		te, ok := err.(*TypeScriptError)
+		if se := m.SyntaxError(); ok && se != nil && !se.StrayCloser {
+			if l, c := m.Position(se.Offset); te.Line > l || (te.Line == l && te.Column > c) {
+				return &instrumented{m: m, tsErr: te}
+			}
+		}
+		return &instrumented{m: m}
+	}
+	if jm := jspos.Instrument(js, shape); jm.Form() != jspos.Invalid {
+		return &instrumented{m: jm, back: back}
+	}
+	return &instrumented{m: m}
+}
+
+// position is the model's line and column of an offset of the map's source.
+func (s *sourceMap) position(off int) (line, col int) {
+	line, col = s.instrument().Position(off)
+	if s.in.back != nil {
+		line, col = s.in.back(line, col)
+	}
+	return line, col
 }
 
 // instruments shares a source's instrumentation among the runs that miss
@@ -44,7 +88,7 @@ type instruments struct {
 type sharedMap struct {
 	once sync.Once
 	refs int
-	m    *jspos.Map
+	in   *instrumented
 }
 
 // share instruments smap, the source under key, with the runs in flight
@@ -62,8 +106,8 @@ func (in *instruments) share(key [32]byte, smap *sourceMap) (release func()) {
 	}
 	sm.refs++
 	in.mu.Unlock()
-	sm.once.Do(func() { sm.m = jspos.Instrument(smap.src, smap.shape) })
-	smap.m = sm.m
+	sm.once.Do(func() { sm.in = instrument(smap.src, smap.shape, smap.ts) })
+	smap.in = sm.in
 	return func() {
 		in.mu.Lock()
 		if sm.refs--; sm.refs == 0 {
@@ -171,7 +215,7 @@ func (s *sourceMap) frame(line string) string {
 			line = line[start:]
 			continue
 		}
-		ul, uc := s.instrument().Position(s.offset(l, c))
+		ul, uc := s.position(s.offset(l, c))
 		b.WriteString(line[:start])
 		b.WriteString(strconv.Itoa(ul))
 		b.WriteByte(':')
@@ -200,6 +244,9 @@ func (s *sourceMap) syntaxError(msg string) string {
 	first, _, _ := strings.Cut(msg, "\n")
 	text := strings.TrimPrefix(first, "SyntaxError: ")
 	m := s.instrument()
+	if te := s.in.tsErr; te != nil {
+		return "SyntaxError: " + te.Message + "\n    at " + s.file + ":" + strconv.Itoa(te.Line) + ":" + strconv.Itoa(te.Column)
+	}
 	n := len(m.Original())
 	line, _ := enginePosition(msg, s.file)
 	var off int
@@ -227,7 +274,7 @@ func (s *sourceMap) syntaxError(msg string) string {
 	default:
 		off = m.Indent(m.LineStart(line))
 	}
-	line, col := m.Position(off)
+	line, col := s.position(off)
 	return "SyntaxError: " + text + "\n    at " + s.file + ":" + strconv.Itoa(line) + ":" + strconv.Itoa(col)
 }
 

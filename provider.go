@@ -336,7 +336,7 @@ func (e *Executor) Execute(ctx context.Context, req Request) (res ExecuteResult)
 		name:     ExecuteName,
 		mode:     C.BRIDGE_MODE_EXECUTE,
 		file:     programFile,
-		smap:     sourceMap{file: programFileName, shape: jspos.StrictExpression, src: req.Code},
+		smap:     sourceMap{file: programFileName, shape: jspos.StrictExpression, src: req.Code, ts: e.ts},
 		entry:    entrySource(req.Providers),
 		runtime:  runtime,
 		dispatch: req.Dispatch,

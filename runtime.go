@@ -47,6 +47,7 @@ type Executor struct {
 	// retained counts the loops of retained sandboxes, which own slots.
 	retained   sync.WaitGroup
 	retainIdle time.Duration
+	ts         TypeScript // strips a source that is not JavaScript; nil: none
 }
 
 // Option configures an [Executor] in [New].
@@ -59,6 +60,8 @@ type config struct {
 	caps        []Capability
 	retainIdle  time.Duration
 	cacheSize   int
+	ts          TypeScript
+	tsSet       bool
 }
 
 // WithSlots bounds how many runs are alive at once: each run holds a slot
@@ -121,7 +124,10 @@ func New(opts ...Option) (*Executor, error) {
 			return nil, err
 		}
 	}
-	e := &Executor{limits: limits, retainIdle: cfg.retainIdle, checked: checkedMode}
+	e := &Executor{limits: limits, retainIdle: cfg.retainIdle, checked: checkedMode, ts: cfg.ts}
+	if !cfg.tsSet {
+		e.ts = registeredTypeScript()
+	}
 	if cfg.slots == 0 {
 		cfg.slots = DefaultSlots
 	}
@@ -217,7 +223,7 @@ func (e *Executor) Run(ctx context.Context, script string) (*Result, error) {
 		return nil, contextError(RunJSToolName, err)
 	}
 	p := &program{name: RunJSToolName, file: scriptFile,
-		smap: sourceMap{file: scriptFileName, head: len(wrapHead), shape: jspos.Body, src: script}}
+		smap: sourceMap{file: scriptFileName, head: len(wrapHead), shape: jspos.Body, src: script, ts: e.ts}}
 	key := scriptKey("run", script)
 	if bc, ok := e.cache.get(key); ok {
 		p.bc, p.src = bc, noSource

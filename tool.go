@@ -141,7 +141,7 @@ func (e *Executor) Register(ctx context.Context, src ToolSource) (RegisteredTool
 
 	source := trimStatementEnd(src.Source)
 	key := scriptKey("tool", source)
-	p := &program{name: src.Name, mode: C.BRIDGE_MODE_REGISTER, file: toolFile, smap: toolMap(source)}
+	p := &program{name: src.Name, mode: C.BRIDGE_MODE_REGISTER, file: toolFile, smap: toolMap(source, e.ts)}
 	if bc, ok := e.cache.get(key); ok {
 		p.bc, p.src = bc, noSource
 	} else {
@@ -218,8 +218,8 @@ var toolFile = C.CString(toolFileName)
 const toolHead = "(function () {__codemode_0123456789abcdef01234567: {return ("
 
 // toolMap is the source map of a tool source (trimmed of its statement end).
-func toolMap(source string) sourceMap {
-	return sourceMap{file: toolFileName, head: len(toolHead), shape: jspos.Expression, src: source}
+func toolMap(source string, ts TypeScript) sourceMap {
+	return sourceMap{file: toolFileName, head: len(toolHead), shape: jspos.Expression, src: source, ts: ts}
 }
 
 // wrapTool turns a tool source (trimmed of its statement end, perhaps
@@ -314,7 +314,7 @@ func (e *Executor) Call(ctx context.Context, name string, args json.RawMessage) 
 		return nil, contextError(name, err)
 	}
 	e.cache.hits.Add(1) // a call reads the tool's pinned bytecode
-	o := e.run(ctx, &program{name: name, mode: C.BRIDGE_MODE_TOOL, file: toolFile, smap: toolMap(t.source),
+	o := e.run(ctx, &program{name: name, mode: C.BRIDGE_MODE_TOOL, file: toolFile, smap: toolMap(t.source, e.ts),
 		src: noSource, bc: t.bc, args: cString(bytes.TrimSpace(args))}, start)
 	if o.err != nil {
 		return nil, o.err

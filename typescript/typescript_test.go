@@ -1,0 +1,177 @@
+package typescript_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/codemode-go/codemode"
+	"github.com/codemode-go/codemode/typescript"
+)
+
+func executor(t testing.TB, opts ...codemode.Option) *codemode.Executor {
+	t.Helper()
+	e, err := codemode.New(opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// TestTypeScript: what models write in TypeScript runs through Run and
+// Execute with the value a reader expects.
+func TestTypeScript(t *testing.T) {
+	t.Parallel()
+	e := executor(t)
+	ctx := context.Background()
+	tests := []struct{ name, code, want string }{
+		{"annotated constant", "const value: number = 7;\nvalue", "7"},
+		{"interface", "interface User { name: string; age?: number }\nconst u: User = { name: 'a' };\nreturn u.name", `"a"`},
+		{"type alias and generics", "type Pair<T> = [T, T];\nfunction swap<T>(p: Pair<T>): Pair<T> { return [p[1], p[0]] }\nswap<number>([1, 2])", "[2,1]"},
+		{"as and satisfies", "const x = (JSON.parse('3') as number) + 1;\nconst cfg = { a: 1 } satisfies Record<string, number>;\nx + cfg.a", "5"},
+		{"non-null", "const m = new Map<string, number>([['k', 4]]);\nreturn m.get('k')! * 2", "8"},
+		{"declare", "declare const host: unknown;\n1", "1"},
+		{"optional parameters", "function f(a: number, b?: number): number { return a + (b ?? 10) }\nf(1)", "11"},
+		{"access modifiers", "class P { constructor(private readonly x: number, public y = 2) {} sum(): number { return this.x + this.y } }\nnew P(1).sum()", "3"},
+		{"import type", "import type { Foo } from './foo';\nconst n: Foo | number = 6;\nn", "6"},
+		{"enum", "enum Color { Red, Green = 5 }\nreturn [Color.Red, Color.Green, Color[5]]", `[0,5,"Green"]`},
+		{"namespace", "namespace NS { export const k = 9 }\nNS.k", "9"},
+		{"typed arrow", "async (): Promise<number> => { const r: number[] = [1, 2]; return r.length }", "2"},
+		{"typed main", "async function main(): Promise<string> { return 'ok' }", `"ok"`},
+		{"export default typed arrow", "export default async (): Promise<number> => 1", "1"},
+		{"ts fence with prose", "Here you go:\n```ts\nconst total: number = [1, 2, 3].reduce((a: number, b: number) => a + b, 0);\ntotal\n```\nIt sums them.", "6"},
+		{"top-level await", "const v: number = await Promise.resolve(41);\nreturn v + 1", "42"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := e.Run(ctx, tt.code)
+			require.NoError(t, err, "Run(%q)", tt.code)
+			assert.Equal(t, tt.want, string(res.Value), "Run(%q)", tt.code)
+			x := e.Execute(ctx, codemode.Request{Code: tt.code})
+			assert.Empty(t, x.Error, "Execute(%q)", tt.code)
+			assert.Equal(t, tt.want, string(x.Result), "Execute(%q)", tt.code)
+		})
+	}
+}
+
+// TestTypeScriptPositions: errors point at the TypeScript source: where
+// its JavaScript (the same code without the types, on the same lines)
+// reports them, or where the TypeScript parser stopped.
+func TestTypeScriptPositions(t *testing.T) {
+	t.Parallel()
+	e := executor(t)
+	ctx := context.Background()
+	tests := []struct{ name, code, js, want string }{
+		{"a syntax error after a type", "const a: number = 1;\nconst x: number = ;", "",
+			"SyntaxError: Unexpected \";\"\n    at script.js:2:19"},
+		{"a syntax error in a fence", "```ts\nlet s: string = 'a'\nif (s ==) {}\n```", "",
+			"SyntaxError: Unexpected \")\"\n    at script.js:3:9"},
+		{"a thrown error", "interface A { x: number }\nconst a: A = { x: 1 };\nthrow new Error('at ' + a.x)",
+			"\nconst a = { x: 1 };\nthrow new Error('at ' + a.x)", ""},
+		{"a type error in a function", "function f(o: { x: number } | null): number {\n  return o!.x\n}\nf(null)",
+			"function f(o) {\n  return o.x\n}\nf(null)", ""},
+		{"after top-level await", "const v: number = await Promise.resolve(1);\nreturn (null as any).x",
+			"const v = await Promise.resolve(1);\nreturn (null).x", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want := tt.want
+			if tt.js != "" {
+				_, err := e.Run(ctx, tt.js)
+				var je *codemode.ExecError
+				require.ErrorAs(t, err, &je, "Run(%q)", tt.js)
+				want = je.Message
+			}
+			_, err := e.Run(ctx, tt.code)
+			var ee *codemode.ExecError
+			require.ErrorAs(t, err, &ee, "Run(%q)", tt.code)
+			assert.Equal(t, want, ee.Message, "Run(%q)", tt.code)
+		})
+	}
+}
+
+// TestJavaScriptUntouched: JavaScript never reaches the stripper, and an
+// executor with TypeScript off refuses TypeScript.
+func TestJavaScriptUntouched(t *testing.T) {
+	t.Parallel()
+	counting := &countingStripper{}
+	e := executor(t, codemode.WithTypeScript(counting))
+	ctx := context.Background()
+	for _, js := range []string{"return 1", "1 + 2", "async () => 3", "```js\nconst a = 1\na\n```"} {
+		_, err := e.Run(ctx, js)
+		require.NoError(t, err)
+	}
+	assert.Zero(t, counting.n, "JavaScript is never stripped")
+	res, err := e.Run(ctx, "const n: number = 2; n")
+	require.NoError(t, err)
+	assert.Equal(t, "2", string(res.Value))
+	assert.Equal(t, 1, counting.n)
+
+	off := executor(t, codemode.WithTypeScript(nil))
+	_, err = off.Run(ctx, "const n: number = 2; n")
+	var ee *codemode.ExecError
+	require.ErrorAs(t, err, &ee)
+	assert.True(t, strings.HasPrefix(ee.Message, "SyntaxError: "), ee.Message)
+}
+
+type countingStripper struct {
+	typescript.Stripper
+	n int
+}
+
+func (c *countingStripper) Strip(src string) (string, func(int, int) (int, int), error) {
+	c.n++
+	return c.Stripper.Strip(src)
+}
+
+// tsScript is a 50-line TypeScript script, made new per call by a comment.
+func tsScript(n int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "// run %d\ninterface Item { id: number; name: string; tags?: string[] }\n", n)
+	b.WriteString("type Summary = { count: number; names: string[] };\n")
+	for i := range 44 {
+		fmt.Fprintf(&b, "const v%d: number = %d as number;\n", i, i)
+	}
+	b.WriteString("const items: Item[] = [{ id: 1, name: 'a' }, { id: 2, name: 'b', tags: ['x'] }];\n")
+	b.WriteString("const s: Summary = { count: items.length, names: items.map((i: Item): string => i.name) };\n")
+	b.WriteString("s\n")
+	return b.String()
+}
+
+// BenchmarkTypeScript: a 50-line TypeScript script, cold (a new source
+// each time: esbuild, then the compile) and cached (its bytecode).
+func BenchmarkTypeScript(b *testing.B) {
+	e := executor(b)
+	ctx := context.Background()
+	b.Run("cold", func(b *testing.B) {
+		b.ReportAllocs()
+		n := 0
+		for b.Loop() {
+			n++
+			if _, err := e.Run(ctx, tsScript(n)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("cached", func(b *testing.B) {
+		src := tsScript(-1)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := e.Run(ctx, src); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("strip", func(b *testing.B) {
+		src := tsScript(-1)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, err := (typescript.Stripper{}).Strip(src); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
