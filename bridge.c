@@ -824,10 +824,294 @@ static void json_scratch_trim(bridge_slot *s)
 	}
 }
 
+/* ---------------------------------------------------------------------- */
+/* Binary data in JSON: an ArrayBuffer, a DataView or a typed array in a
+ * run's result or a capability's arguments crosses as the envelope
+ * Execute's codec uses, {"__executor_binary_v1__": "<Type>", "data":
+ * "<base64>"} (a view's visible bytes), and an envelope in a capability's
+ * result revives as what it names. */
+
+static const char binary_tag[] = "__executor_binary_v1__";
+
+/* JSTypedArrayEnum order. */
+static const char *const typed_names[] = {
+	"Uint8ClampedArray", "Int8Array",    "Uint8Array",   "Int16Array",   "Uint16Array",  "Int32Array",
+	"Uint32Array",       "BigInt64Array", "BigUint64Array", "Float16Array", "Float32Array", "Float64Array",
+};
+#define NTYPED ((int)(sizeof(typed_names) / sizeof(typed_names[0])))
+
+static const char b64_digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/* The envelope of len bytes at p, of the given type. */
+static JSValue binary_envelope(JSContext *ctx, const char *type, const uint8_t *p, size_t len)
+{
+	if (len > (SIZE_MAX / 4) * 3 - 3)
+		return JS_ThrowRangeError(ctx, "binary data too large");
+	size_t n = (len + 2) / 3 * 4;
+	char *text = js_malloc(ctx, n + 1);
+	if (!text)
+		return JS_EXCEPTION;
+	char *o = text;
+	size_t i = 0;
+	for (; i + 3 <= len; i += 3) {
+		uint32_t w = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
+		*o++ = b64_digits[w >> 18];
+		*o++ = b64_digits[(w >> 12) & 63];
+		*o++ = b64_digits[(w >> 6) & 63];
+		*o++ = b64_digits[w & 63];
+	}
+	if (i < len) {
+		uint32_t w = (uint32_t)p[i] << 16 | (i + 1 < len ? (uint32_t)p[i + 1] << 8 : 0);
+		*o++ = b64_digits[w >> 18];
+		*o++ = b64_digits[(w >> 12) & 63];
+		*o++ = i + 1 < len ? b64_digits[(w >> 6) & 63] : '=';
+		*o++ = '=';
+	}
+	JSValue data = JS_NewStringLen(ctx, text, n);
+	js_free(ctx, text);
+	if (JS_IsException(data))
+		return data;
+	JSValue env = JS_NewObject(ctx);
+	if (JS_IsException(env) ||
+	    JS_DefinePropertyValueStr(ctx, env, binary_tag, JS_NewStringLen(ctx, type, strlen(type)), JS_PROP_C_W_E) < 0 ||
+	    JS_DefinePropertyValueStr(ctx, env, "data", JS_DupValue(ctx, data), JS_PROP_C_W_E) < 0) {
+		JS_FreeValue(ctx, data);
+		JS_FreeValue(ctx, env);
+		return JS_EXCEPTION;
+	}
+	JS_FreeValue(ctx, data);
+	return env;
+}
+
+/* A byte count read from a DataView's getter. */
+static int view_size(JSContext *ctx, JSValueConst view, const char *name, size_t *out)
+{
+	JSValue v = JS_GetPropertyStr(ctx, view, name);
+	int64_t n;
+	int rc = JS_ToInt64(ctx, &n, v);
+	JS_FreeValue(ctx, v);
+	if (rc < 0)
+		return -1;
+	*out = n < 0 ? 0 : (size_t)n;
+	return 0;
+}
+
+/* JSON.stringify's replacer for results and arguments: binary data
+ * becomes its envelope, anything else stays. */
+static JSValue js_binary_replacer(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+	(void)this_val;
+	JSValueConst v = argc > 1 ? argv[1] : JS_UNDEFINED;
+	if (!JS_IsObject(v))
+		return JS_DupValue(ctx, v);
+	const char *type;
+	JSValue buf;
+	size_t off = 0, len = 0;
+	int ta = JS_GetTypedArrayType(v);
+	if (ta >= 0 && ta < NTYPED) {
+		size_t bpe;
+		buf = JS_GetTypedArrayBuffer(ctx, v, &off, &len, &bpe);
+		if (JS_IsException(buf))
+			return buf;
+		type = typed_names[ta];
+	} else if (JS_IsArrayBuffer(v)) {
+		buf = JS_DupValue(ctx, v);
+		len = SIZE_MAX;
+		type = "ArrayBuffer";
+	} else if (JS_IsDataView(v)) {
+		buf = JS_GetPropertyStr(ctx, v, "buffer");
+		if (JS_IsException(buf))
+			return buf;
+		if (view_size(ctx, v, "byteOffset", &off) < 0 || view_size(ctx, v, "byteLength", &len) < 0) {
+			JS_FreeValue(ctx, buf);
+			return JS_EXCEPTION;
+		}
+		type = "DataView";
+	} else {
+		return JS_DupValue(ctx, v);
+	}
+	size_t size = 0;
+	uint8_t *p = JS_IsArrayBuffer(buf) ? JS_GetArrayBuffer(ctx, &size, buf) : NULL;
+	if (len == SIZE_MAX)
+		len = size;
+	JSValue env;
+	if (!p && size == 0 && len == 0)
+		env = binary_envelope(ctx, type, (const uint8_t *)"", 0); /* empty or detached */
+	else if (!p || off > size || len > size - off)
+		env = JS_ThrowTypeError(ctx, "%s: its bytes are out of bounds", type);
+	else
+		env = binary_envelope(ctx, type, p + off, len);
+	JS_FreeValue(ctx, buf);
+	return env;
+}
+
+/* Base64 decoding (standard alphabet, padding optional); -1 if invalid. */
+static int b64_value(uint8_t c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	return c == '+' ? 62 : c == '/' ? 63 : -1;
+}
+
+static uint8_t *b64_decode(JSContext *ctx, const char *in, size_t n, size_t *out_len)
+{
+	while (n > 0 && in[n - 1] == '=')
+		n--;
+	if (n % 4 == 1)
+		return NULL;
+	uint8_t *out = js_malloc(ctx, n / 4 * 3 + 3);
+	if (!out)
+		return NULL;
+	size_t o = 0;
+	uint32_t acc = 0;
+	int bits = 0;
+	for (size_t i = 0; i < n; i++) {
+		int d = b64_value((uint8_t)in[i]);
+		if (d < 0) {
+			js_free(ctx, out);
+			return NULL;
+		}
+		acc = acc << 6 | (uint32_t)d;
+		bits += 6;
+		if (bits >= 8) {
+			bits -= 8;
+			out[o++] = (uint8_t)(acc >> bits);
+		}
+	}
+	*out_len = o;
+	return out;
+}
+
+/* What an envelope revives as, in *res: 1, or 0 when v is none (or names
+ * no type we know, or its data is not base64), -1 with an exception. */
+static int revive_envelope(JSContext *ctx, JSValueConst v, JSValue *res)
+{
+	JSValue t = JS_GetPropertyStr(ctx, v, binary_tag);
+	JSValue d = JS_GetPropertyStr(ctx, v, "data");
+	JSValue out = JS_UNDEFINED;
+	bool hit = false;
+	if (JS_IsString(t) && JS_IsString(d)) {
+		size_t tn, dn, blen = 0;
+		const char *type = JS_ToCStringLen(ctx, &tn, t);
+		const char *data = JS_ToCStringLen(ctx, &dn, d);
+		uint8_t *bytes = type && data ? b64_decode(ctx, data, dn, &blen) : NULL;
+		if (bytes) {
+			JSValue ab = JS_NewArrayBufferCopy(ctx, bytes, blen);
+			js_free(ctx, bytes);
+			if (JS_IsException(ab)) {
+				out = ab;
+				hit = true;
+			} else if (strcmp(type, "ArrayBuffer") == 0) {
+				out = ab;
+				hit = true;
+			} else {
+				int k = -1;
+				for (int i = 0; i < NTYPED; i++)
+					if (strcmp(type, typed_names[i]) == 0)
+						k = i;
+				if (k >= 0) {
+					static const uint8_t size_log2[] = {0, 0, 0, 1, 1, 2, 2, 3, 3, 1, 2, 3};
+					size_t esz = (size_t)1 << size_log2[k];
+					if (blen % esz == 0) {
+						JSValue args[3] = {ab, JS_NewInt32(ctx, 0), JS_NewFloat64(ctx, (double)(blen / esz))};
+						out = JS_NewTypedArray(ctx, 3, args, (JSTypedArrayEnum)k);
+						hit = true;
+					}
+				} else if (strcmp(type, "DataView") == 0) {
+					JSValue global = JS_GetGlobalObject(ctx);
+					JSValue ctor = JS_GetPropertyStr(ctx, global, "DataView");
+					JS_FreeValue(ctx, global);
+					if (JS_IsFunction(ctx, ctor)) {
+						out = JS_CallConstructor(ctx, ctor, 1, (JSValueConst *)&ab);
+						hit = true;
+					}
+					JS_FreeValue(ctx, ctor);
+				}
+				JS_FreeValue(ctx, ab);
+			}
+		}
+		JS_FreeCString(ctx, type);
+		JS_FreeCString(ctx, data);
+	}
+	JS_FreeValue(ctx, t);
+	JS_FreeValue(ctx, d);
+	*res = out;
+	if (!hit)
+		return 0;
+	return JS_IsException(out) ? -1 : 1;
+}
+
+#define REVIVE_DEPTH 256
+
+/* Replaces every binary envelope in a value parsed from JSON (plain
+ * objects and arrays only) by what it names; -1 with an exception. */
+static int revive_binary(JSContext *ctx, JSValueConst v, int depth)
+{
+	if (!JS_IsObject(v) || depth >= REVIVE_DEPTH)
+		return 0;
+	JSPropertyEnum *props;
+	uint32_t n;
+	if (JS_GetOwnPropertyNames(ctx, &props, &n, v, JS_GPN_STRING_MASK | JS_GPN_ENUM_ONLY) < 0)
+		return -1;
+	int rc = 0;
+	for (uint32_t i = 0; i < n && rc == 0; i++) {
+		JSValue e = JS_GetProperty(ctx, v, props[i].atom);
+		if (JS_IsException(e)) {
+			rc = -1;
+			break;
+		}
+		if (JS_IsObject(e) && !JS_IsArray(e)) {
+			JSValue r;
+			int hit = revive_envelope(ctx, e, &r);
+			if (hit < 0) {
+				rc = -1;
+			} else if (hit > 0) {
+				/* Defined, not set: an own "__proto__" stays a property. */
+				rc = JS_DefinePropertyValue(ctx, v, props[i].atom, r, JS_PROP_C_W_E) < 0 ? -1 : 0;
+				JS_FreeValue(ctx, e);
+				continue;
+			}
+		}
+		if (rc == 0)
+			rc = revive_binary(ctx, e, depth + 1);
+		JS_FreeValue(ctx, e);
+	}
+	JS_FreePropertyEnum(ctx, props, n);
+	return rc;
+}
+
+/* A capability's result parsed from JSON, its envelopes revived. */
+static JSValue parse_result(JSContext *ctx, const char *data, size_t len)
+{
+	JSValue v = JS_ParseJSON(ctx, data, len, "<capability>");
+	if (JS_IsException(v) || !JS_IsObject(v) || !memmem(data, len, binary_tag, sizeof(binary_tag) - 1))
+		return v;
+	if (!JS_IsArray(v)) {
+		JSValue r;
+		if (revive_envelope(ctx, v, &r) != 0) {
+			JS_FreeValue(ctx, v);
+			return r;
+		}
+	}
+	if (revive_binary(ctx, v, 0) < 0) {
+		JS_FreeValue(ctx, v);
+		return JS_EXCEPTION;
+	}
+	return v;
+}
+
 static JSValue rt_call(bridge_slot *s, const char *name, int argc, JSValueConst *argv);
 
 /* What json_text found. */
 enum { JSON_TEXT, JSON_NONE, JSON_TOO_LARGE, JSON_THREW };
+
+/* How json_text writes: JSON.stringify's JSON, that with binary data as
+ * envelopes (results, arguments), or runtime.js's codec (Execute). */
+enum { JSON_STRINGIFY, JSON_BINARY, JSON_CODEC };
 
 /* The JSON text of v, byte for byte what JSON.stringify(v) gives (with
  * codec, runtime.js's encode), in the slot's scratch buffer s->json:
@@ -837,15 +1121,26 @@ enum { JSON_TEXT, JSON_NONE, JSON_TOO_LARGE, JSON_THREW };
  * every case but the last. Plain data is written directly; anything else,
  * and every codec value, goes to the engine whole. The caller trims the
  * buffer (json_scratch_trim) once done with the text. */
-static int json_text(bridge_slot *s, JSValueConst v, uint64_t max, bool codec, size_t *n)
+static int json_text(bridge_slot *s, JSValueConst v, uint64_t max, int mode, size_t *n)
 {
 	JSContext *ctx = s->ctx;
 	strbuf *b = json_scratch(s, max);
-	if (!codec && json_plain_write(s, v, b)) {
+	if (mode != JSON_CODEC && json_plain_write(s, v, b)) {
 		*n = b->len;
 		return JSON_TEXT;
 	}
-	JSValue json = codec ? rt_call(s, "encode", 1, &v) : JS_JSONStringify(ctx, v, JS_UNDEFINED, JS_UNDEFINED);
+	JSValue json;
+	if (mode == JSON_CODEC) {
+		json = rt_call(s, "encode", 1, &v);
+	} else if (mode == JSON_BINARY) {
+		JSValue replacer = JS_NewCFunction2(ctx, js_binary_replacer, "replacer", 2, JS_CFUNC_generic, 0);
+		if (JS_IsException(replacer))
+			return JSON_THREW;
+		json = JS_JSONStringify(ctx, v, replacer, JS_UNDEFINED);
+		JS_FreeValue(ctx, replacer);
+	} else {
+		json = JS_JSONStringify(ctx, v, JS_UNDEFINED, JS_UNDEFINED);
+	}
 	if (JS_IsException(json))
 		return JSON_THREW;
 	if (!JS_IsString(json)) {
@@ -904,7 +1199,7 @@ static int describe(bridge_slot *s, JSValueConst v, strbuf *b)
 		return 0;
 	}
 	size_t n;
-	int r = json_text(s, v, b->limit ? b->limit : UINT64_MAX, false, &n);
+	int r = json_text(s, v, b->limit ? b->limit : UINT64_MAX, JSON_STRINGIFY, &n);
 	if (r == JSON_TEXT || r == JSON_TOO_LARGE) /* b keeps what fits */
 		sb_put(b, s->json.p, s->json.len);
 	if (r == JSON_TOO_LARGE)
@@ -1270,7 +1565,7 @@ static JSValue js_capability(JSContext *ctx, JSValueConst this_val, int argc, JS
 	if (!JS_IsUndefined(arg)) { /* no argument: {} */
 		if (!JS_IsObject(arg) || JS_IsArray(arg) || JS_IsFunction(ctx, arg))
 			return JS_ThrowTypeError(ctx, "%s expects one argument object", name);
-		switch (json_text(s, arg, s->payload, false, &n)) {
+		switch (json_text(s, arg, s->payload, JSON_BINARY, &n)) {
 		case JSON_TEXT:
 			args = s->json.p;
 			break;
@@ -1295,7 +1590,7 @@ static JSValue js_capability(JSContext *ctx, JSValueConst this_val, int argc, JS
 		go_capability_call(s->handle, cap, (char *)args, n, &r);
 		switch (r.status) {
 		case BRIDGE_CALL_OK:
-			ret = JS_ParseJSON(ctx, r.data ? r.data : "null", r.data ? r.size : 4, "<capability>");
+			ret = parse_result(ctx, r.data ? r.data : "null", r.data ? r.size : 4);
 			if (JS_IsException(ret) && !s->killed) {
 				JS_FreeValue(ctx, JS_GetException(ctx));
 				static const char bad[] = "the capability returned invalid JSON";
@@ -1494,7 +1789,7 @@ void bridge_slot_settle(bridge_slot *s, uint32_t id, int32_t status, const char 
 	if (status == BRIDGE_CALL_STRING) {
 		v = JS_NewStringLen(ctx, data, len);
 	} else if (status == BRIDGE_CALL_OK) {
-		v = JS_ParseJSON(ctx, data, len, "<capability>");
+		v = parse_result(ctx, data, len);
 		if (JS_IsException(v) && !s->killed) {
 			JS_FreeValue(ctx, JS_GetException(ctx));
 			static const char bad[] = "the capability returned invalid JSON";
@@ -2318,7 +2613,7 @@ static JSValue rt_call(bridge_slot *s, const char *name, int argc, JSValueConst 
 static int32_t emit_result(bridge_slot *s, JSValueConst val, bridge_out *out)
 {
 	size_t n;
-	int r = json_text(s, val, s->payload, s->codec, &n);
+	int r = json_text(s, val, s->payload, s->codec ? JSON_CODEC : JSON_BINARY, &n);
 	int32_t st = BRIDGE_DONE;
 	if (s->killed) {
 		if (r == JSON_THREW)

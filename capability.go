@@ -19,6 +19,8 @@ import (
 	"time"
 	"unicode/utf8"
 	"unsafe"
+
+	jsonv2 "github.com/go-json-experiment/json"
 )
 
 // Capability is a host function injected into every sandbox as a global JS
@@ -462,7 +464,10 @@ func appendJSON(dst []byte, v any) ([]byte, error) {
 			return append(dst, '"'), nil
 		}
 	}
-	b, err := json.Marshal(v)
+	// The codec's rules: encoding/json's, with every []byte (at any
+	// depth) as a binary envelope, which the sandbox revives as a
+	// Uint8Array.
+	b, err := jsonv2.Marshal(v, codecOptions)
 	if dst == nil {
 		return b, err
 	}

@@ -13,10 +13,10 @@ import (
 
 // RunJSParameters returns the JSON Schema of run_js's arguments: one
 // required string, code, the body of an async function that returns a
-// JSON-serialisable value.
+// JSON-serialisable value (or any other shape Run accepts).
 func RunJSParameters() json.RawMessage {
 	return json.RawMessage(`{"type":"object","properties":{"code":{"type":"string","description":` +
-		`"The body of an async JavaScript function. Call the APIs as global functions, use await freely, and return one JSON-serializable value."}},` +
+		`"The body of an async JavaScript function (or an arrow function, which is called). Call the APIs as global functions, use await freely, and return one JSON-serializable value."}},` +
 		`"required":["code"]}`)
 }
 
@@ -28,10 +28,19 @@ type ToolAPI struct {
 }
 
 // describeContract is the execution contract at the head of Describe.
-const describeContract = "Run JavaScript to do the task in one step. `code` is the body of an async function: " +
+const describeContract = "Run JavaScript to do the task in one step. `code` is the body of an async function " +
+	"(an arrow or a named function is called; without a return, the last expression is the result): " +
 	"call the APIs below as global functions, use await freely, and return one JSON-serializable value, which is " +
 	"the result. Each API takes one arguments object and returns its result; a failed call throws an Error you " +
-	"can catch. There is no filesystem, no network and no import; console.log output comes back with the result."
+	"can catch. There is no filesystem, no network, no import and no Intl; console.log output comes back with the result."
+
+// describeContractTS is describeContract for an executor that strips
+// TypeScript.
+const describeContractTS = "Run JavaScript or TypeScript to do the task in one step. `code` is the body of an async function " +
+	"(an arrow or a named function is called; without a return, the last expression is the result): " +
+	"call the APIs below as global functions, use await freely, and return one JSON-serializable value, which is " +
+	"the result. Each API takes one arguments object and returns its result; a failed call throws an Error you " +
+	"can catch. There is no filesystem, no network, no import and no Intl; console.log output comes back with the result."
 
 // Describe generates the default run_js description: the execution
 // contract, then one token-compact line per API,
@@ -40,13 +49,20 @@ const describeContract = "Run JavaScript to do the task in one step. `code` is t
 //
 // (optional properties end in ?, enums read a|b, arrays T[], nested objects
 // {…}, a missing description "(no description)."), then a short example.
-// With no APIs it is the contract alone.
-func Describe(apis []ToolAPI) string {
+// With no APIs it is the contract alone. The contract says TypeScript is
+// fine when a stripper is registered ([RegisterTypeScript]).
+func Describe(apis []ToolAPI) string { return describe(apis, registeredTypeScript() != nil) }
+
+func describe(apis []ToolAPI, ts bool) string {
+	contract := describeContract
+	if ts {
+		contract = describeContractTS
+	}
 	if len(apis) == 0 {
-		return describeContract
+		return contract
 	}
 	var b strings.Builder
-	b.WriteString(describeContract)
+	b.WriteString(contract)
 	b.WriteString("\n\nAPIs:\n")
 	for _, api := range apis {
 		desc := strings.TrimSpace(api.Description)
@@ -306,7 +322,10 @@ type CodeModeTool struct {
 // are refused with a [*RegisterError] of stage invalid_capability naming
 // both. A wrapped tool's result is parsed as JSON (a result that is not
 // JSON reaches the script as a string); its error reaches the script as
-// an Error reading "tool `<name>` failed: <error>".
+// an Error reading "tool `<name>` failed: <error>". The tool takes
+// TypeScript, and its description says so, when the executor has a
+// stripper: import github.com/codemode-go/codemode/typescript to register
+// one (or pass [WithTypeScript]).
 func NewCodeModeTool(tools []Tool, limits Limits, opts ...Option) (*CodeModeTool, error) {
 	opts = append([]Option{WithLimits(limits)}, opts...)
 	apis := make([]ToolAPI, 0, len(tools))
@@ -327,7 +346,7 @@ func NewCodeModeTool(tools []Tool, limits Limits, opts ...Option) (*CodeModeTool
 	if err != nil {
 		return nil, err
 	}
-	return &CodeModeTool{exec: exec, description: Describe(apis)}, nil
+	return &CodeModeTool{exec: exec, description: describe(apis, exec.ts != nil)}, nil
 }
 
 // toolHandler adapts a Tool to a capability handler.

@@ -175,3 +175,20 @@ func BenchmarkTypeScript(b *testing.B) {
 		}
 	})
 }
+
+// TestCodeModeTool: the tool takes TypeScript, and says so.
+func TestCodeModeTool(t *testing.T) {
+	t.Parallel()
+	tool, err := codemode.NewCodeModeTool(nil, codemode.Limits{})
+	require.NoError(t, err)
+	defer tool.Close()
+	assert.Contains(t, tool.Description(), "JavaScript or TypeScript")
+	out, err := tool.Call(context.Background(), []byte(`{"code":"const n: number = 2;\nn * 21"}`))
+	require.NoError(t, err)
+	assert.Equal(t, `{"result":42}`, string(out))
+
+	off, err := codemode.NewCodeModeTool(nil, codemode.Limits{}, codemode.WithTypeScript(nil))
+	require.NoError(t, err)
+	defer off.Close()
+	assert.NotContains(t, off.Description(), "TypeScript")
+}

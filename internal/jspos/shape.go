@@ -115,8 +115,6 @@ func (s shaped) templateAt(off int) bool {
 	return found
 }
 
-func (s shaped) strayCloser() bool { return s.form == Invalid && s.err == errStrayCloser }
-
 // errStrayCloser marks a body that closed the wrapper and went on.
 var errStrayCloser = &strayCloserError{}
 
