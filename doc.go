@@ -10,7 +10,8 @@
 //
 // # Sandbox
 //
-// [Executor.Run] executes a script as the body of an async function:
+// [Executor.Run] executes a script as the body of an async function (or
+// any other shape models write: see What models write):
 //
 //	res, err := exec.Run(ctx, `
 //		const rows = [3, 1, 2].sort()
@@ -73,6 +74,48 @@
 // when JSON has no text for them), separated by spaces; the levels other than
 // log are prefixed "[info] ", "[warn] ", "[error] ", "[debug] ". Past
 // [Limits].Logs further lines are dropped and one final line says how many.
+//
+// # What models write
+//
+// Every entry point ([Executor.Run], [Executor.Execute], [CodeModeTool])
+// takes the shapes models write, each with the value a reader expects:
+//
+//   - a function body, with top-level return and await (Run's own shape);
+//   - an arrow or function expression, sync or async, with or without a
+//     trailing semicolon (Execute's own shape): it is called;
+//   - a lone named function declaration (`async function main() {...}`):
+//     it is called;
+//   - `export default` followed by any of these, an expression or a class;
+//   - statements with no return statement whose last statement is an
+//     expression: its value is the result (`const x = 10; x * 2` is 20;
+//     a body ending in a declaration or a loop gives null);
+//   - an expression that is no statement (an object literal);
+//   - any of these inside one markdown fence (```, ```js, ```javascript,
+//     ```ts, ```typescript, ```jsx, ```tsx), prose around it dropped.
+//
+// The parser decides (github.com/dop251/goja/parser, the one that places
+// positions): the source is tried as a body first, so a body stays a body
+// (one starting with a parenthesis too), and only a source that parses in
+// no other way is read as an expression. A fence is read when the source
+// holds one, unless its backticks are the source's own code (a comment, or
+// a string). What a shape needs (a call, a return) is inserted and mapped
+// back, and what a fence or `export default` takes is blanked, not cut, so
+// every position stays the model's own line and column.
+//
+// A source that is JavaScript in no shape is TypeScript when the executor
+// has a stripper: import github.com/codemode-go/codemode/typescript (its
+// own module, esbuild; see [TypeScript]) and every executor strips type
+// annotations, interfaces, generics, as, satisfies, declare, access
+// modifiers and import type, compiles enum and namespace, and places every
+// error at the TypeScript source's line and column. JavaScript never
+// reaches the stripper.
+//
+// Binary data crosses as the envelope of Execute's codec: a typed array,
+// DataView or ArrayBuffer in a result or in a capability's arguments, at
+// any depth, is {"__executor_binary_v1__": "Uint8Array", "data":
+// "<base64>"}, and such an envelope in a capability's result (a []byte
+// anywhere in the value a handler returns) reaches the script as the
+// typed array it names.
 //
 // # Limits
 //
