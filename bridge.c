@@ -1375,6 +1375,161 @@ static int install_random(JSContext *ctx)
 	return rc;
 }
 
+/* ---------------------------------------------------------------------- */
+/* The web globals (js/web.js: TextEncoder, URL, crypto...). Each is an
+ * accessor on the global object until a script reads one: then web.js's
+ * bytecode (compiled once per process, bridge_set_web) is evaluated, and
+ * every global still an accessor becomes a data property holding its
+ * value. A run that never reads one pays nothing but the accessors in the
+ * image; one that assigns one first simply gets its own value. */
+
+static const char *const web_names[] = {
+	"TextEncoder", "TextDecoder", "atob",           "btoa",            "structuredClone", "performance", "crypto",
+	"URL",         "URLSearchParams", "AbortController", "AbortSignal", "Event",           "EventTarget", "DOMException",
+};
+#define NWEB ((int)(sizeof(web_names) / sizeof(web_names[0])))
+
+static _Atomic(const uint8_t *) web_bc;
+static _Atomic size_t web_bc_len;
+
+void bridge_set_web(const uint8_t *bc, size_t len)
+{
+	atomic_store(&web_bc_len, len);
+	atomic_store(&web_bc, bc);
+}
+
+/* performance.now(): milliseconds since the run began. */
+static JSValue js_web_now(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+	(void)this_val;
+	(void)argc;
+	(void)argv;
+	bridge_slot *s = JS_GetContextOpaque(ctx);
+	return JS_NewFloat64(ctx, (double)(now_ns() - s->run_start) / 1e6);
+}
+
+/* crypto's bytes: the run's generator (Math.random's, seeded per run from
+ * the host's CSPRNG) into a Uint8Array. */
+static JSValue js_web_fill(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+	(void)this_val;
+	bridge_slot *s = JS_GetContextOpaque(ctx);
+	size_t n;
+	uint8_t *p = argc > 0 ? JS_GetUint8Array(ctx, &n, argv[0]) : NULL;
+	if (!p)
+		return JS_EXCEPTION;
+	for (size_t i = 0; i < n; i += 8) {
+		uint64_t s1 = s->rng[0];
+		const uint64_t s0 = s->rng[1];
+		s->rng[0] = s0;
+		s1 ^= s1 << 23;
+		s->rng[1] = s1 ^ s0 ^ (s1 >> 17) ^ (s0 >> 26);
+		uint64_t w = s->rng[1] + s0;
+		for (size_t k = 0; k < 8 && i + k < n; k++)
+			p[i + k] = (uint8_t)(w >> (8 * k));
+	}
+	return JS_UNDEFINED;
+}
+
+/* Evaluates web.js and turns every global still an accessor into its
+ * value: the object of the globals. */
+static JSValue web_load(JSContext *ctx)
+{
+	const uint8_t *bc = atomic_load(&web_bc);
+	if (!bc)
+		return JS_ThrowInternalError(ctx, "codemode: the web globals are not loaded");
+	JSValue fn = JS_ReadObject(ctx, bc, atomic_load(&web_bc_len), JS_READ_OBJ_BYTECODE);
+	if (JS_IsException(fn))
+		return fn;
+	JSValue factory = JS_EvalFunction(ctx, fn);
+	if (JS_IsException(factory))
+		return factory;
+	JSValue native = JS_NewObject(ctx);
+	JSValue web = JS_EXCEPTION;
+	if (!JS_IsException(native) &&
+	    JS_SetPropertyStr(ctx, native, "now", JS_NewCFunction2(ctx, js_web_now, "now", 0, JS_CFUNC_generic, 0)) >= 0 &&
+	    JS_SetPropertyStr(ctx, native, "fill", JS_NewCFunction2(ctx, js_web_fill, "fill", 1, JS_CFUNC_generic, 0)) >= 0)
+		web = JS_Call(ctx, factory, JS_UNDEFINED, 1, (JSValueConst *)&native);
+	JS_FreeValue(ctx, native);
+	JS_FreeValue(ctx, factory);
+	if (JS_IsException(web))
+		return web;
+	JSValue global = JS_GetGlobalObject(ctx);
+	for (int i = 0; i < NWEB; i++) {
+		JSAtom atom = JS_NewAtom(ctx, web_names[i]);
+		if (atom == JS_ATOM_NULL)
+			break;
+		JSPropertyDescriptor d;
+		int r = JS_GetOwnProperty(ctx, &d, global, atom);
+		if (r > 0) {
+			bool accessor = (d.flags & JS_PROP_GETSET) != 0;
+			JS_FreeValue(ctx, d.value);
+			JS_FreeValue(ctx, d.getter);
+			JS_FreeValue(ctx, d.setter);
+			if (accessor) {
+				JSValue v = JS_GetProperty(ctx, web, atom);
+				if (JS_IsException(v) ||
+				    JS_DefinePropertyValue(ctx, global, atom, v, JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE) < 0)
+					r = -1;
+			}
+		}
+		JS_FreeAtom(ctx, atom);
+		if (r < 0) {
+			JS_FreeValue(ctx, global);
+			JS_FreeValue(ctx, web);
+			return JS_EXCEPTION;
+		}
+	}
+	JS_FreeValue(ctx, global);
+	return web;
+}
+
+static JSValue js_web_get(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv, int magic)
+{
+	(void)this_val;
+	(void)argc;
+	(void)argv;
+	JSValue web = web_load(ctx);
+	if (JS_IsException(web))
+		return web;
+	JSValue v = JS_GetPropertyStr(ctx, web, web_names[magic]);
+	JS_FreeValue(ctx, web);
+	return v;
+}
+
+/* An assignment before any read: the global becomes the value given. */
+static JSValue js_web_set(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv, int magic)
+{
+	(void)this_val;
+	JSValue global = JS_GetGlobalObject(ctx);
+	JSValue v = argc > 0 ? JS_DupValue(ctx, argv[0]) : JS_UNDEFINED;
+	int rc = JS_DefinePropertyValueStr(ctx, global, web_names[magic], v, JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE);
+	JS_FreeValue(ctx, global);
+	return rc < 0 ? JS_EXCEPTION : JS_UNDEFINED;
+}
+
+static int install_web(JSContext *ctx)
+{
+	JSValue global = JS_GetGlobalObject(ctx);
+	int rc = 0;
+	for (int i = 0; i < NWEB && rc == 0; i++) {
+		JSAtom atom = JS_NewAtom(ctx, web_names[i]);
+		JSValue get = JS_NewCFunctionMagic(ctx, js_web_get, web_names[i], 0, JS_CFUNC_generic_magic, i);
+		JSValue set = JS_NewCFunctionMagic(ctx, js_web_set, web_names[i], 1, JS_CFUNC_generic_magic, i);
+		if (atom == JS_ATOM_NULL || JS_IsException(get) || JS_IsException(set)) {
+			JS_FreeValue(ctx, get);
+			JS_FreeValue(ctx, set);
+			rc = -1;
+		} else if (JS_DefinePropertyGetSet(ctx, global, atom, get, set, JS_PROP_CONFIGURABLE) < 0) {
+			rc = -1;
+		}
+		if (atom != JS_ATOM_NULL)
+			JS_FreeAtom(ctx, atom);
+	}
+	JS_FreeValue(ctx, global);
+	return rc;
+}
+
 static int install_console(JSContext *ctx)
 {
 	JSValue con = JS_NewObject(ctx);
@@ -1964,6 +2119,7 @@ static void fire_timers(bridge_slot *s)
  * run, freed afterwards). */
 
 static int install_random(JSContext *ctx);
+static int install_web(JSContext *ctx);
 
 static int sandbox_open(bridge_slot *s, const bridge_config *cfg, const JSMallocFunctions *mf)
 {
@@ -1990,7 +2146,7 @@ static int sandbox_open(bridge_slot *s, const bridge_config *cfg, const JSMalloc
 	JS_FreeValue(ctx, a);
 	if (JS_IsException(o) || JS_IsException(a))
 		return -1;
-	if (install_console(ctx) || install_timers(ctx) || install_random(ctx))
+	if (install_console(ctx) || install_timers(ctx) || install_random(ctx) || install_web(ctx))
 		return -1;
 	s->handle = cfg->handle;
 	s->cap_names = cfg->cap_names;
@@ -2995,7 +3151,8 @@ static int32_t slot_run(bridge_slot *s, const bridge_config *cfg, const char *sr
 	memset(out, 0, sizeof(*out));
 	s->killed = 0;
 	s->run_id = cfg->run_id;
-	s->deadline = now_ns() + cfg->budget_ns;
+	s->run_start = now_ns();
+	s->deadline = s->run_start + cfg->budget_ns;
 	s->heap_used = 0;
 	s->heap_limit = cfg->memory;
 	s->payload = cfg->payload;

@@ -262,6 +262,10 @@ void bridge_out_free(bridge_out *out);
 /* The largest JS stack a run may ask for on this process's threads. */
 uint64_t bridge_max_stack(void);
 
+/* The bytecode of js/web.js, the web globals' source, held by the caller for
+ * the life of the process (set once, before any run reads a web global). */
+void bridge_set_web(const uint8_t *bc, size_t len);
+
 /* The floor for benchmarks: one whole run (sandbox, eval, jobs, result
  * JSON, teardown) in a single C call with no Go in between. Returns the
  * result's JSON length, or -1 if the run did not produce a value. */

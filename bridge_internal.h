@@ -175,6 +175,7 @@ struct bridge_slot {
 	/* Math.random: xorshift128+ reseeded per run from the host's CSPRNG,
 	 * outside the arena, so a restored image never replays a sequence. */
 	uint64_t rng[2];
+	int64_t run_start; /* CLOCK_MONOTONIC ns when the run began: performance.now()'s zero */
 
 	/* Console records: uint32 length + bytes each. */
 	char *logs;

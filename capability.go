@@ -261,6 +261,9 @@ var sandboxGlobals = setOf(
 	"clearInterval", "clearTimeout", "console", "decodeURI", "decodeURIComponent", "encodeURI",
 	"encodeURIComponent", "escape", "eval", "globalThis", "isFinite", "isNaN", "parseFloat", "parseInt",
 	"queueMicrotask", "setInterval", "setTimeout", "undefined", "unescape",
+	// The web globals (js/web.js).
+	"AbortController", "AbortSignal", "DOMException", "Event", "EventTarget", "TextDecoder", "TextEncoder",
+	"URL", "URLSearchParams", "atob", "btoa", "crypto", "performance", "structuredClone",
 )
 
 func setOf(words ...string) map[string]bool {

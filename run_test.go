@@ -241,7 +241,7 @@ func TestNoAmbientAuthority(t *testing.T) {
 	e := newExecutor(t)
 	res, err := e.Run(context.Background(), `
 		return ['require', 'process', 'std', 'os', 'fetch', 'XMLHttpRequest', 'WebSocket', 'scriptArgs',
-		        'print', 'Deno', 'Bun', 'module', 'exports', 'importScripts', 'WeakRef', 'performance']
+		        'print', 'Deno', 'Bun', 'module', 'exports', 'importScripts', 'WeakRef']
 			.filter((n) => typeof globalThis[n] !== 'undefined')`)
 	require.NoError(t, err)
 	assert.Equal(t, "[]", string(res.Value))

@@ -316,6 +316,8 @@ JSValue JS_GetPropertyUint32(JSContext *ctx, JSValueConst this_obj, uint32_t idx
 int JS_SetPropertyStr(JSContext *ctx, JSValueConst this_obj, const char *prop, JSValue val);
 int JS_SetPropertyUint32(JSContext *ctx, JSValueConst this_obj, uint32_t idx, JSValue val);
 int JS_DefinePropertyValue(JSContext *ctx, JSValueConst this_obj, JSAtom prop, JSValue val, int flags);
+int JS_DefinePropertyGetSet(JSContext *ctx, JSValueConst this_obj, JSAtom prop, JSValue getter, JSValue setter,
+                            int flags);
 int JS_DefinePropertyValueStr(JSContext *ctx, JSValueConst this_obj, const char *prop, JSValue val, int flags);
 JSValue JS_Call(JSContext *ctx, JSValueConst func_obj, JSValueConst this_obj, int argc, JSValueConst *argv);
 JSValue JS_CallConstructor(JSContext *ctx, JSValueConst func_obj, int argc, JSValueConst *argv);
@@ -345,6 +347,7 @@ JSValue JS_NewTypedArray(JSContext *ctx, int argc, JSValueConst *argv, JSTypedAr
 JSValue JS_GetTypedArrayBuffer(JSContext *ctx, JSValueConst obj, size_t *pbyte_offset, size_t *pbyte_length,
                                size_t *pbytes_per_element);
 int JS_GetTypedArrayType(JSValueConst obj);
+uint8_t *JS_GetUint8Array(JSContext *ctx, size_t *psize, JSValueConst obj);
 bool JS_IsDataView(JSValueConst val);
 
 /* Engine-heap memory: buffers the engine returns (JS_WriteObject) and our
