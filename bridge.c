@@ -1386,8 +1386,15 @@ static int install_random(JSContext *ctx)
 static const char *const web_names[] = {
 	"TextEncoder", "TextDecoder", "atob",           "btoa",            "structuredClone", "performance", "crypto",
 	"URL",         "URLSearchParams", "AbortController", "AbortSignal", "Event",           "EventTarget", "DOMException",
+	/* Only in a sandbox whose host grants the network (fetch_capability). */
+	"fetch",       "Request",     "Response",       "Headers",
 };
 #define NWEB ((int)(sizeof(web_names) / sizeof(web_names[0])))
+#define NWEB_FETCH 4
+
+/* The internal capability that serves fetch (Go's WithOutbound): moved
+ * off the global object into the web accessors' data. */
+static const char fetch_capability[] = "__codemode_fetch";
 
 static _Atomic(const uint8_t *) web_bc;
 static _Atomic size_t web_bc_len;
@@ -1432,8 +1439,9 @@ static JSValue js_web_fill(JSContext *ctx, JSValueConst this_val, int argc, JSVa
 }
 
 /* Evaluates web.js and turns every global still an accessor into its
- * value: the object of the globals. */
-static JSValue web_load(JSContext *ctx)
+ * value: the object of the globals. fetch is the host's fetch capability,
+ * or undefined. */
+static JSValue web_load(JSContext *ctx, JSValueConst fetch)
 {
 	const uint8_t *bc = atomic_load(&web_bc);
 	if (!bc)
@@ -1448,7 +1456,8 @@ static JSValue web_load(JSContext *ctx)
 	JSValue web = JS_EXCEPTION;
 	if (!JS_IsException(native) &&
 	    JS_SetPropertyStr(ctx, native, "now", JS_NewCFunction2(ctx, js_web_now, "now", 0, JS_CFUNC_generic, 0)) >= 0 &&
-	    JS_SetPropertyStr(ctx, native, "fill", JS_NewCFunction2(ctx, js_web_fill, "fill", 1, JS_CFUNC_generic, 0)) >= 0)
+	    JS_SetPropertyStr(ctx, native, "fill", JS_NewCFunction2(ctx, js_web_fill, "fill", 1, JS_CFUNC_generic, 0)) >= 0 &&
+	    JS_SetPropertyStr(ctx, native, "fetch", JS_DupValue(ctx, fetch)) >= 0)
 		web = JS_Call(ctx, factory, JS_UNDEFINED, 1, (JSValueConst *)&native);
 	JS_FreeValue(ctx, native);
 	JS_FreeValue(ctx, factory);
@@ -1484,12 +1493,13 @@ static JSValue web_load(JSContext *ctx)
 	return web;
 }
 
-static JSValue js_web_get(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv, int magic)
+static JSValue js_web_get(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv, int magic,
+                          JSValueConst *data)
 {
 	(void)this_val;
 	(void)argc;
 	(void)argv;
-	JSValue web = web_load(ctx);
+	JSValue web = web_load(ctx, data[0]);
 	if (JS_IsException(web))
 		return web;
 	JSValue v = JS_GetPropertyStr(ctx, web, web_names[magic]);
@@ -1511,10 +1521,25 @@ static JSValue js_web_set(JSContext *ctx, JSValueConst this_val, int argc, JSVal
 static int install_web(JSContext *ctx)
 {
 	JSValue global = JS_GetGlobalObject(ctx);
-	int rc = 0;
-	for (int i = 0; i < NWEB && rc == 0; i++) {
+	/* The host's fetch, if it grants the network: off the global object. */
+	JSAtom fa = JS_NewAtom(ctx, fetch_capability);
+	if (fa == JS_ATOM_NULL) {
+		JS_FreeValue(ctx, global);
+		return -1;
+	}
+	JSValue fetch = JS_UNDEFINED;
+	int has = JS_HasProperty(ctx, global, fa);
+	if (has > 0) {
+		fetch = JS_GetProperty(ctx, global, fa);
+		if (JS_IsException(fetch) || JS_DeleteProperty(ctx, global, fa, 0) < 0)
+			has = -1;
+	}
+	JS_FreeAtom(ctx, fa);
+	int rc = has < 0 ? -1 : 0;
+	int n = JS_IsUndefined(fetch) ? NWEB - NWEB_FETCH : NWEB;
+	for (int i = 0; i < n && rc == 0; i++) {
 		JSAtom atom = JS_NewAtom(ctx, web_names[i]);
-		JSValue get = JS_NewCFunctionMagic(ctx, js_web_get, web_names[i], 0, JS_CFUNC_generic_magic, i);
+		JSValue get = JS_NewCFunctionData(ctx, js_web_get, 0, i, 1, (JSValueConst *)&fetch);
 		JSValue set = JS_NewCFunctionMagic(ctx, js_web_set, web_names[i], 1, JS_CFUNC_generic_magic, i);
 		if (atom == JS_ATOM_NULL || JS_IsException(get) || JS_IsException(set)) {
 			JS_FreeValue(ctx, get);
@@ -1526,6 +1551,7 @@ static int install_web(JSContext *ctx)
 		if (atom != JS_ATOM_NULL)
 			JS_FreeAtom(ctx, atom);
 	}
+	JS_FreeValue(ctx, fetch);
 	JS_FreeValue(ctx, global);
 	return rc;
 }
@@ -2146,13 +2172,13 @@ static int sandbox_open(bridge_slot *s, const bridge_config *cfg, const JSMalloc
 	JS_FreeValue(ctx, a);
 	if (JS_IsException(o) || JS_IsException(a))
 		return -1;
-	if (install_console(ctx) || install_timers(ctx) || install_random(ctx) || install_web(ctx))
+	if (install_console(ctx) || install_timers(ctx) || install_random(ctx))
 		return -1;
 	s->handle = cfg->handle;
 	s->cap_names = cfg->cap_names;
 	s->cap_async = cfg->cap_async;
 	s->ncaps = cfg->ncaps;
-	if (install_marks(s) || (s->ncaps > 0 && install_capabilities(s)) || guards_install(s))
+	if (install_marks(s) || (s->ncaps > 0 && install_capabilities(s)) || install_web(ctx) || guards_install(s))
 		return -1;
 	return 0;
 }

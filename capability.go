@@ -112,7 +112,8 @@ type capTable struct {
 	async *C.uint8_t
 	// tmpls are the sandboxes slots clone for this capability set
 	// (bridge.c, Templates); freed with the table, after every slot.
-	tmpls *C.bridge_tmpls
+	tmpls      *C.bridge_tmpls
+	fetchState // the table with fetch added (Executor.fetchTable)
 }
 
 func newCapTable(caps []Capability) *capTable {

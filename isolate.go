@@ -17,6 +17,7 @@ import (
 	"errors"
 	"hash"
 	mrand "math/rand/v2"
+	"net/http"
 	"runtime/cgo"
 	"strconv"
 	"strings"
@@ -202,6 +203,7 @@ type program struct {
 	selftest    []byte    // NUL-terminated self-test (registration), or nil
 	dispatch    DispatchFunc
 	retain      bool
+	outbound    http.RoundTripper // the network the run is granted (fetch), or nil
 }
 
 // call is one run of one sandbox: what the Go side needs while C works.
@@ -261,6 +263,10 @@ func (ex *Executor) run(ctx context.Context, prog *program, start time.Time) (o 
 	}
 	kept := false
 	caps := ex.caps.Load()
+	if prog.outbound != nil {
+		caps = ex.fetchTable(caps)
+		ctx = context.WithValue(ctx, outboundKey{}, prog.outbound)
+	}
 	defer func() {
 		if kept {
 			o.retained = ex.retain(s, name, smap, caps)

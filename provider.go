@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -80,6 +81,10 @@ type Request struct {
 	// host can call functions the program passed to tools
 	// ([ExecuteResult].Retained).
 	RetainHandles bool
+	// Outbound grants this program the network through its handler (see
+	// [WithOutbound]), in place of the executor's; nil keeps the
+	// executor's (by default none: no fetch at all).
+	Outbound http.RoundTripper
 }
 
 // ExecuteResult is what [Executor.Execute] returns: the program's result as
@@ -341,6 +346,10 @@ func (e *Executor) Execute(ctx context.Context, req Request) (res ExecuteResult)
 		runtime:  runtime,
 		dispatch: req.Dispatch,
 		retain:   req.RetainHandles,
+		outbound: e.outbound,
+	}
+	if req.Outbound != nil {
+		p.outbound = req.Outbound
 	}
 	key := programKey(req.Code, req.Providers)
 	if bc, ok := e.cache.get(key); ok {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -47,7 +48,8 @@ type Executor struct {
 	// retained counts the loops of retained sandboxes, which own slots.
 	retained   sync.WaitGroup
 	retainIdle time.Duration
-	ts         TypeScript // strips a source that is not JavaScript; nil: none
+	ts         TypeScript        // strips a source that is not JavaScript; nil: none
+	outbound   http.RoundTripper // the network runs are granted (fetch); nil: none
 }
 
 // Option configures an [Executor] in [New].
@@ -62,6 +64,7 @@ type config struct {
 	cacheSize   int
 	ts          TypeScript
 	tsSet       bool
+	outbound    http.RoundTripper
 }
 
 // WithSlots bounds how many runs are alive at once: each run holds a slot
@@ -127,7 +130,7 @@ func New(opts ...Option) (*Executor, error) {
 			return nil, err
 		}
 	}
-	e := &Executor{limits: limits, retainIdle: cfg.retainIdle, checked: checkedMode, ts: cfg.ts}
+	e := &Executor{limits: limits, retainIdle: cfg.retainIdle, checked: checkedMode, ts: cfg.ts, outbound: cfg.outbound}
 	if !cfg.tsSet {
 		e.ts = registeredTypeScript()
 	}
@@ -226,7 +229,8 @@ func (e *Executor) Run(ctx context.Context, script string) (*Result, error) {
 		return nil, contextError(RunJSToolName, err)
 	}
 	p := &program{name: RunJSToolName, file: scriptFile,
-		smap: sourceMap{file: scriptFileName, head: len(wrapHead), shape: jspos.Body, src: script, ts: e.ts}}
+		smap:     sourceMap{file: scriptFileName, head: len(wrapHead), shape: jspos.Body, src: script, ts: e.ts},
+		outbound: e.outbound}
 	key := scriptKey("run", script)
 	if bc, ok := e.cache.get(key); ok {
 		p.bc, p.src = bc, noSource

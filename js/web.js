@@ -1079,8 +1079,205 @@
 	}
 	Object.defineProperty(URL.prototype, Symbol.toStringTag, { value: 'URL', configurable: true });
 
-	return {
+	const globals = {
 		TextEncoder, TextDecoder, atob, btoa, structuredClone, performance, crypto,
 		URL, URLSearchParams, AbortController, AbortSignal, Event, EventTarget, DOMException,
 	};
+	if (typeof native.fetch === 'function') Object.assign(globals, fetchAPI(native.fetch));
+	return globals;
+
+	// ---------------------------------------------------------------- fetch
+	// Only where the host grants the network: every request goes to its
+	// handler (the internal capability call), which may refuse it.
+	function fetchAPI(call) {
+		const token = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+		const normalize = (v) => String(v).replace(/^[\t\n\r ]+|[\t\n\r ]+$/g, '');
+		class Headers {
+			#map = new Map(); // lower-case name -> [name, [values]]
+			constructor(init = undefined) {
+				if (init === undefined || init === null) return;
+				if (init instanceof Headers) { for (const [k, v] of init) this.append(k, v); return; }
+				if (typeof init[Symbol.iterator] === 'function') {
+					for (const pair of init) {
+						const p = [...pair];
+						if (p.length !== 2) throw new TypeError("Failed to construct 'Headers': a header pair must have exactly two items.");
+						this.append(p[0], p[1]);
+					}
+					return;
+				}
+				for (const k of Object.keys(init)) this.append(k, init[k]);
+			}
+			#name(name) {
+				name = String(name);
+				if (!token.test(name)) throw new TypeError(`Headers: invalid header name: ${name}`);
+				return name;
+			}
+			append(name, value) {
+				name = this.#name(name);
+				value = normalize(value);
+				if (/[\0\r\n]/.test(value)) throw new TypeError(`Headers: invalid header value for ${name}`);
+				const e = this.#map.get(name.toLowerCase());
+				if (e) e[1].push(value);
+				else this.#map.set(name.toLowerCase(), [name, [value]]);
+			}
+			set(name, value) { this.delete(name); this.append(name, value); }
+			get(name) {
+				const e = this.#map.get(this.#name(name).toLowerCase());
+				return e ? e[1].join(', ') : null;
+			}
+			getSetCookie() { return [...(this.#map.get('set-cookie')?.[1] ?? [])]; }
+			has(name) { return this.#map.has(this.#name(name).toLowerCase()); }
+			delete(name) { this.#map.delete(this.#name(name).toLowerCase()); }
+			forEach(callback, thisArg = undefined) { for (const [k, v] of this) callback.call(thisArg, v, k, this); }
+			*entries() {
+				for (const k of [...this.#map.keys()].sort()) {
+					const [, values] = this.#map.get(k);
+					if (k === 'set-cookie') for (const v of values) yield [k, v];
+					else yield [k, values.join(', ')];
+				}
+			}
+			*keys() { for (const [k] of this.entries()) yield k; }
+			*values() { for (const [, v] of this.entries()) yield v; }
+			[Symbol.iterator]() { return this.entries(); }
+		}
+		Object.defineProperty(Headers.prototype, Symbol.toStringTag, { value: 'Headers', configurable: true });
+
+		// A body: its bytes and the content type it implies.
+		function extract(body) {
+			if (body === undefined || body === null) return [null, null];
+			if (typeof body === 'string') return [utf8Encode(body), 'text/plain;charset=UTF-8'];
+			if (body instanceof URLSearchParams) return [utf8Encode(body.toString()), 'application/x-www-form-urlencoded;charset=UTF-8'];
+			if (isView(body)) return [new U8(body.buffer, body.byteOffset, body.byteLength).slice(), null];
+			if (objectTag(body) === '[object ArrayBuffer]') return [new U8(body.slice(0)), null];
+			return [utf8Encode(String(body)), 'text/plain;charset=UTF-8'];
+		}
+		const methods = ['DELETE', 'GET', 'HEAD', 'OPTIONS', 'POST', 'PUT', 'PATCH'];
+
+		class Body {
+			#bytes; #used = false;
+			_init(bytes) { this.#bytes = bytes; }
+			get bodyUsed() { return this.#used; }
+			get body() { return this.#bytes === null ? null : {}; }
+			#take() {
+				if (this.#used) return Promise.reject(new TypeError('Body is unusable: Body has already been read'));
+				this.#used = true;
+				return Promise.resolve(this.#bytes ?? new U8(0));
+			}
+			async bytes() { return (await this.#take()).slice(); }
+			async arrayBuffer() { return (await this.#take()).slice().buffer; }
+			async text() { return utf8Decoder.decode(await this.#take()); }
+			async json() { return JSON.parse(await this.text()); }
+			_bytes() { return this.#bytes; }
+		}
+
+		class Request extends Body {
+			#url; #method; #headers; #signal; #redirect;
+			constructor(input, init = {}) {
+				super();
+				let bytes = null;
+				if (input instanceof Request) {
+					this.#url = input.url; this.#method = input.method; this.#headers = new Headers(input.headers);
+					this.#signal = input.signal; this.#redirect = input.redirect;
+					bytes = input._bytes();
+				} else {
+					const u = URL.parse(String(input));
+					if (u === null) throw new TypeError(`Failed to parse URL from ${String(input)}`);
+					if (u.username !== '' || u.password !== '') throw new TypeError(`Request cannot be constructed from a URL that includes credentials: ${String(input)}`);
+					this.#url = u.href; this.#method = 'GET'; this.#headers = new Headers(); this.#signal = new AbortController().signal; this.#redirect = 'follow';
+				}
+				init = init ?? {};
+				if (init.method !== undefined) {
+					const m = String(init.method);
+					if (!token.test(m)) throw new TypeError(`'${m}' is not a valid HTTP method.`);
+					this.#method = methods.includes(m.toUpperCase()) ? m.toUpperCase() : m;
+				}
+				if (init.headers !== undefined) this.#headers = new Headers(init.headers);
+				if (init.signal !== undefined && init.signal !== null) this.#signal = init.signal;
+				if (init.redirect !== undefined) this.#redirect = String(init.redirect);
+				if (init.body !== undefined && init.body !== null) {
+					if (this.#method === 'GET' || this.#method === 'HEAD') throw new TypeError('Request with GET/HEAD method cannot have body.');
+					const [b, type] = extract(init.body);
+					bytes = b;
+					if (type !== null && !this.#headers.has('content-type')) this.#headers.set('content-type', type);
+				}
+				this._init(bytes);
+			}
+			get url() { return this.#url; }
+			get method() { return this.#method; }
+			get headers() { return this.#headers; }
+			get signal() { return this.#signal; }
+			get redirect() { return this.#redirect; }
+			clone() { return new Request(this); }
+		}
+		Object.defineProperty(Request.prototype, Symbol.toStringTag, { value: 'Request', configurable: true });
+
+		class Response extends Body {
+			#status; #statusText; #headers; #url = ''; #type = 'default'; #redirected = false;
+			constructor(body = null, init = {}) {
+				super();
+				init = init ?? {};
+				const status = init.status === undefined ? 200 : Number(init.status);
+				if (!Number.isInteger(status) || status < 200 || status > 599) throw new RangeError(`Failed to construct 'Response': The status provided (${init.status}) is outside the range [200, 599].`);
+				this.#status = status;
+				this.#statusText = init.statusText === undefined ? '' : String(init.statusText);
+				this.#headers = new Headers(init.headers);
+				const [bytes, type] = extract(body);
+				if (type !== null && !this.#headers.has('content-type')) this.#headers.set('content-type', type);
+				this._init(bytes);
+			}
+			static _from(r) {
+				const res = new Response(null, { status: 200, headers: r.headers });
+				res.#status = r.status; res.#statusText = r.statusText; res.#url = r.url; res.#redirected = Boolean(r.redirected);
+				res.#type = 'basic';
+				res._init(r.body instanceof U8 ? r.body : new U8(0));
+				return res;
+			}
+			static json(data, init = {}) {
+				const text = JSON.stringify(data);
+				if (text === undefined) throw new TypeError('Response.json: the data is not JSON-serializable');
+				const headers = new Headers(init?.headers);
+				if (!headers.has('content-type')) headers.set('content-type', 'application/json');
+				return new Response(text, { ...init, headers });
+			}
+			static error() { const r = new Response(null, { status: 200 }); r.#status = 0; r.#type = 'error'; return r; }
+			static redirect(url, status = 302) {
+				if (![301, 302, 303, 307, 308].includes(status)) throw new RangeError('Invalid status code');
+				return new Response(null, { status, headers: { location: new URL(url).href } });
+			}
+			get status() { return this.#status; }
+			get ok() { return this.#status >= 200 && this.#status <= 299; }
+			get statusText() { return this.#statusText; }
+			get headers() { return this.#headers; }
+			get url() { return this.#url; }
+			get type() { return this.#type; }
+			get redirected() { return this.#redirected; }
+			clone() {
+				if (this.bodyUsed) throw new TypeError('Response.clone: Body has already been read');
+				return Response._from({ status: this.#status, statusText: this.#statusText, headers: [...this.#headers], url: this.#url,
+					redirected: this.#redirected, body: this._bytes() ?? new U8(0) });
+			}
+		}
+		Object.defineProperty(Response.prototype, Symbol.toStringTag, { value: 'Response', configurable: true });
+		const fromHost = Response._from;
+		delete Response._from;
+
+		async function fetch(input, init = undefined) {
+			const req = new Request(input, init);
+			const signal = req.signal;
+			signal.throwIfAborted();
+			const pending = call({ method: req.method, url: req.url, headers: [...req.headers], body: req._bytes(), redirect: req.redirect });
+			let answer;
+			try {
+				answer = await new Promise((resolve, reject) => {
+					pending.then(resolve, reject);
+					signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+				});
+			} catch (e) {
+				if (signal.aborted && e === signal.reason) throw e;
+				throw new TypeError('fetch failed', { cause: e });
+			}
+			return fromHost(answer);
+		}
+		return { fetch, Request, Response, Headers };
+	}
 })
