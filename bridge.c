@@ -3150,11 +3150,16 @@ static int32_t start_register(bridge_slot *s, const bridge_config *cfg, const ch
 		return s->killed ? s->killed : emit_exception(s, true, out);
 	JSEvalOptions opts = {
 		.version = JS_EVAL_OPTIONS_VERSION,
-		.eval_flags = JS_EVAL_TYPE_GLOBAL | JS_EVAL_FLAG_ASYNC,
+		.eval_flags = JS_EVAL_TYPE_GLOBAL | JS_EVAL_FLAG_ASYNC | JS_EVAL_FLAG_COMPILE_ONLY,
 		.filename = "selftest.js",
 		.line_num = 1,
 	};
 	JSValue p = JS_Eval2(ctx, cfg->selftest, cfg->selftest_len, &opts);
+	if (JS_IsException(p)) {
+		s->syntax = !s->killed; /* placed by the self-test's own map */
+		return s->killed ? s->killed : emit_exception(s, true, out);
+	}
+	p = JS_EvalFunction(ctx, p);
 	if (JS_IsException(p))
 		return s->killed ? s->killed : emit_exception(s, true, out);
 	JSValue verdict = eval_source(s, selftest_verdict, sizeof(selftest_verdict) - 1, "<codemode:selftest>");

@@ -201,6 +201,7 @@ type program struct {
 	runtime     []byte    // runtime bytecode (Execute), or nil
 	args        []byte    // NUL-terminated argument JSON (tool calls)
 	selftest    []byte    // NUL-terminated self-test (registration), or nil
+	selftestMap *sourceMap // the self-test's positions, with selftest
 	dispatch    DispatchFunc
 	retain      bool
 	outbound    http.RoundTripper // the network the run is granted (fetch), or nil
@@ -582,6 +583,9 @@ func (c *call) finish(ctx context.Context, st C.int32_t, out *C.bridge_out) outc
 	o.logs = readLogs(out, c.ex.limits.Logs)
 	for i, l := range o.logs {
 		o.logs[i] = c.prog.smap.frames(l)
+		if sm := c.prog.selftestMap; sm != nil {
+			o.logs[i] = sm.frames(o.logs[i])
+		}
 	}
 	var data []byte
 	if out.data != nil {
@@ -598,7 +602,16 @@ func (c *call) finish(ctx context.Context, st C.int32_t, out *C.bridge_out) outc
 	case C.BRIDGE_DONE:
 		o.value = data
 	case C.BRIDGE_THROWN:
-		o.err = &ExecError{Kind: KindJS, Name: c.name, Message: c.prog.smap.render(string(data), syntax)}
+		smap := &c.prog.smap
+		if sm := c.prog.selftestMap; sm != nil && (syntax || !strings.Contains(string(data), smap.file+":")) &&
+			strings.Contains(string(data), sm.file+":") {
+			smap = sm // the self-test's own error
+		}
+		msg := smap.render(string(data), syntax)
+		if sm := c.prog.selftestMap; sm != nil && smap != sm {
+			msg = sm.frames(msg)
+		}
+		o.err = &ExecError{Kind: KindJS, Name: c.name, Message: msg}
 	case C.BRIDGE_TIMEOUT:
 		o.err = c.timeout()
 	case C.BRIDGE_MEMORY:

@@ -149,7 +149,11 @@ func (e *Executor) Register(ctx context.Context, src ToolSource) (RegisteredTool
 		p.src, p.wantBC = wrapTool(p.smap.instrument().Source(), key), true
 	}
 	if src.SelfTest != "" {
-		p.selftest = append([]byte(src.SelfTest), 0)
+		// The self-test takes every shape a run does: its value is the
+		// verdict (see jspos.Form), awaited.
+		sm := &sourceMap{file: selftestFileName, head: len(selftestHead), shape: jspos.Body, src: src.SelfTest, ts: e.ts}
+		p.selftestMap = sm
+		p.selftest = []byte(selftestHead + sm.instrument().Source() + selftestTail + "\x00")
 	}
 	o := e.run(ctx, p, start)
 	if err := registerError(o); err != nil {
@@ -208,6 +212,15 @@ func registerError(o outcome) *RegisterError {
 		return &RegisterError{Stage: StageExecution, Exec: o.err}
 	}
 }
+
+// selftestFileName is the name self-tests carry in stack traces (the
+// engine's, in bridge.c); selftestHead and selftestTail make one an async
+// function's body, called.
+const (
+	selftestFileName = "selftest.js"
+	selftestHead     = "(async () => {"
+	selftestTail     = "\n})()"
+)
 
 // toolFileName is the name tool sources carry in stack traces.
 const toolFileName = "tool.js"
