@@ -190,17 +190,17 @@ var noSource = []byte{0}
 type program struct {
 	name        string // attribution of errors: run_js, execute or a tool's name
 	mode        C.int32_t
-	file        *C.char   // the name of src in stack traces
-	smap        sourceMap // how the positions in src's errors map to the model's source
-	src         []byte    // NUL-terminated; unused when bc is set
-	bc          []byte    // src's cached bytecode, or nil
-	wantBC      bool      // hand out src's bytecode when compiling it
-	entry       []byte    // NUL-terminated entry source (Execute), or nil
-	entryBC     []byte    // the entry's cached bytecode, or nil
-	wantEntryBC bool      // hand out the entry's bytecode when compiling it
-	runtime     []byte    // runtime bytecode (Execute), or nil
-	args        []byte    // NUL-terminated argument JSON (tool calls)
-	selftest    []byte    // NUL-terminated self-test (registration), or nil
+	file        *C.char    // the name of src in stack traces
+	smap        sourceMap  // how the positions in src's errors map to the model's source
+	src         []byte     // NUL-terminated; unused when bc is set
+	bc          []byte     // src's cached bytecode, or nil
+	wantBC      bool       // hand out src's bytecode when compiling it
+	entry       []byte     // NUL-terminated entry source (Execute), or nil
+	entryBC     []byte     // the entry's cached bytecode, or nil
+	wantEntryBC bool       // hand out the entry's bytecode when compiling it
+	runtime     []byte     // runtime bytecode (Execute), or nil
+	args        []byte     // NUL-terminated argument JSON (tool calls)
+	selftest    []byte     // NUL-terminated self-test (registration), or nil
 	selftestMap *sourceMap // the self-test's positions, with selftest
 	dispatch    DispatchFunc
 	retain      bool
