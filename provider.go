@@ -69,7 +69,10 @@ type DispatchFunc func(ctx context.Context, provider, tool, argsJSON string) (st
 // Request is one program for [Executor.Execute].
 type Request struct {
 	// Code is an async arrow function, `async () => { ... }`, or any
-	// expression evaluating to a function; its result is the run's result.
+	// expression evaluating to a function, which is called; its result is
+	// the run's result. Any other shape models write is taken too (a body,
+	// statements whose last expression is the result, a named function, a
+	// markdown fence; see the package documentation, What models write).
 	// It runs in strict mode with the providers in scope.
 	Code string
 	// Providers are the namespaces declared to the program.

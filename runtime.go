@@ -208,8 +208,11 @@ type Result struct {
 
 // Run executes script as the body of an async function in a fresh sandbox:
 // a top-level return gives the result, await works, and a body that returns
-// nothing (or undefined) gives null. Line numbers in errors are the
-// script's own.
+// nothing (or undefined) gives null. It takes every shape models write (an
+// arrow or a named function, which is called; statements whose last
+// expression is the result; a markdown fence; TypeScript with a stripper:
+// see the package documentation, What models write). Line numbers in
+// errors are the script's own.
 //
 // The run ends at the executor's deadline, counted from this call, or when
 // ctx is done, whichever comes first. Every failure is an [*ExecError]
