@@ -64,10 +64,20 @@
 // Number, Boolean, Symbol, BigInt, Math, Reflect, JSON, Date, RegExp, Map,
 // Set, WeakMap, WeakSet, Promise, Proxy, ArrayBuffer, the typed arrays and
 // DataView, eval and Function (scripts compile inside the sandbox, under
-// its limits), setTimeout, setInterval and their clear functions. It has no
-// ambient authority: no require, process, fetch, network, filesystem,
-// environment or module loader (import() rejects). Host access is only
-// through capabilities and providers.
+// its limits), setTimeout, setInterval and their clear functions, and the
+// web globals models reach for: TextEncoder and TextDecoder (UTF-8, fatal
+// and stream as in browsers), atob, btoa, structuredClone, queueMicrotask,
+// performance.now (milliseconds since the run began), crypto.getRandomValues
+// and crypto.randomUUID (from the run's generator, seeded from a CSPRNG as
+// Math.random is), URL and URLSearchParams (the WHATWG parser; hosts must be
+// ASCII: no IDNA), AbortController, AbortSignal, Event, EventTarget and
+// DOMException. They cost a run nothing until it reads one (each is an
+// accessor until then). There is no Intl; toLocaleString is the engine's.
+// It has no ambient authority: no require, process, network, filesystem,
+// environment or module loader (import() rejects), and no fetch unless the
+// host grants the network ([WithOutbound], [Request].Outbound: every
+// request goes through the host's [http.RoundTripper]). Host access is
+// only through capabilities, providers and that handler.
 //
 // console.log, info, warn, error and debug append one line each to
 // [Result].Logs: strings as they are, other values as compact JSON (String(v)
@@ -77,8 +87,8 @@
 //
 // # What models write
 //
-// Every entry point ([Executor.Run], [Executor.Execute], [CodeModeTool])
-// takes the shapes models write, each with the value a reader expects:
+// Every entry point ([Executor.Run], [Executor.Execute], [CodeModeTool],
+// a registered tool's self-test) takes the shapes models write, each with the value a reader expects:
 //
 //   - a function body, with top-level return and await (Run's own shape);
 //   - an arrow or function expression, sync or async, with or without a
