@@ -1444,8 +1444,8 @@ static JSValue js_web_fill(JSContext *ctx, JSValueConst this_val, int argc, JSVa
 static JSValue web_load(JSContext *ctx, JSValueConst fetch)
 {
 	const uint8_t *bc = atomic_load(&web_bc);
-	if (!bc)
-		return JS_ThrowInternalError(ctx, "codemode: the web globals are not loaded");
+	if (!bc && (go_load_web() != 0 || !(bc = atomic_load(&web_bc)))) /* the first read in the process */
+		return JS_ThrowInternalError(ctx, "codemode: the web globals do not compile");
 	JSValue fn = JS_ReadObject(ctx, bc, atomic_load(&web_bc_len), JS_READ_OBJ_BYTECODE);
 	if (JS_IsException(fn))
 		return fn;

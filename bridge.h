@@ -147,6 +147,9 @@ void go_capability_call(uintptr_t handle, int32_t index, char *args, size_t n, b
 int32_t go_capability_start(uintptr_t handle, int32_t index, uint32_t id, char *args, size_t n);
 int32_t go_dispatch_start(uintptr_t handle, uint32_t id, char *provider, size_t np, char *tool, size_t nt, char *args,
                           size_t na);
+/* Compiles js/web.js once per process and hands it to bridge_set_web
+ * (web.go): 0, or -1 if it does not compile. */
+int32_t go_load_web(void);
 
 /* A slot is the long-lived C shell one sandbox runs in: its cancel flag,
  * its kill state, its log buffer. Only one goroutine uses a slot at a time;
@@ -263,7 +266,8 @@ void bridge_out_free(bridge_out *out);
 uint64_t bridge_max_stack(void);
 
 /* The bytecode of js/web.js, the web globals' source, held by the caller for
- * the life of the process (set once, before any run reads a web global). */
+ * the life of the process (set once, by go_load_web, when a run first reads
+ * a web global). */
 void bridge_set_web(const uint8_t *bc, size_t len);
 
 /* The floor for benchmarks: one whole run (sandbox, eval, jobs, result

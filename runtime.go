@@ -118,9 +118,6 @@ func New(opts ...Option) (*Executor, error) {
 			return nil, err
 		}
 	}
-	if err := loadWeb(); err != nil {
-		return nil, err
-	}
 	limits := cfg.limits.withDefaults()
 	if err := limits.validate(); err != nil {
 		return nil, err

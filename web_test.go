@@ -86,3 +86,10 @@ func TestRandomUUID(t *testing.T) {
 		seen[string(res.Value)] = true
 	}
 }
+
+// TestWebCompiles: js/web.js compiles (a run's first read of a web global
+// compiles it, once per process).
+func TestWebCompiles(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, loadWeb())
+}
