@@ -27,20 +27,38 @@ type ToolAPI struct {
 	Parameters  json.RawMessage // the JSON Schema of its arguments object
 }
 
-// describeContract is the execution contract at the head of Describe.
-const describeContract = "Run JavaScript to do the task in one step. `code` is the body of an async function " +
-	"(an arrow or a named function is called; without a return, the last expression is the result): " +
-	"call the APIs below as global functions, use await freely, and return one JSON-serializable value, which is " +
-	"the result. Each API takes one arguments object and returns its result; a failed call throws an Error you " +
-	"can catch. There is no filesystem, no network, no import and no Intl; console.log output comes back with the result."
+// The execution contract at the head of Describe, in parts: what code
+// is (JavaScript, or with a stripper TypeScript too), how it runs, which
+// globals it has, and what it has not (the network, unless granted).
+const (
+	contractJS  = "Run JavaScript to do the task in one step. `code` is the body of an async function "
+	contractTS  = "Run JavaScript or TypeScript to do the task in one step. `code` is the body of an async function "
+	contractRun = "(an arrow or a named function is called; without a return, the last expression is the result): " +
+		"call the APIs below as global functions, use await freely, and return one JSON-serializable value, which is " +
+		"the result. Each API takes one arguments object and returns its result; a failed call throws an Error you " +
+		"can catch. Web globals: TextEncoder, TextDecoder, atob, btoa, structuredClone, URL, URLSearchParams, " +
+		"crypto.randomUUID, performance.now, setTimeout, AbortController. "
+	contractOffline = "There is no filesystem, no network, no import and no Intl; console.log output comes back with the result."
+	contractOnline  = "fetch reaches the network the host allows; there is no filesystem, no import and no Intl; " +
+		"console.log output comes back with the result."
+)
 
-// describeContractTS is describeContract for an executor that strips
-// TypeScript.
-const describeContractTS = "Run JavaScript or TypeScript to do the task in one step. `code` is the body of an async function " +
-	"(an arrow or a named function is called; without a return, the last expression is the result): " +
-	"call the APIs below as global functions, use await freely, and return one JSON-serializable value, which is " +
-	"the result. Each API takes one arguments object and returns its result; a failed call throws an Error you " +
-	"can catch. There is no filesystem, no network, no import and no Intl; console.log output comes back with the result."
+// describeContract is the contract of an executor without TypeScript or
+// the network.
+const describeContract = contractJS + contractRun + contractOffline
+
+// contract is the contract for an executor that strips TypeScript (ts)
+// or grants the network (net).
+func contract(ts, net bool) string {
+	head, tail := contractJS, contractOffline
+	if ts {
+		head = contractTS
+	}
+	if net {
+		tail = contractOnline
+	}
+	return head + contractRun + tail
+}
 
 // Describe generates the default run_js description: the execution
 // contract, then one token-compact line per API,
@@ -50,14 +68,14 @@ const describeContractTS = "Run JavaScript or TypeScript to do the task in one s
 // (optional properties end in ?, enums read a|b, arrays T[], nested objects
 // {…}, a missing description "(no description)."), then a short example.
 // With no APIs it is the contract alone. The contract says TypeScript is
-// fine when a stripper is registered ([RegisterTypeScript]).
-func Describe(apis []ToolAPI) string { return describe(apis, registeredTypeScript() != nil) }
+// fine when a stripper is registered ([RegisterTypeScript]). (A
+// CodeModeTool's own description says so when its executor strips
+// TypeScript, and that fetch works when it grants the network.)
+func Describe(apis []ToolAPI) string {
+	return describe(apis, contract(registeredTypeScript() != nil, false))
+}
 
-func describe(apis []ToolAPI, ts bool) string {
-	contract := describeContract
-	if ts {
-		contract = describeContractTS
-	}
+func describe(apis []ToolAPI, contract string) string {
 	if len(apis) == 0 {
 		return contract
 	}
@@ -346,7 +364,7 @@ func NewCodeModeTool(tools []Tool, limits Limits, opts ...Option) (*CodeModeTool
 	if err != nil {
 		return nil, err
 	}
-	return &CodeModeTool{exec: exec, description: describe(apis, exec.ts != nil)}, nil
+	return &CodeModeTool{exec: exec, description: describe(apis, contract(exec.ts != nil, exec.outbound != nil))}, nil
 }
 
 // toolHandler adapts a Tool to a capability handler.

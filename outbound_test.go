@@ -123,3 +123,20 @@ func TestFetchCancelledWithTheRun(t *testing.T) {
 		t.Fatal("the request outlived its run")
 	}
 }
+
+// TestCodeModeToolSaysFetch: the description tells the model fetch works
+// only when the host grants the network.
+func TestCodeModeToolSaysFetch(t *testing.T) {
+	t.Parallel()
+	off, err := NewCodeModeTool(nil, Limits{})
+	require.NoError(t, err)
+	defer off.Close()
+	assert.Contains(t, off.Description(), "no network")
+	assert.NotContains(t, off.Description(), "fetch")
+	on, err := NewCodeModeTool(nil, Limits{}, WithOutbound(RoundTripFunc(func(*http.Request) (*http.Response, error) {
+		return nil, errors.New("no")
+	})))
+	require.NoError(t, err)
+	defer on.Close()
+	assert.Contains(t, on.Description(), "fetch reaches the network the host allows")
+}
