@@ -139,7 +139,13 @@ func BenchmarkHostCall(b *testing.B) {
 		WithCapability(Capability{Name: "q", Func: serve(small)}),
 		WithCapability(Capability{Name: "qraw", Func: serve(raw)}),
 		WithCapability(Capability{Name: "qasync", Async: true, Func: serve(small)}),
-		WithCapability(Capability{Name: "qasyncraw", Async: true, Func: serve(raw)}))
+		WithCapability(Capability{Name: "qasyncraw", Async: true, Func: serve(raw)}),
+		// The same, its arguments checked against a schema (the fast
+		// path's kind), and one the library checks (an enum).
+		WithCapability(Capability{Name: "qchecked", Func: serve(raw), Params: json.RawMessage(
+			`{"type":"object","properties":{"id":{"type":"integer","description":"the id"},"name":{"type":"string"}},"required":["id"]}`)}),
+		WithCapability(Capability{Name: "qlibrary", Func: serve(raw), Params: json.RawMessage(
+			`{"type":"object","properties":{"id":{"type":"integer","minimum":0},"name":{"enum":["x","y"]}},"required":["id"]}`)}))
 	ctx := context.Background()
 	const loop = "let n = 0; for (let i = 0; i < 100; i++) n += %s({id: i, name: 'x'}).id; return n"
 	const loopAsync = "let n = 0; for (let i = 0; i < 100; i++) n += (await %s({id: i, name: 'x'})).id; return n"
@@ -151,6 +157,8 @@ func BenchmarkHostCall(b *testing.B) {
 	}{
 		{"sync", loop, "q", 100},
 		{"sync-raw", loop, "qraw", 100},
+		{"sync-raw-checked", loop, "qchecked", 100},
+		{"sync-raw-checked-library", loop, "qlibrary", 100},
 		{"async", loopAsync, "qasync", 100},
 		{"async-raw", loopAsync, "qasyncraw", 100},
 		{"promise-all-16", all16, "qasync", 16},

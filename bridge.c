@@ -1784,6 +1784,9 @@ static JSValue js_capability(JSContext *ctx, JSValueConst this_val, int argc, JS
 			ret = JS_IsException(err) ? err : JS_Throw(ctx, err);
 			break;
 		}
+		case BRIDGE_CALL_TYPE_ERROR: /* NUL-terminated by Go */
+			ret = JS_ThrowTypeError(ctx, "%s", r.data ? r.data : "");
+			break;
 		case BRIDGE_CALL_TIMEOUT:
 			ret = throw_kill(s, BRIDGE_TIMEOUT);
 			break;
@@ -1977,6 +1980,10 @@ void bridge_slot_settle(bridge_slot *s, uint32_t id, int32_t status, const char 
 			v = capability_error(s, c.cap, name, nlen, bad, sizeof(bad) - 1);
 			fn = c.reject;
 		}
+	} else if (status == BRIDGE_CALL_TYPE_ERROR) {
+		JS_ThrowTypeError(ctx, "%.*s", (int)(len < INT32_MAX ? len : INT32_MAX), data);
+		v = JS_GetException(ctx);
+		fn = c.reject;
 	} else {
 		v = capability_error(s, c.cap, name, nlen, data, len);
 		fn = c.reject;

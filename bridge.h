@@ -55,6 +55,7 @@ enum {
 	BRIDGE_CALL_CANCELED = 3, /* the run's context ended during the call */
 	BRIDGE_CALL_INTERNAL = 4, /* the Go glue failed; Go keeps the reason */
 	BRIDGE_CALL_STRING = 5,   /* settle: data is a string to resolve with as it is */
+	BRIDGE_CALL_TYPE_ERROR = 6, /* the arguments failed the capability's schema: data is the TypeError's message */
 };
 
 /* What go_capability_call hands back; data is malloc'd by Go, freed by C. */

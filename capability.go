@@ -53,12 +53,26 @@ type Capability struct {
 	Name string
 	// Description says what the capability does, for the model.
 	Description string
-	// Params is the JSON Schema of the one argument object, for the model.
+	// Params is the JSON Schema of the one argument object: shown to the
+	// model, and checked before Func runs (compiled once, by a compiler
+	// that loads nothing from outside the schema). A call whose argument
+	// fails it throws a catchable TypeError in the sandbox naming the
+	// capability and the path ("search: `query` is required", "get_user:
+	// `id`: got string, want integer"), and Func never runs. Empty: any
+	// object.
 	Params json.RawMessage
+	// Returns is the JSON Schema of the result, for the model; empty:
+	// unknown.
+	Returns json.RawMessage
+	// Unchecked skips checking arguments against Params (the handler
+	// checks them itself).
+	Unchecked bool
 	// Async makes the capability return a Promise.
 	Async bool
 	// Func serves a call.
 	Func func(ctx context.Context, args json.RawMessage) (any, error)
+
+	check *argCheck // Params compiled, unless Unchecked
 }
 
 // WithCapability adds a capability to every sandbox of the executor. New
@@ -83,6 +97,9 @@ func (e *Executor) AddCapability(c Capability) error {
 		return internalError("add capability", ErrClosed)
 	}
 	cur := e.caps.Load()
+	if err := e.compileCapability(&c); err != nil {
+		return err
+	}
 	if err := validateCapability(c, cur.caps); err != nil {
 		return err
 	}
@@ -166,6 +183,20 @@ func validateCapability(c Capability, existing []Capability) *RegisterError {
 				Reason: fmt.Sprintf("a capability named %q is already registered", c.Name)}
 		}
 	}
+	return nil
+}
+
+// compileCapability compiles c's Params for checking its arguments.
+func (e *Executor) compileCapability(c *Capability) *RegisterError {
+	if c.Unchecked {
+		return nil
+	}
+	check, err := e.schemas.compileCheck(c.Params)
+	if err != nil {
+		err.Name = c.Name
+		return err
+	}
+	c.check = check
 	return nil
 }
 
@@ -336,6 +367,7 @@ type completion struct {
 	str     bool
 	failure string
 	failed  bool
+	badArgs bool   // the failure is the arguments': a TypeError
 	tool    string // a failed dispatch: "provider.tool", what the failure is attributed to
 }
 
@@ -418,20 +450,25 @@ func (h *hostRun) take() []completion {
 
 // invoke runs a handler, turning a panic into a failure, and appends its
 // result to dst as NUL-terminated JSON.
-func invoke(c *Capability, ctx context.Context, args json.RawMessage, dst []byte) (result []byte, failure string, failed bool) {
+func invoke(c *Capability, ctx context.Context, args json.RawMessage, dst []byte) (result []byte, failure string, failed, badArgs bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			result, failure, failed = nil, fmt.Sprintf("panic: %v", r), true
 		}
 	}()
+	if c.check != nil {
+		if problem := c.check.problem(args); problem != "" {
+			return nil, c.Name + ": " + problem, true, true
+		}
+	}
 	v, err := c.Func(ctx, args)
 	if err != nil {
-		return nil, err.Error(), true
+		return nil, err.Error(), true, false
 	}
 	if dst, err = appendJSON(dst, v); err != nil {
-		return nil, "cannot encode the result as JSON: " + err.Error(), true
+		return nil, "cannot encode the result as JSON: " + err.Error(), true, false
 	}
-	return append(dst, 0), "", false
+	return append(dst, 0), "", false, false
 }
 
 // appendJSON appends v's JSON to dst: a json.RawMessage as it is (the
@@ -494,7 +531,7 @@ func (h *hostRun) callSync(index int, args json.RawMessage, reply *C.bridge_repl
 	// The handler blocks this goroutine, not an execution right: another
 	// run may execute meanwhile. The right is taken back before C goes on.
 	h.run.leave()
-	result, failure, failed := invoke(&h.caps.caps[index], ctx, args, h.scratch[:0])
+	result, failure, failed, badArgs := invoke(&h.caps.caps[index], ctx, args, h.scratch[:0])
 	if !failed && cap(result) <= maxScratch {
 		h.scratch = result
 	}
@@ -506,6 +543,9 @@ func (h *hostRun) callSync(index int, args json.RawMessage, reply *C.bridge_repl
 	case entered != nil || time.Now().After(h.deadline):
 		reply.status = C.BRIDGE_CALL_TIMEOUT
 		return
+	case badArgs:
+		reply.status = C.BRIDGE_CALL_TYPE_ERROR
+		result = []byte(failure)
 	case failed:
 		reply.status = C.BRIDGE_CALL_ERROR
 		result = []byte(failure)
@@ -547,7 +587,7 @@ func (h *hostRun) serve(call asyncCall) {
 		h.entered.Done()
 		var d completion
 		if call.cap >= 0 {
-			d.result, d.failure, d.failed = invoke(&h.caps.caps[call.cap], h.ctx, call.args, nil)
+			d.result, d.failure, d.failed, d.badArgs = invoke(&h.caps.caps[call.cap], h.ctx, call.args, nil)
 		} else {
 			d.result, d.failure, d.failed = h.callDispatch(h.dctx, call)
 			d.str = !d.failed

@@ -456,8 +456,12 @@ func (c *call) settle(d completion) {
 		return
 	}
 	if d.failed {
+		st := C.int32_t(C.BRIDGE_CALL_ERROR)
+		if d.badArgs {
+			st = C.BRIDGE_CALL_TYPE_ERROR
+		}
 		msg, name := cText(d.failure), cText(d.tool)
-		C.bridge_slot_settle(c.slot.c, C.uint32_t(d.id), C.BRIDGE_CALL_ERROR, msg, C.size_t(len(d.failure)),
+		C.bridge_slot_settle(c.slot.c, C.uint32_t(d.id), st, msg, C.size_t(len(d.failure)),
 			name, C.size_t(len(d.tool)))
 		return
 	}

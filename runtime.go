@@ -131,6 +131,11 @@ func New(opts ...Option) (*Executor, error) {
 	if !cfg.tsSet {
 		e.ts = registeredTypeScript()
 	}
+	for i := range cfg.caps {
+		if err := e.compileCapability(&cfg.caps[i]); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.slots == 0 {
 		cfg.slots = DefaultSlots
 	}

@@ -249,11 +249,17 @@ func (t *tool) argsProblem(args json.RawMessage) string {
 	default:
 		return "missing required arguments " + strings.Join(missing, ", ")
 	}
+	return t.params.violations(args)
+}
+
+// violations words why args (a JSON object) fail the schema: each failing
+// location and why, sorted; "" if they pass.
+func (p *params) violations(args json.RawMessage) string {
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
 	if err != nil {
 		return "the arguments must be a JSON object"
 	}
-	verr, ok := t.params.schema.Validate(inst).(*jsonschema.ValidationError)
+	verr, ok := p.schema.Validate(inst).(*jsonschema.ValidationError)
 	if !ok {
 		return ""
 	}
