@@ -25,6 +25,7 @@ type ToolAPI struct {
 	JSName      string          // the global the tool is callable under (see JSIdentifier)
 	Description string          // what it does
 	Parameters  json.RawMessage // the JSON Schema of its arguments object
+	Returns     json.RawMessage // the JSON Schema of its result; empty: unknown
 }
 
 // The execution contract at the head of Describe, in parts: what code
@@ -35,8 +36,11 @@ const (
 	contractTS  = "Run JavaScript or TypeScript to do the task in one step. `code` is the body of an async function "
 	contractRun = "(an arrow or a named function is called; without a return, the last expression is the result): " +
 		"call the APIs below as global functions, use await freely, and return one JSON-serializable value, which is " +
-		"the result. Each API takes one arguments object and returns its result; a failed call throws an Error you " +
-		"can catch. Web globals: TextEncoder, TextDecoder, atob, btoa, structuredClone, URL, URLSearchParams, " +
+		"the result. "
+	contractSync  = "Each API takes one arguments object and returns its result; a failed call throws an Error you can catch. "
+	contractAsync = "Each API takes one arguments object and returns a Promise of its result (await it; Promise.all runs " +
+		"calls at once); a failed call rejects with an Error you can catch. "
+	contractGlobals = "Web globals: TextEncoder, TextDecoder, atob, btoa, structuredClone, URL, URLSearchParams, " +
 		"crypto.randomUUID, performance.now, setTimeout, AbortController. "
 	contractOffline = "There is no filesystem, no network, no import and no Intl; console.log output comes back with the result."
 	contractOnline  = "fetch reaches the network the host allows; there is no filesystem, no import and no Intl; " +
@@ -45,19 +49,22 @@ const (
 
 // describeContract is the contract of an executor without TypeScript or
 // the network.
-const describeContract = contractJS + contractRun + contractOffline
+const describeContract = contractJS + contractRun + contractSync + contractGlobals + contractOffline
 
-// contract is the contract for an executor that strips TypeScript (ts)
-// or grants the network (net).
-func contract(ts, net bool) string {
-	head, tail := contractJS, contractOffline
+// contract is the contract for an executor that strips TypeScript (ts),
+// grants the network (net), or whose APIs return promises (async).
+func contract(ts, net, async bool) string {
+	head, calls, tail := contractJS, contractSync, contractOffline
 	if ts {
 		head = contractTS
+	}
+	if async {
+		calls = contractAsync
 	}
 	if net {
 		tail = contractOnline
 	}
-	return head + contractRun + tail
+	return head + contractRun + calls + contractGlobals + tail
 }
 
 // Describe generates the default run_js description: the execution
@@ -72,10 +79,10 @@ func contract(ts, net bool) string {
 // CodeModeTool's own description says so when its executor strips
 // TypeScript, and that fetch works when it grants the network.)
 func Describe(apis []ToolAPI) string {
-	return describe(apis, contract(registeredTypeScript() != nil, false))
+	return describe(apis, contract(registeredTypeScript() != nil, false, false), false)
 }
 
-func describe(apis []ToolAPI, contract string) string {
+func describe(apis []ToolAPI, contract string, async bool) string {
 	if len(apis) == 0 {
 		return contract
 	}
@@ -90,10 +97,18 @@ func describe(apis []ToolAPI, contract string) string {
 		case !strings.HasSuffix(desc, ".") && !strings.HasSuffix(desc, "!") && !strings.HasSuffix(desc, "?"):
 			desc += "."
 		}
-		fmt.Fprintf(&b, "- %s(args): %s args: %s\n", api.JSName, desc, schemaType(parseOrdered(api.Parameters)))
+		fmt.Fprintf(&b, "- %s(args): %s args: %s", api.JSName, desc, schemaType(parseOrdered(api.Parameters)))
+		if len(bytes.TrimSpace(api.Returns)) > 0 {
+			fmt.Fprintf(&b, " returns: %s", schemaType(parseOrdered(api.Returns)))
+		}
+		b.WriteByte('\n')
 	}
 	first := apis[0]
-	fmt.Fprintf(&b, "\nExample:\nconst r = %s(%s)\nreturn { r }", first.JSName, exampleArgs(parseOrdered(first.Parameters)))
+	await := ""
+	if async {
+		await = "await "
+	}
+	fmt.Fprintf(&b, "\nExample:\nconst r = %s%s(%s)\nreturn { r }", await, first.JSName, exampleArgs(parseOrdered(first.Parameters)))
 	return b.String()
 }
 
@@ -315,6 +330,9 @@ type ToolDefinition struct {
 	Name        string
 	Description string
 	Parameters  json.RawMessage
+	// Returns is the JSON Schema of the tool's result, for the model;
+	// empty: unknown.
+	Returns json.RawMessage
 }
 
 // Tool is a tool a model can call with JSON arguments: a host tool, a
@@ -326,9 +344,11 @@ type Tool interface {
 }
 
 // CodeModeTool packages Code Mode as one tool named run_js: the host tools
-// become sync capabilities of its executor, its description lists them as
-// a JavaScript API ([Describe]), and a call runs the model's script. Safe
-// for concurrent use; Close it when done.
+// become async capabilities of its executor (a Promise.all over them runs
+// them at once; a tool that ignores its context is abandoned at the
+// deadline; [WithSyncTools] makes them the reference's sync-looking calls),
+// its description lists them as a JavaScript API ([Describe]), and a call
+// runs the model's script. Safe for concurrent use; Close it when done.
 type CodeModeTool struct {
 	exec        *Executor
 	description string
@@ -345,6 +365,13 @@ type CodeModeTool struct {
 // stripper: import github.com/codemode-go/codemode/typescript to register
 // one (or pass [WithTypeScript]).
 func NewCodeModeTool(tools []Tool, limits Limits, opts ...Option) (*CodeModeTool, error) {
+	var probe config // what the options say about the tools themselves
+	for _, o := range opts {
+		if err := o(&probe); err != nil {
+			return nil, err
+		}
+	}
+	async := !probe.syncTools
 	opts = append([]Option{WithLimits(limits)}, opts...)
 	apis := make([]ToolAPI, 0, len(tools))
 	owner := map[string]string{}
@@ -357,14 +384,26 @@ func NewCodeModeTool(tools []Tool, limits Limits, opts ...Option) (*CodeModeTool
 		}
 		owner[id] = def.Name
 		opts = append(opts, WithCapability(Capability{Name: id, Description: def.Description, Params: def.Parameters,
-			Func: toolHandler(t, def.Name)}))
-		apis = append(apis, ToolAPI{JSName: id, Description: def.Description, Parameters: def.Parameters})
+			Returns: def.Returns, Async: async, Func: toolHandler(t, def.Name)}))
+		apis = append(apis, ToolAPI{JSName: id, Description: def.Description, Parameters: def.Parameters, Returns: def.Returns})
 	}
 	exec, err := New(opts...)
 	if err != nil {
 		return nil, err
 	}
-	return &CodeModeTool{exec: exec, description: describe(apis, contract(exec.ts != nil, exec.outbound != nil))}, nil
+	return &CodeModeTool{exec: exec, description: describe(apis, contract(exec.ts != nil, exec.outbound != nil, async), async)}, nil
+}
+
+// WithSyncTools makes [NewCodeModeTool] wrap its tools as synchronous
+// capabilities, the reference's sync-looking calls (`const r = search({...})`;
+// a call blocks the script until its tool returns, and one that ignores
+// its context holds the run past its deadline), and its description says
+// so. Other executors ignore it.
+func WithSyncTools() Option {
+	return func(c *config) error {
+		c.syncTools = true
+		return nil
+	}
 }
 
 // toolHandler adapts a Tool to a capability handler.
@@ -408,16 +447,25 @@ func (t *CodeModeTool) Definition() ToolDefinition {
 	return ToolDefinition{Name: RunJSToolName, Description: t.description, Parameters: RunJSParameters()}
 }
 
-// Call runs {"code": "<script>"} and returns {"result": value}, plus
-// "logs" when the script logged. A model-repairable failure (a script
-// error, a tool failure, a deadline or memory kill, bad arguments) is also
-// a result with a nil error: the [ExecError] JSON plus "logs", for the
-// model to read. Only an internal failure (including a cancelled ctx or a
-// closed tool) is a Go error, an [*ExecError] of kind internal.
-func (t *CodeModeTool) Call(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+// CallResult is the outcome of a run_js call: the JSON the model reads,
+// and whether it reports a failure (MCP's isError, Anthropic's is_error),
+// told without parsing it.
+type CallResult struct {
+	Output  json.RawMessage
+	IsError bool
+}
+
+// Invoke runs {"code": "<script>"}: Output is {"result": value} plus
+// "logs" when the script logged; a model-repairable failure (a script
+// error, a tool failure, a deadline or memory kill, bad arguments) is the
+// [ExecError] JSON plus "logs", with IsError set. Only an internal failure
+// (including a cancelled ctx or a closed tool) is a Go error, an
+// [*ExecError] of kind internal.
+func (t *CodeModeTool) Invoke(ctx context.Context, args json.RawMessage) (CallResult, error) {
 	code, reason := scriptArg(args)
 	if reason != "" {
-		return withLogs((&ExecError{Kind: KindInvalidArgs, Name: RunJSToolName, Reason: reason}).LLMJSON(), nil)
+		out, err := withLogs((&ExecError{Kind: KindInvalidArgs, Name: RunJSToolName, Reason: reason}).LLMJSON(), nil)
+		return CallResult{Output: out, IsError: true}, err
 	}
 	res, err := t.exec.Run(ctx, code)
 	var logs []string
@@ -427,11 +475,23 @@ func (t *CodeModeTool) Call(ctx context.Context, args json.RawMessage) (json.Raw
 	if err != nil {
 		var ee *ExecError
 		if !errors.As(err, &ee) || ee.Kind == KindInternal {
-			return nil, err
+			return CallResult{}, err
 		}
-		return withLogs(ee.LLMJSON(), logs)
+		out, err := withLogs(ee.LLMJSON(), logs)
+		return CallResult{Output: out, IsError: true}, err
 	}
-	return withLogs(`{"result":`+string(res.Value)+`}`, logs)
+	out, err := withLogs(`{"result":`+string(res.Value)+`}`, logs)
+	return CallResult{Output: out}, err
+}
+
+// Call is [CodeModeTool.Invoke] for the [Tool] interface (the reference's
+// contract): a model-repairable failure is output with a nil error.
+func (t *CodeModeTool) Call(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+	r, err := t.Invoke(ctx, args)
+	if err != nil {
+		return nil, err
+	}
+	return r.Output, nil
 }
 
 // scriptArg extracts run_js's code argument, or says why it cannot.

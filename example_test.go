@@ -192,7 +192,7 @@ func ExampleNewCodeModeTool() {
 	fmt.Println(def.Name)
 	fmt.Println(strings.Split(def.Description, "\n")[3])
 
-	out, _ := runJS.Call(context.Background(), []byte(`{"code": "const w = get_weather({city: 'Oslo'}); return w.sky"}`))
+	out, _ := runJS.Call(context.Background(), []byte(`{"code": "const w = await get_weather({city: 'Oslo'}); return w.sky"}`))
 	fmt.Println(string(out))
 	// Output:
 	// run_js

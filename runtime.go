@@ -65,6 +65,7 @@ type config struct {
 	ts          TypeScript
 	tsSet       bool
 	outbound    http.RoundTripper
+	syncTools   bool // NewCodeModeTool: sync capabilities (WithSyncTools)
 }
 
 // WithSlots bounds how many runs are alive at once: each run holds a slot

@@ -418,6 +418,66 @@ func (h hostTool) Call(ctx context.Context, args json.RawMessage) (json.RawMessa
 	return h.call(ctx, args)
 }
 
+// TestCodeModeToolAsync: by default the tools are async: calls overlap,
+// a tool that ignores its context is abandoned at the deadline, arguments
+// are checked against the tool's schema, and Invoke says which results
+// are errors.
+func TestCodeModeToolAsync(t *testing.T) {
+	t.Parallel()
+	slow := func(name string, d time.Duration, honour bool) hostTool {
+		return hostTool{def: ToolDefinition{Name: name, Parameters: json.RawMessage(
+			`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`),
+			Returns: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`)},
+			call: func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+				if honour {
+					select {
+					case <-time.After(d):
+					case <-ctx.Done():
+						return nil, ctx.Err()
+					}
+				} else {
+					time.Sleep(d) // ignores its context
+				}
+				return args, nil
+			}}
+	}
+	tools := []Tool{slow("a", 100*time.Millisecond, true), slow("b", 100*time.Millisecond, true),
+		slow("c", 100*time.Millisecond, true), slow("d", 100*time.Millisecond, true), slow("stuck", 3*time.Second, false)}
+	cm, err := NewCodeModeTool(tools, Limits{Deadline: 2 * time.Second})
+	require.NoError(t, err)
+	defer cm.Close()
+	assert.Contains(t, cm.Description(), "returns a Promise of its result")
+	assert.Contains(t, cm.Description(), "- a(args): (no description). args: {n: integer} returns: {n?: integer}")
+	assert.Contains(t, cm.Description(), "const r = await a(")
+	ctx := context.Background()
+
+	start := time.Now()
+	r, err := cm.Invoke(ctx, json.RawMessage(`{"code":"const rs = await Promise.all([a({n: 1}), b({n: 2}), c({n: 3}), d({n: 4})]); return rs.map((r) => r.n)"}`))
+	require.NoError(t, err)
+	assert.Equal(t, `{"result":[1,2,3,4]}`, string(r.Output))
+	assert.False(t, r.IsError)
+	assert.Less(t, time.Since(start), 300*time.Millisecond, "four 100 ms tools overlap (in sequence they take 400 ms)")
+
+	r, err = cm.Invoke(ctx, json.RawMessage(`{"code":"try { await a({}) } catch (e) { return [e.name, e.message] }"}`))
+	require.NoError(t, err)
+	assert.Equal(t, "{\"result\":[\"TypeError\",\"a: `n` is required\"]}", string(r.Output))
+
+	r, err = cm.Invoke(ctx, json.RawMessage(`{"code":"await a({n: 'x'})"}`))
+	require.NoError(t, err)
+	assert.True(t, r.IsError)
+	assert.Contains(t, string(r.Output), "a: `n`: got string, want integer")
+
+	short, err := NewCodeModeTool(tools, Limits{Deadline: 300 * time.Millisecond})
+	require.NoError(t, err)
+	defer short.Close()
+	start = time.Now()
+	r, err = short.Invoke(ctx, json.RawMessage(`{"code":"return await stuck({n: 1})"}`))
+	require.NoError(t, err)
+	assert.True(t, r.IsError)
+	assert.Equal(t, `{"kind":"timeout","name":"run_js","deadline_ms":300}`, string(r.Output))
+	assert.Less(t, time.Since(start), 2*time.Second, "a tool that ignores its context does not hold the run (it sleeps 3 s)")
+}
+
 func TestCodeModeTool(t *testing.T) {
 	t.Parallel()
 	weather := hostTool{
@@ -437,7 +497,8 @@ func TestCodeModeTool(t *testing.T) {
 	plain := hostTool{def: ToolDefinition{Name: "motd"}, call: func(context.Context, json.RawMessage) (json.RawMessage, error) {
 		return json.RawMessage("hello, not json"), nil
 	}}
-	cm, err := NewCodeModeTool([]Tool{weather, plain}, Limits{Deadline: 100 * time.Millisecond})
+	// The reference's contract: sync-looking calls.
+	cm, err := NewCodeModeTool([]Tool{weather, plain}, Limits{Deadline: 100 * time.Millisecond}, WithSyncTools())
 	require.NoError(t, err)
 	defer cm.Close()
 	def := cm.Definition()
