@@ -424,6 +424,8 @@ func (h hostTool) Call(ctx context.Context, args json.RawMessage) (json.RawMessa
 // are errors.
 func TestCodeModeToolAsync(t *testing.T) {
 	t.Parallel()
+	ended := make(chan struct{}) // the test's end, which the stuck tool does heed
+	t.Cleanup(func() { close(ended) })
 	slow := func(name string, d time.Duration, honour bool) hostTool {
 		return hostTool{def: ToolDefinition{Name: name, Parameters: json.RawMessage(
 			`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`),
@@ -436,7 +438,10 @@ func TestCodeModeToolAsync(t *testing.T) {
 						return nil, ctx.Err()
 					}
 				} else {
-					time.Sleep(d) // ignores its context
+					select { // ignores its context
+					case <-time.After(d):
+					case <-ended:
+					}
 				}
 				return args, nil
 			}}
