@@ -129,6 +129,18 @@ func BenchmarkDeadlineOvershoot(b *testing.B) {
 // 100 calls (promise-all-16: one Promise.all over 16 calls); ns/call is the
 // run's time less that of the same script calling a plain JS function
 // instead, divided by the number of calls.
+// benchIn and benchOut are BenchmarkHostCall's typed capability's.
+type benchIn struct {
+	ID   int    `json:"id"`
+	Name string `json:"name,omitempty"`
+}
+
+type benchOut struct {
+	ID   int    `json:"id"`
+	OK   bool   `json:"ok"`
+	Name string `json:"name"`
+}
+
 func BenchmarkHostCall(b *testing.B) {
 	small := map[string]any{"id": 1, "ok": true, "name": "ada"}
 	raw := json.RawMessage(`{"id":1,"ok":true,"name":"ada"}`)
@@ -144,6 +156,9 @@ func BenchmarkHostCall(b *testing.B) {
 		// path's kind), and one the library checks (an enum).
 		WithCapability(Capability{Name: "qchecked", Func: serve(raw), Params: json.RawMessage(
 			`{"type":"object","properties":{"id":{"type":"integer","description":"the id"},"name":{"type":"string"}},"required":["id"]}`)}),
+		WithCapability(Func("qtyped", "", func(_ context.Context, in benchIn) (benchOut, error) {
+			return benchOut{ID: 1, OK: true, Name: "ada"}, nil
+		})),
 		WithCapability(Capability{Name: "qlibrary", Func: serve(raw), Params: json.RawMessage(
 			`{"type":"object","properties":{"id":{"type":"integer","minimum":0},"name":{"enum":["x","y"]}},"required":["id"]}`)}))
 	ctx := context.Background()
@@ -159,6 +174,7 @@ func BenchmarkHostCall(b *testing.B) {
 		{"sync-raw", loop, "qraw", 100},
 		{"sync-raw-checked", loop, "qchecked", 100},
 		{"sync-raw-checked-library", loop, "qlibrary", 100},
+		{"sync-typed", loop, "qtyped", 100},
 		{"async", loopAsync, "qasync", 100},
 		{"async-raw", loopAsync, "qasyncraw", 100},
 		{"promise-all-16", all16, "qasync", 16},

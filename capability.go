@@ -9,8 +9,10 @@ import "C"
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"runtime"
 	"runtime/cgo"
 	"strconv"
@@ -463,6 +465,10 @@ func invoke(c *Capability, ctx context.Context, args json.RawMessage, dst []byte
 	}
 	v, err := c.Func(ctx, args)
 	if err != nil {
+		var ae *argsError
+		if errors.As(err, &ae) {
+			return nil, c.Name + ": " + ae.msg, true, true
+		}
 		return nil, err.Error(), true, false
 	}
 	if dst, err = appendJSON(dst, v); err != nil {
@@ -507,12 +513,86 @@ func appendJSON(dst []byte, v any) ([]byte, error) {
 	}
 	// The codec's rules: encoding/json's, with every []byte (at any
 	// depth) as a binary envelope, which the sandbox revives as a
-	// Uint8Array.
-	b, err := jsonv2.Marshal(v, codecOptions)
+	// Uint8Array; encoding/json itself (faster) when v holds no []byte.
+	var b []byte
+	var err error
+	if holdsBytes(v) {
+		b, err = jsonv2.Marshal(v, codecOptions)
+	} else {
+		b, err = json.Marshal(v)
+	}
 	if dst == nil {
 		return b, err
 	}
 	return append(dst, b...), err
+}
+
+// holdsBytes says whether v may hold a []byte that the codec would tag:
+// the dynamic values of maps and slices of any, and for other types
+// whether their type can (cached per type).
+func holdsBytes(v any) bool {
+	switch v := v.(type) {
+	case nil, bool, string, float64, int, int64, json.Number, json.RawMessage:
+		return false
+	case []byte:
+		return true
+	case map[string]any:
+		for _, e := range v {
+			if holdsBytes(e) {
+				return true
+			}
+		}
+		return false
+	case []any:
+		for _, e := range v {
+			if holdsBytes(e) {
+				return true
+			}
+		}
+		return false
+	}
+	return typeHoldsBytes(reflect.TypeOf(v))
+}
+
+var bytesTypes sync.Map // reflect.Type -> bool
+
+// typeHoldsBytes says whether a value of t may hold a []byte: a byte
+// slice, or an interface (anything) anywhere in it.
+func typeHoldsBytes(t reflect.Type) bool {
+	if v, ok := bytesTypes.Load(t); ok {
+		return v.(bool)
+	}
+	bytesTypes.Store(t, true) // a recursive type: assume so while deciding
+	r := walkBytes(t, map[reflect.Type]bool{})
+	bytesTypes.Store(t, r)
+	return r
+}
+
+func walkBytes(t reflect.Type, seen map[reflect.Type]bool) bool {
+	if seen[t] {
+		return false
+	}
+	seen[t] = true
+	switch t.Kind() {
+	case reflect.Interface:
+		return true
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.Uint8 && t != reflect.TypeFor[json.RawMessage]() {
+			return true
+		}
+		return walkBytes(t.Elem(), seen)
+	case reflect.Array, reflect.Pointer:
+		return walkBytes(t.Elem(), seen)
+	case reflect.Map:
+		return walkBytes(t.Key(), seen) || walkBytes(t.Elem(), seen)
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if f := t.Field(i); f.IsExported() && walkBytes(f.Type, seen) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // plainASCII reports whether s needs no escaping inside JSON quotes.

@@ -411,6 +411,10 @@ func toolHandler(t Tool, name string) func(context.Context, json.RawMessage) (an
 	return func(ctx context.Context, args json.RawMessage) (any, error) {
 		out, err := t.Call(ctx, args)
 		if err != nil {
+			var ae *argsError
+			if errors.As(err, &ae) { // a FuncTool's arguments: the script's TypeError
+				return nil, err
+			}
 			return nil, fmt.Errorf("tool `%s` failed: %v", name, err)
 		}
 		if len(bytes.TrimSpace(out)) == 0 {

@@ -6,6 +6,7 @@ require (
 	github.com/buke/quickjs-go v0.7.7
 	github.com/dop251/goja v0.0.0-20260917113740-793a2a65c13b
 	github.com/go-json-experiment/json v1.27.2
+	github.com/google/jsonschema-go v0.4.3
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/stretchr/testify v1.11.1
 	go.uber.org/goleak v1.3.0

@@ -1,0 +1,133 @@
+//go:build cgo
+
+package codemode
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// Func makes a capability of a typed Go function: Params and Returns are
+// inferred from In and Out (github.com/google/jsonschema-go; a field's
+// `jsonschema:"..."` tag is its description, `json` tags name and omit
+// fields as encoding/json's do, and a field without omitempty is
+// required), the argument object is checked against Params and decoded
+// into In (github.com/go-json-experiment/json, about twice as fast as
+// encoding/json into structs), and fn's result is the call's. A decode
+// failure is the script's TypeError, worded as the check's
+// ("get_user: `id`: ..."), and fn never runs. Func panics if In or Out has
+// no JSON Schema (a channel, a func); set Async on the result to make the
+// calls promises.
+func Func[In, Out any](name, description string, fn func(context.Context, In) (Out, error)) Capability {
+	return Capability{
+		Name:        name,
+		Description: description,
+		Params:      schemaFor[In](),
+		Returns:     schemaFor[Out](),
+		Func: func(ctx context.Context, args json.RawMessage) (any, error) {
+			var in In
+			if err := jsonv2.Unmarshal(args, &in); err != nil {
+				return nil, &argsError{msg: decodeProblem(err)}
+			}
+			return fn(ctx, in)
+		},
+	}
+}
+
+// FuncTool is [Func] as a [Tool] (for [NewCodeModeTool] and the SDK
+// adapters): its definition carries the inferred schemas, and a call
+// decodes its arguments into In and encodes fn's Out as its JSON result.
+// Arguments that do not decode are an error naming the path.
+func FuncTool[In, Out any](name, description string, fn func(context.Context, In) (Out, error)) Tool {
+	return &funcTool[In, Out]{def: ToolDefinition{Name: name, Description: description,
+		Parameters: schemaFor[In](), Returns: schemaFor[Out]()}, fn: fn}
+}
+
+type funcTool[In, Out any] struct {
+	def ToolDefinition
+	fn  func(context.Context, In) (Out, error)
+}
+
+func (t *funcTool[In, Out]) Definition() ToolDefinition { return t.def }
+
+func (t *funcTool[In, Out]) Call(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+	var in In
+	if err := jsonv2.Unmarshal(args, &in); err != nil {
+		return nil, &argsError{msg: decodeProblem(err)}
+	}
+	out, err := t.fn(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	return jsonv2.Marshal(out, codecOptions)
+}
+
+// schemaFor is T's JSON Schema, as JSON.
+func schemaFor[T any]() json.RawMessage {
+	s, err := jsonschema.For[T](nil)
+	if err != nil {
+		panic(fmt.Sprintf("codemode: Func: %v", err))
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(fmt.Sprintf("codemode: Func: %v", err))
+	}
+	return b
+}
+
+// argsError is a handler's refusal of its arguments: the script's
+// TypeError, not the capability's failure.
+type argsError struct{ msg string }
+
+func (e *argsError) Error() string { return e.msg }
+
+// decodeProblem words a decode error as the argument check does: the path
+// in backquotes, then what is wrong, without Go's type names.
+func decodeProblem(err error) string {
+	var se *jsonv2.SemanticError
+	if errors.As(err, &se) {
+		where := "the argument"
+		if p := strings.TrimPrefix(string(se.JSONPointer), "/"); p != "" {
+			where = "`" + strings.ReplaceAll(p, "/", ".") + "`"
+		}
+		want := "a value of another type"
+		if se.GoType != nil {
+			want = jsonKind(se.GoType.Kind().String())
+		}
+		got := "a value"
+		if se.JSONKind != 0 {
+			got = map[byte]string{'"': "string", '0': "number", 't': "boolean", 'f': "boolean", 'n': "null",
+				'{': "object", '[': "array"}[byte(se.JSONKind)]
+		}
+		if se.Err != nil && se.JSONKind != 0 && got != "" {
+			return fmt.Sprintf("%s: got %s, want %s (%v)", where, got, want, se.Err)
+		}
+		return fmt.Sprintf("%s: got %s, want %s", where, got, want)
+	}
+	return "the argument is not valid JSON"
+}
+
+// jsonKind names a Go kind as JSON Schema names its type.
+func jsonKind(k string) string {
+	switch {
+	case strings.HasPrefix(k, "int"), strings.HasPrefix(k, "uint"):
+		return "integer"
+	case strings.HasPrefix(k, "float"):
+		return "number"
+	case k == "bool":
+		return "boolean"
+	case k == "string":
+		return "string"
+	case k == "slice", k == "array":
+		return "array"
+	case k == "struct", k == "map":
+		return "object"
+	}
+	return k
+}
