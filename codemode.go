@@ -26,6 +26,7 @@ type ToolAPI struct {
 	Description string          // what it does
 	Parameters  json.RawMessage // the JSON Schema of its arguments object
 	Returns     json.RawMessage // the JSON Schema of its result; empty: unknown
+	Async       bool            // the call returns a Promise (Declarations)
 }
 
 // The execution contract at the head of Describe, in parts: what code
@@ -68,7 +69,40 @@ func contract(ts, net, async bool) string {
 }
 
 // Describe generates the default run_js description: the execution
-// contract, then one token-compact line per API,
+// contract, then the APIs as TypeScript declarations ([Declarations]:
+// typed inputs and outputs, JSDoc from the descriptions), then a short
+// example. The contract says calls return promises when every API is
+// Async, and that TypeScript is fine when a stripper is registered
+// ([RegisterTypeScript]). With no APIs it is the contract alone.
+// [DescribeListing] is the reference's one-line-per-API form.
+func Describe(apis []ToolAPI) string {
+	async := len(apis) > 0
+	for _, a := range apis {
+		async = async && a.Async
+	}
+	return describeDeclared(apis, contract(registeredTypeScript() != nil, false, async), async)
+}
+
+// describeDeclared is the contract, the declarations and an example.
+func describeDeclared(apis []ToolAPI, contract string, async bool) string {
+	if len(apis) == 0 {
+		return contract
+	}
+	var b strings.Builder
+	b.WriteString(contract)
+	b.WriteString("\n\nAPIs (TypeScript):\n")
+	b.WriteString(Declarations(apis))
+	first := apis[0]
+	await := ""
+	if async {
+		await = "await "
+	}
+	fmt.Fprintf(&b, "\nExample:\nconst r = %s%s(%s)\nreturn { r }", await, first.JSName, exampleArgs(parseOrdered(first.Parameters)))
+	return b.String()
+}
+
+// DescribeListing is the reference executor's run_js description: the
+// execution contract, then one token-compact line per API,
 //
 //   - search(args): Search the web. args: {query: string, limit?: integer, tags?: string[]}
 //
@@ -78,7 +112,7 @@ func contract(ts, net, async bool) string {
 // fine when a stripper is registered ([RegisterTypeScript]). (A
 // CodeModeTool's own description says so when its executor strips
 // TypeScript, and that fetch works when it grants the network.)
-func Describe(apis []ToolAPI) string {
+func DescribeListing(apis []ToolAPI) string {
 	return describe(apis, contract(registeredTypeScript() != nil, false, false), false)
 }
 
@@ -117,7 +151,8 @@ type ordered struct {
 	keys   []string
 	fields map[string]*ordered
 	items  []*ordered
-	scalar any // string, float64, bool or nil
+	scalar any  // string, bool or nil; a number's text
+	num    bool // scalar is a number's text
 	object bool
 	array  bool
 }
@@ -187,7 +222,7 @@ func decodeOrdered(dec *json.Decoder) (*ordered, error) {
 			return o, err
 		}
 	case json.Number:
-		return &ordered{scalar: t.String()}, nil
+		return &ordered{scalar: t.String(), num: true}, nil
 	}
 	return &ordered{scalar: tok}, nil
 }
@@ -385,13 +420,14 @@ func NewCodeModeTool(tools []Tool, limits Limits, opts ...Option) (*CodeModeTool
 		owner[id] = def.Name
 		opts = append(opts, WithCapability(Capability{Name: id, Description: def.Description, Params: def.Parameters,
 			Returns: def.Returns, Async: async, Func: toolHandler(t, def.Name)}))
-		apis = append(apis, ToolAPI{JSName: id, Description: def.Description, Parameters: def.Parameters, Returns: def.Returns})
+		apis = append(apis, ToolAPI{JSName: id, Description: def.Description, Parameters: def.Parameters, Returns: def.Returns,
+			Async: async})
 	}
 	exec, err := New(opts...)
 	if err != nil {
 		return nil, err
 	}
-	return &CodeModeTool{exec: exec, description: describe(apis, contract(exec.ts != nil, exec.outbound != nil, async), async)}, nil
+	return &CodeModeTool{exec: exec, description: describeDeclared(apis, contract(exec.ts != nil, exec.outbound != nil, async), async)}, nil
 }
 
 // WithSyncTools makes [NewCodeModeTool] wrap its tools as synchronous

@@ -190,13 +190,19 @@ func ExampleNewCodeModeTool() {
 
 	def := runJS.Definition()
 	fmt.Println(def.Name)
-	fmt.Println(strings.Split(def.Description, "\n")[3])
+	d := def.Description // the contract, the APIs in TypeScript, an example
+	fmt.Print(d[strings.Index(d, "type "):strings.Index(d, "\nExample:")])
 
 	out, _ := runJS.Call(context.Background(), []byte(`{"code": "const w = await get_weather({city: 'Oslo'}); return w.sky"}`))
 	fmt.Println(string(out))
 	// Output:
 	// run_js
-	// - get_weather(args): Get current weather. args: {city: string, units?: c|f}
+	// type GetWeatherInput = {
+	//   city: string;
+	//   units?: "c" | "f";
+	// };
+	// /** Get current weather. */
+	// declare function get_weather(args: GetWeatherInput): Promise<unknown>;
 	// {"result":"clear"}
 }
 

@@ -382,9 +382,30 @@ func TestToolHammer(t *testing.T) {
 	assert.Equal(t, 0, e.CacheStats().Entries)
 }
 
+// TestDescribe: the default description declares the APIs in TypeScript.
 func TestDescribe(t *testing.T) {
 	t.Parallel()
-	got := Describe([]ToolAPI{
+	apis := []ToolAPI{
+		{JSName: "get_weather", Description: "Get current weather.", Async: true, Parameters: json.RawMessage(
+			`{"type":"object","properties":{"city":{"type":"string","description":"city name"}},"required":["city"]}`),
+			Returns: json.RawMessage(`{"type":"object","properties":{"temp":{"type":"number"}},"required":["temp"]}`)},
+	}
+	want := contract(false, false, true) + "\n\nAPIs (TypeScript):\n" +
+		"type GetWeatherInput = {\n  /** city name */\n  city: string;\n};\n" +
+		"type GetWeatherOutput = {\n  temp: number;\n};\n" +
+		"/** Get current weather. */\ndeclare function get_weather(args: GetWeatherInput): Promise<GetWeatherOutput>;\n" +
+		"\nExample:\nconst r = await get_weather({city: \"…\"})\nreturn { r }"
+	assert.Equal(t, want, Describe(apis))
+	apis[0].Async = false
+	assert.Contains(t, Describe(apis), "declare function get_weather(args: GetWeatherInput): GetWeatherOutput;")
+	assert.Contains(t, Describe(apis), "returns its result; a failed call throws")
+	assert.Equal(t, describeContract, Describe(nil))
+}
+
+// TestDescribeListing: the reference's one-line-per-API description.
+func TestDescribeListing(t *testing.T) {
+	t.Parallel()
+	got := DescribeListing([]ToolAPI{
 		{JSName: "get_weather", Description: "Get current weather.", Parameters: json.RawMessage(
 			`{"type":"object","properties":{"city":{"type":"string"},"units":{"type":"string","enum":["c","f"]}},"required":["city"]}`)},
 		{JSName: "search", Description: "Search the web.", Parameters: json.RawMessage(
@@ -400,7 +421,7 @@ func TestDescribe(t *testing.T) {
 	assert.Contains(t, lines, "- freeform(args): (no description). args: object")
 	assert.Contains(t, lines, "- nested(args): Nested. args: {filter?: {ids: integer[], mode?: all|1}, either?: string|null}")
 	assert.True(t, strings.HasSuffix(got, "\nExample:\nconst r = get_weather({city: \"…\"})\nreturn { r }"), got)
-	assert.Equal(t, describeContract, Describe(nil))
+	assert.Equal(t, describeContract, DescribeListing(nil))
 
 	var schema map[string]any
 	require.NoError(t, json.Unmarshal(RunJSParameters(), &schema))
@@ -452,7 +473,7 @@ func TestCodeModeToolAsync(t *testing.T) {
 	require.NoError(t, err)
 	defer cm.Close()
 	assert.Contains(t, cm.Description(), "returns a Promise of its result")
-	assert.Contains(t, cm.Description(), "- a(args): (no description). args: {n: integer} returns: {n?: integer}")
+	assert.Contains(t, cm.Description(), "declare function a(args: AInput): Promise<AOutput>;")
 	assert.Contains(t, cm.Description(), "const r = await a(")
 	ctx := context.Background()
 
@@ -509,8 +530,8 @@ func TestCodeModeTool(t *testing.T) {
 	def := cm.Definition()
 	assert.Equal(t, RunJSToolName, def.Name)
 	assert.Equal(t, RunJSParameters(), def.Parameters)
-	assert.Contains(t, def.Description, "- get_weather(args): Get current weather. args: {city: string}")
-	assert.Contains(t, def.Description, "- motd(args): (no description). args: any")
+	assert.Contains(t, def.Description, "/** Get current weather. */\ndeclare function get_weather(args: GetWeatherInput): unknown;")
+	assert.Contains(t, def.Description, "declare function motd(args: MotdInput): unknown;")
 	assert.Equal(t, 100*time.Millisecond, cm.Limits().Deadline)
 
 	ctx := context.Background()

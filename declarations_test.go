@@ -1,0 +1,117 @@
+package codemode
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/declarations/*.d.ts from the current output")
+
+type declCase struct {
+	Name string
+	APIs []ToolAPI
+}
+
+func declCases(t *testing.T) []declCase {
+	raw, err := os.ReadFile("testdata/declarations/cases.json")
+	require.NoError(t, err)
+	var cases []declCase
+	require.NoError(t, json.Unmarshal(raw, &cases))
+	return cases
+}
+
+// TestDeclarationsGolden: the exact declarations of a table of schemas
+// (Cloudflare's json-schema-types cases, GitHub, Stripe, Slack and MCP
+// servers' tools, recursion, unions, tuples, odd names).
+func TestDeclarationsGolden(t *testing.T) {
+	t.Parallel()
+	cases := declCases(t)
+	require.GreaterOrEqual(t, len(cases), 20)
+	for _, c := range cases {
+		got := Declarations(c.APIs)
+		assert.Equal(t, got, Declarations(c.APIs), "deterministic")
+		path := filepath.Join("testdata", "declarations", c.Name+".d.ts")
+		if *update {
+			require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+			continue
+		}
+		want, err := os.ReadFile(path)
+		require.NoError(t, err, "go test -run TestDeclarationsGolden -update writes it")
+		assert.Equal(t, string(want), got, c.Name)
+	}
+}
+
+// tscPath finds a TypeScript checker: $CODEMODE_TSC, tsc on PATH, or the
+// one .ci/run installs under ~/.cache/codemode-tsc.
+func tscPath() string {
+	if p := os.Getenv("CODEMODE_TSC"); p != "" {
+		return p
+	}
+	if p, err := exec.LookPath("tsc"); err == nil {
+		return p
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		p := filepath.Join(home, ".cache", "codemode-tsc", "node_modules", ".bin", "tsc")
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// TestDeclarationsTypeCheck: every golden declaration compiles with a
+// real TypeScript checker, strict, together with a call of each tool (so
+// each declaration is usable, not only well-formed).
+func TestDeclarationsTypeCheck(t *testing.T) {
+	t.Parallel()
+	tsc := tscPath()
+	if tsc == "" {
+		t.Skip("no TypeScript checker: set CODEMODE_TSC, or npm install typescript (.ci/run does)")
+	}
+	dir := t.TempDir()
+	var files []string
+	for _, c := range declCases(t) {
+		src := Declarations(c.APIs)
+		for _, api := range c.APIs {
+			src += "void " + api.JSName + ";\n"
+		}
+		src += "export {};\n"
+		f := filepath.Join(dir, c.Name+".ts")
+		require.NoError(t, os.WriteFile(f, []byte(src), 0o644))
+		files = append(files, f)
+	}
+	args := append([]string{"--noEmit", "--strict", "--target", "es2022", "--lib", "es2022", "--pretty", "false"}, files...)
+	out, err := exec.Command(tsc, args...).CombinedOutput()
+	require.NoError(t, err, "tsc: %s", strings.TrimSpace(string(out)))
+}
+
+// BenchmarkDeclarations renders 100 tools.
+func BenchmarkDeclarations(b *testing.B) {
+	var apis []ToolAPI
+	raw, err := os.ReadFile("testdata/declarations/cases.json")
+	require.NoError(b, err)
+	var cases []declCase
+	require.NoError(b, json.Unmarshal(raw, &cases))
+	for len(apis) < 100 {
+		for _, c := range cases {
+			for _, a := range c.APIs {
+				if len(apis) < 100 {
+					a.JSName += "_" + string(rune('a'+len(apis)%26))
+					apis = append(apis, a)
+				}
+			}
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = Declarations(apis)
+	}
+}

@@ -1,0 +1,2 @@
+type EmptyInput = Record<string, unknown>;
+declare function empty(args: EmptyInput): unknown;

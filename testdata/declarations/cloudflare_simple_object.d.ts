@@ -1,0 +1,5 @@
+type UserInput = {
+  name: string;
+  age?: number;
+};
+declare function user(args: UserInput): unknown;

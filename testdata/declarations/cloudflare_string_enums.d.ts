@@ -1,0 +1,4 @@
+type StatusInput = {
+  status?: "active" | "inactive" | "pending";
+};
+declare function status(args: StatusInput): unknown;

@@ -1,0 +1,5 @@
+type DataInput = {
+  tags?: string[];
+  scores?: number[];
+};
+declare function data(args: DataInput): unknown;
