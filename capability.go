@@ -133,6 +133,7 @@ type capTable struct {
 	// (bridge.c, Templates); freed with the table, after every slot.
 	tmpls      *C.bridge_tmpls
 	fetchState // the table with fetch added (Executor.fetchTable)
+	grantState // the table narrowed to grants (Executor.grantTable)
 }
 
 func newCapTable(caps []Capability) *capTable {

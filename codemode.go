@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -387,6 +388,10 @@ type Tool interface {
 type CodeModeTool struct {
 	exec        *Executor
 	description string
+	apis        []ToolAPI // the tools, for Granted
+	contract    string
+	async       bool
+	grant       []string // Granted's names; nil: every tool
 }
 
 // NewCodeModeTool wraps tools as capabilities of a new executor with the
@@ -427,7 +432,8 @@ func NewCodeModeTool(tools []Tool, limits Limits, opts ...Option) (*CodeModeTool
 	if err != nil {
 		return nil, err
 	}
-	return &CodeModeTool{exec: exec, description: describeDeclared(apis, contract(exec.ts != nil, exec.outbound != nil, async), async)}, nil
+	c := contract(exec.ts != nil, exec.outbound != nil, async)
+	return &CodeModeTool{exec: exec, description: describeDeclared(apis, c, async), apis: apis, contract: c, async: async}, nil
 }
 
 // WithSyncTools makes [NewCodeModeTool] wrap its tools as synchronous
@@ -487,6 +493,24 @@ func (t *CodeModeTool) Definition() ToolDefinition {
 	return ToolDefinition{Name: RunJSToolName, Description: t.description, Parameters: RunJSParameters()}
 }
 
+// Granted is a view of the tool whose runs reach only the named tools
+// (their JavaScript names, as JSIdentifier mangles them; see [Grant]):
+// the others are absent from its sandboxes and from its description. It
+// shares t's executor (closing either closes both).
+func (t *CodeModeTool) Granted(names ...string) *CodeModeTool {
+	g := *t
+	g.grant = slices.Clone(names)
+	var apis []ToolAPI
+	for _, a := range t.apis {
+		if slices.Contains(names, a.JSName) {
+			apis = append(apis, a)
+		}
+	}
+	g.apis = apis
+	g.description = describeDeclared(apis, t.contract, t.async)
+	return &g
+}
+
 // CallResult is the outcome of a run_js call: the JSON the model reads,
 // and whether it reports a failure (MCP's isError, Anthropic's is_error),
 // told without parsing it.
@@ -506,6 +530,9 @@ func (t *CodeModeTool) Invoke(ctx context.Context, args json.RawMessage) (CallRe
 	if reason != "" {
 		out, err := withLogs((&ExecError{Kind: KindInvalidArgs, Name: RunJSToolName, Reason: reason}).LLMJSON(), nil)
 		return CallResult{Output: out, IsError: true}, err
+	}
+	if t.grant != nil {
+		ctx = Grant(ctx, t.grant...)
 	}
 	res, err := t.exec.Run(ctx, code)
 	var logs []string

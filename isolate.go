@@ -264,6 +264,9 @@ func (ex *Executor) run(ctx context.Context, prog *program, start time.Time) (o 
 	}
 	kept := false
 	caps := ex.caps.Load()
+	if names, ok := grantsOf(ctx); ok {
+		caps = ex.grantTable(caps, names)
+	}
 	if prog.outbound != nil {
 		caps = ex.fetchTable(caps)
 		ctx = context.WithValue(ctx, outboundKey{}, prog.outbound)
