@@ -2688,6 +2688,31 @@ static int tmpl_clone(tmpl *t, bridge_slot *s, const bridge_config *cfg)
 	return 0;
 }
 
+/* Host modules: import() and import declarations load the run's modules
+ * by name (from their bytecode, compiled once per executor) and nothing
+ * else, as before. */
+static JSModuleDef *module_loader(JSContext *ctx, const char *name, void *opaque)
+{
+	bridge_slot *s = opaque;
+	for (int32_t i = 0; i < s->nmodules; i++) {
+		if (strcmp(s->modules[i].name, name) != 0)
+			continue;
+		JSValue m = JS_ReadObject(ctx, s->modules[i].bc, s->modules[i].len, JS_READ_OBJ_BYTECODE);
+		if (JS_IsException(m))
+			return NULL;
+		if (JS_VALUE_GET_TAG(m) != JS_TAG_MODULE) {
+			JS_FreeValue(ctx, m);
+			JS_ThrowInternalError(ctx, "codemode: module '%s' is not a module", name);
+			return NULL;
+		}
+		JSModuleDef *def = JS_VALUE_GET_PTR(m);
+		JS_FreeValue(ctx, m); /* the runtime's module list keeps it */
+		return def;
+	}
+	JS_ThrowReferenceError(ctx, "could not load module '%s'", name);
+	return NULL;
+}
+
 /* Opens the run's sandbox: from the image (building it first when there is
  * none or it was built for other capabilities), or fresh on libc. */
 static int open_run(bridge_slot *s, const bridge_config *cfg)
@@ -2736,6 +2761,10 @@ static int open_run(bridge_slot *s, const bridge_config *cfg)
 		}
 	}
 	s->handle = cfg->handle;
+	s->modules = cfg->modules;
+	s->nmodules = cfg->nmodules;
+	if (s->nmodules > 0)
+		JS_SetModuleLoaderFunc(s->rt, NULL, module_loader, s);
 	s->open = true;
 	return 0;
 }
@@ -3379,10 +3408,56 @@ void bridge_slot_take_logs(bridge_slot *s, bridge_out *out)
 	hand_over_logs(s, out);
 }
 
+static int32_t compile_as(const char *src, size_t len, const char *filename, int type, const bridge_source *srcs,
+                          int32_t nsrcs, bridge_out *out);
+
 int32_t bridge_compile(const char *src, size_t len, const char *filename, bridge_out *out)
 {
+	return compile_as(src, len, filename, JS_EVAL_TYPE_GLOBAL, NULL, 0, out);
+}
+
+int32_t bridge_compile_module(const bridge_source *srcs, int32_t n, int32_t index, bridge_out *out)
+{
+	return compile_as(srcs[index].src, srcs[index].len, srcs[index].name, JS_EVAL_TYPE_MODULE, srcs, n, out);
+}
+
+/* The module sources a compile resolves imports against. */
+typedef struct compile_sources {
+	const bridge_source *srcs;
+	int32_t n;
+} compile_sources;
+
+static JSModuleDef *compile_loader(JSContext *ctx, const char *name, void *opaque)
+{
+	const compile_sources *cs = opaque;
+	for (int32_t i = 0; i < cs->n; i++) {
+		if (strcmp(cs->srcs[i].name, name) != 0)
+			continue;
+		JSEvalOptions opts = {
+			.version = JS_EVAL_OPTIONS_VERSION,
+			.eval_flags = JS_EVAL_TYPE_MODULE | JS_EVAL_FLAG_COMPILE_ONLY,
+			.filename = name,
+			.line_num = 1,
+		};
+		JSValue m = JS_Eval2(ctx, cs->srcs[i].src, cs->srcs[i].len, &opts);
+		if (JS_IsException(m))
+			return NULL;
+		JSModuleDef *def = JS_VALUE_GET_PTR(m);
+		JS_FreeValue(ctx, m);
+		return def;
+	}
+	JS_ThrowReferenceError(ctx, "could not load module '%s'", name);
+	return NULL;
+}
+
+static int32_t compile_as(const char *src, size_t len, const char *filename, int type, const bridge_source *srcs,
+                          int32_t nsrcs, bridge_out *out)
+{
 	memset(out, 0, sizeof(*out));
+	compile_sources cs = {.srcs = srcs, .n = nsrcs};
 	JSRuntime *rt = JS_NewRuntime();
+	if (rt && srcs)
+		JS_SetModuleLoaderFunc(rt, NULL, compile_loader, &cs);
 	JSContext *ctx = rt ? JS_NewContextRaw(rt) : NULL;
 	int32_t st = BRIDGE_INTERNAL;
 	if (!ctx || JS_AddIntrinsicBaseObjects(ctx) || JS_AddIntrinsicEval(ctx) || JS_AddIntrinsicRegExp(ctx)) {
@@ -3391,7 +3466,7 @@ int32_t bridge_compile(const char *src, size_t len, const char *filename, bridge
 	}
 	JSEvalOptions opts = {
 		.version = JS_EVAL_OPTIONS_VERSION,
-		.eval_flags = JS_EVAL_TYPE_GLOBAL | JS_EVAL_FLAG_COMPILE_ONLY,
+		.eval_flags = type | JS_EVAL_FLAG_COMPILE_ONLY,
 		.filename = filename,
 		.line_num = 1,
 	};

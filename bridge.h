@@ -66,6 +66,13 @@ typedef struct bridge_reply {
 } bridge_reply;
 
 /* Per-run limits and identity. */
+/* A host module (WithModules): its name and its bytecode, C memory. */
+typedef struct bridge_module {
+	const char *name;
+	const uint8_t *bc;
+	size_t len;
+} bridge_module;
+
 typedef struct bridge_config {
 	uint64_t memory;   /* heap bytes the engine may hold */
 	uint64_t stack;    /* JS stack bytes */
@@ -78,6 +85,8 @@ typedef struct bridge_config {
 	const char *const *cap_names; /* ncaps capability names, C memory */
 	const uint8_t *cap_async;     /* per capability: 1 if it returns a Promise */
 	int32_t ncaps;
+	const bridge_module *modules; /* nmodules host modules import() may load, C memory */
+	int32_t nmodules;
 	/* Execute programs (runtime_bc non-NULL): the runtime's bytecode, the
 	 * generated entry source (NUL-terminated at [entry_len]) or its cached
 	 * bytecode (entry_bc; with want_entry_bc, source compiled here is
@@ -257,6 +266,17 @@ void bridge_tmpls_stats(bridge_tmpls *t, int32_t runtime, bridge_tmpl_stats *out
 /* Compiles src (NUL at [len]) to bytecode in a throwaway runtime: out.data
  * is the bytecode (BRIDGE_DONE), or the rendered error (BRIDGE_THROWN). */
 int32_t bridge_compile(const char *src, size_t len, const char *filename, bridge_out *out);
+/* A host module's source, for compiling (bridge_compile_module). */
+typedef struct bridge_source {
+	const char *name;
+	const char *src; /* NUL at [len] */
+	size_t len;
+} bridge_source;
+
+/* Compiles module srcs[index] (as bridge_compile does a script); the
+ * modules it imports are compiled from srcs to check its imports, and
+ * none but them loads. */
+int32_t bridge_compile_module(const bridge_source *srcs, int32_t n, int32_t index, bridge_out *out);
 
 /* Ends a pending run: frees the sandbox and hands back the logs. */
 void bridge_slot_close(bridge_slot *s, bridge_out *out);

@@ -176,6 +176,8 @@ struct bridge_slot {
 	 * outside the arena, so a restored image never replays a sequence. */
 	uint64_t rng[2];
 	int64_t run_start; /* CLOCK_MONOTONIC ns when the run began: performance.now()'s zero */
+	const bridge_module *modules; /* the run's host modules (bridge_config) */
+	int32_t nmodules;
 
 	/* Console records: uint32 length + bytes each. */
 	char *logs;

@@ -51,7 +51,9 @@ func TestCodeModeToolGranted(t *testing.T) {
 	t.Parallel()
 	tool := func(name string) Tool {
 		return hostTool{def: ToolDefinition{Name: name, Description: "The " + name + " tool."},
-			call: func(context.Context, json.RawMessage) (json.RawMessage, error) { return json.RawMessage(`"` + name + `"`), nil }}
+			call: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+				return json.RawMessage(`"` + name + `"`), nil
+			}}
 	}
 	cm, err := NewCodeModeTool([]Tool{tool("search"), tool("delete")}, Limits{})
 	require.NoError(t, err)

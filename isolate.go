@@ -494,6 +494,9 @@ func (c *call) bridgeConfig() C.bridge_config {
 		cap_async: c.caps.async,
 		ncaps:     C.int32_t(len(c.caps.caps)),
 	}
+	if m := c.ex.modules; m != nil {
+		cfg.modules, cfg.nmodules = m.mods, C.int32_t(m.n)
+	}
 	cfg.handle = C.uintptr_t(c.slot.handle)
 	if bc, err := guardsBytecode(); err == nil {
 		cfg.guards_bc = (*C.uint8_t)(unsafe.Pointer(&bc[0]))

@@ -50,6 +50,7 @@ type Executor struct {
 	retainIdle time.Duration
 	ts         TypeScript        // strips a source that is not JavaScript; nil: none
 	outbound   http.RoundTripper // the network runs are granted (fetch); nil: none
+	modules    *moduleTable      // WithModules, compiled; nil: none
 }
 
 // Option configures an [Executor] in [New].
@@ -66,6 +67,7 @@ type config struct {
 	tsSet       bool
 	outbound    http.RoundTripper
 	syncTools   bool // NewCodeModeTool: sync capabilities (WithSyncTools)
+	modules     map[string]string
 }
 
 // WithSlots bounds how many runs are alive at once: each run holds a slot
@@ -137,6 +139,11 @@ func New(opts ...Option) (*Executor, error) {
 			return nil, err
 		}
 	}
+	mods, err := compileModules(cfg.modules)
+	if err != nil {
+		return nil, err
+	}
+	e.modules = mods
 	if cfg.slots == 0 {
 		cfg.slots = DefaultSlots
 	}
@@ -183,6 +190,7 @@ func (e *Executor) Close() error {
 	for _, t := range e.capTables {
 		t.free()
 	}
+	e.modules.free()
 	e.capTables = nil
 	return nil
 }

@@ -269,6 +269,11 @@ int JS_AddIntrinsicPromise(JSContext *ctx);
 JSValue JS_Eval(JSContext *ctx, const char *input, size_t input_len, const char *filename, int eval_flags);
 JSValue JS_Eval2(JSContext *ctx, const char *input, size_t input_len, JSEvalOptions *options);
 JSValue JS_EvalFunction(JSContext *ctx, JSValue fun_obj);
+typedef struct JSModuleDef JSModuleDef;
+typedef char *JSModuleNormalizeFunc(JSContext *ctx, const char *module_base_name, const char *module_name, void *opaque);
+typedef JSModuleDef *JSModuleLoaderFunc(JSContext *ctx, const char *module_name, void *opaque);
+void JS_SetModuleLoaderFunc(JSRuntime *rt, JSModuleNormalizeFunc *module_normalize, JSModuleLoaderFunc *module_loader,
+                            void *opaque);
 uint8_t *JS_WriteObject(JSContext *ctx, size_t *psize, JSValueConst obj, int flags);
 JSValue JS_ReadObject(JSContext *ctx, const uint8_t *buf, size_t buf_len, int flags);
 
@@ -326,6 +331,7 @@ JSValue JS_CallConstructor(JSContext *ctx, JSValueConst func_obj, int argc, JSVa
 JSValue JS_ThrowTypeError(JSContext *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 JSValue JS_ThrowRangeError(JSContext *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 JSValue JS_ThrowInternalError(JSContext *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+JSValue JS_ThrowReferenceError(JSContext *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 JSValue JS_ThrowPlainError(JSContext *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 JSValue JS_ThrowOutOfMemory(JSContext *ctx);
 
