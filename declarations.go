@@ -454,3 +454,79 @@ func propName(k string) string {
 	b, _ := json.Marshal(k)
 	return string(b)
 }
+
+// ProviderDeclarations renders providers as TypeScript a model can call
+// from: per provider `declare const name: { tool(...): Promise<Result>; … }`
+// in its calling convention (one options object with ObjectArgs, else
+// positional parameters from the Params array schema's prefixItems), with
+// the types named per provider and tool, JSDoc from the descriptions; a
+// tool in Tools without an APIs entry takes and returns unknown.
+func ProviderDeclarations(providers []Provider) string {
+	var b strings.Builder
+	used := map[string]bool{}
+	for i, p := range providers {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		described := map[string]bool{}
+		var members strings.Builder
+		for _, t := range p.APIs {
+			described[t.Name] = true
+			d := &declarer{prefix: typePrefix(p.Name+"_"+t.Name, used), named: map[string]string{}}
+			params := "...args: unknown[]"
+			if sch := parseOrdered(t.Params); sch != nil {
+				if p.ObjectArgs {
+					params = "args: " + d.named1("Input", sch, true)
+				} else {
+					params = d.positional(sch)
+				}
+			}
+			out := "unknown"
+			if len(strings.TrimSpace(string(t.Returns))) > 0 {
+				out = d.named1("Output", parseOrdered(t.Returns), false)
+			}
+			for _, ty := range d.types {
+				b.WriteString(ty)
+			}
+			writeDoc(&members, "  ", t.Description, nil)
+			fmt.Fprintf(&members, "  %s(%s): Promise<%s>;\n", propName(t.Name), params, out)
+		}
+		for _, name := range p.Tools {
+			if !described[name] {
+				described[name] = true
+				fmt.Fprintf(&members, "  %s(...args: unknown[]): Promise<unknown>;\n", propName(name))
+			}
+		}
+		fmt.Fprintf(&b, "declare const %s: {\n%s};\n", p.Name, members.String())
+	}
+	return b.String()
+}
+
+// positional renders an array schema's prefixItems as parameters.
+func (d *declarer) positional(s *ordered) string {
+	d.root = s
+	items := s.get("prefixItems")
+	if items == nil || !items.array {
+		if s.get("type").str() == "object" || s.get("properties") != nil {
+			return "args: " + d.named1("Input", s, true)
+		}
+		return "...args: unknown[]"
+	}
+	min := len(items.items)
+	if m := s.get("minItems"); m != nil && m.num {
+		fmt.Sscan(m.scalar.(string), &min)
+	}
+	var ps []string
+	for i, it := range items.items {
+		name := it.get("title").str()
+		if propName(name) != name || name == "" || jsReservedWords[name] {
+			name = fmt.Sprintf("arg%d", i)
+		}
+		opt := ""
+		if i >= min {
+			opt = "?"
+		}
+		ps = append(ps, name+opt+": "+d.ts(it, "  "))
+	}
+	return strings.Join(ps, ", ")
+}

@@ -88,6 +88,10 @@ func TestDeclarationsTypeCheck(t *testing.T) {
 		require.NoError(t, os.WriteFile(f, []byte(src), 0o644))
 		files = append(files, f)
 	}
+	prov := ProviderDeclarations(providerCases) + "void store.findUser({id: 'x'}); void math.add(1);\nexport {};\n"
+	f := filepath.Join(dir, "providers.ts")
+	require.NoError(t, os.WriteFile(f, []byte(prov), 0o644))
+	files = append(files, f)
 	args := append([]string{"--noEmit", "--strict", "--target", "es2022", "--lib", "es2022", "--pretty", "false"}, files...)
 	out, err := exec.Command(tsc, args...).CombinedOutput()
 	require.NoError(t, err, "tsc: %s", strings.TrimSpace(string(out)))
@@ -114,4 +118,29 @@ func BenchmarkDeclarations(b *testing.B) {
 	for b.Loop() {
 		_ = Declarations(apis)
 	}
+}
+
+// providerCases are providers in both calling conventions.
+var providerCases = []Provider{
+	{Name: "store", ObjectArgs: true, Tools: []string{"findUser", "ping"}, APIs: []ProviderTool{
+		{Name: "findUser", Description: "Find a user by id.", Params: json.RawMessage(`{"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}`),
+			Returns: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)},
+	}},
+	{Name: "math", APIs: []ProviderTool{
+		{Name: "add", Params: json.RawMessage(`{"type":"array","prefixItems":[{"type":"number","title":"a"},{"type":"number","title":"b"}],"minItems":1}`), Returns: json.RawMessage(`{"type":"number"}`)},
+		{Name: "clamp-to", Description: "A name that is no identifier.", Params: json.RawMessage(`{"type":"array","prefixItems":[{"type":"number","title":"default"}]}`)},
+	}},
+}
+
+// TestProviderDeclarations: providers declared in their own calling
+// convention.
+func TestProviderDeclarations(t *testing.T) {
+	t.Parallel()
+	want := "type StoreFindUserInput = {\n  id: string;\n};\ntype StoreFindUserOutput = {\n  name: string;\n};\n" +
+		"declare const store: {\n  /** Find a user by id. */\n  findUser(args: StoreFindUserInput): Promise<StoreFindUserOutput>;\n" +
+		"  ping(...args: unknown[]): Promise<unknown>;\n};\n\n" +
+		"type MathAddOutput = number;\n" +
+		"declare const math: {\n  add(a: number, b?: number): Promise<MathAddOutput>;\n" +
+		"  /** A name that is no identifier. */\n  \"clamp-to\"(arg0: number): Promise<unknown>;\n};\n"
+	assert.Equal(t, want, ProviderDeclarations(providerCases))
 }

@@ -37,6 +37,10 @@ type Provider struct {
 	Name string
 	// Tools lists the tools the model was told about.
 	Tools []string
+	// APIs describes tools to the model ([ProviderDeclarations]): their
+	// descriptions and schemas. A provider with only Tools keeps working;
+	// its tools are declared as taking and returning unknown.
+	APIs []ProviderTool
 	// ObjectArgs makes tools take one options object, sent as the
 	// arguments JSON as it is ({} for none). By default a call's arguments
 	// are sent as a JSON array ([] for none).
@@ -88,6 +92,19 @@ type Request struct {
 	// [WithOutbound]), in place of the executor's; nil keeps the
 	// executor's (by default none: no fetch at all).
 	Outbound http.RoundTripper
+}
+
+// ProviderTool describes one tool of a provider to the model.
+type ProviderTool struct {
+	Name        string
+	Description string
+	// Params is the JSON Schema of the arguments, in the provider's calling
+	// convention: with ObjectArgs the options object's; otherwise an array
+	// schema whose prefixItems are the positional arguments (each item's
+	// "title" names its parameter). Empty: any arguments.
+	Params json.RawMessage
+	// Returns is the JSON Schema of the result; empty: unknown.
+	Returns json.RawMessage
 }
 
 // ExecuteResult is what [Executor.Execute] returns: the program's result as
