@@ -8,6 +8,23 @@
 // thin cgo shim: Go never holds an engine value, and every limit is decided
 // in C from facts C has.
 //
+// # Which API do I use?
+//
+//   - A Go service whose tools are Go functions: [Executor.Run] with
+//     capabilities ([WithCapability], [Func] for typed ones). The script
+//     calls them as globals; one JSON value comes back.
+//   - A host that routes tool calls by name (MCP servers, remote APIs):
+//     [Executor.Execute] with providers and a [DispatchFunc]; each provider
+//     is a namespace in the program's scope ([ProviderDeclarations] tells
+//     the model about it).
+//   - An agent loop that hands a model one tool: [NewCodeModeTool] (run_js),
+//     its description the tools' TypeScript declarations ([Declarations]),
+//     [CodeModeTool.Invoke] saying whether a result is an error.
+//   - Tools written in JavaScript, run in the sandbox: [Executor.Register]
+//     once (compiled, self-tested), then [Executor.Call].
+//
+// Each has an Example below.
+//
 // # Sandbox
 //
 // [Executor.Run] executes a script as the body of an async function (or

@@ -247,3 +247,77 @@ func ExampleWithConcurrency() {
 	fmt.Println("failed:", failed)
 	// Output: failed: 0
 }
+
+type lookupArgs struct {
+	City string `json:"city" jsonschema:"the city's name"`
+}
+
+type forecast struct {
+	City  string  `json:"city"`
+	TempC float64 `json:"temp_c"`
+}
+
+// A typed Go function as a capability: its schemas come from the Go types,
+// its argument is checked and decoded, and the model can be told about it
+// in TypeScript.
+func ExampleFunc() {
+	weather := codemode.Func("weather", "Today's forecast.", func(_ context.Context, in lookupArgs) (forecast, error) {
+		return forecast{City: in.City, TempC: 21.5}, nil
+	})
+	exec, err := codemode.New(codemode.WithCapability(weather))
+	if err != nil {
+		panic(err)
+	}
+	defer exec.Close()
+	res, _ := exec.Run(context.Background(), `return weather({city: "Oslo"}).temp_c`)
+	fmt.Println(string(res.Value))
+	res, _ = exec.Run(context.Background(), `try { weather({}) } catch (e) { return e.message }`)
+	fmt.Println(string(res.Value))
+	fmt.Print(codemode.Declarations([]codemode.ToolAPI{{JSName: "weather", Description: weather.Description,
+		Parameters: weather.Params, Returns: weather.Returns}}))
+	// Output:
+	// 21.5
+	// "weather: `city` is required"
+	// type WeatherInput = {
+	//   /** the city's name */
+	//   city: string;
+	// };
+	// type WeatherOutput = {
+	//   city: string;
+	//   temp_c: number;
+	// };
+	// /** Today's forecast. */
+	// declare function weather(args: WeatherInput): WeatherOutput;
+}
+
+// A run reaches only the capabilities its context grants.
+func ExampleGrant() {
+	ok := func(context.Context, json.RawMessage) (any, error) { return "done", nil }
+	exec, err := codemode.New(
+		codemode.WithCapability(codemode.Capability{Name: "read", Func: ok}),
+		codemode.WithCapability(codemode.Capability{Name: "drop_table", Func: ok}))
+	if err != nil {
+		panic(err)
+	}
+	defer exec.Close()
+	ctx := codemode.Grant(context.Background(), "read")
+	res, _ := exec.Run(ctx, `return [typeof read, typeof drop_table]`)
+	fmt.Println(string(res.Value))
+	// Output:
+	// ["function","undefined"]
+}
+
+// Host modules are importable by name, fresh in every run.
+func ExampleWithModules() {
+	exec, err := codemode.New(codemode.WithModules(map[string]string{
+		"text.js": `export const shout = (s) => s.toUpperCase() + "!"`,
+	}))
+	if err != nil {
+		panic(err)
+	}
+	defer exec.Close()
+	res, _ := exec.Run(context.Background(), `const { shout } = await import("text.js"); return shout("hi")`)
+	fmt.Println(string(res.Value))
+	// Output:
+	// "HI!"
+}
