@@ -5,8 +5,10 @@ package codemode
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -25,9 +27,19 @@ type argCheck struct {
 
 // argPlan is what the fast path checks.
 type argPlan struct {
-	props    map[string]kinds // the kinds a property may have; 0: any
-	required map[string]int   // index into a bit set
-	closed   bool             // additionalProperties false: no other keys
+	props    map[string]*propPlan
+	required map[string]int // index into a bit set
+	closed   bool           // additionalProperties false: no other keys
+}
+
+// propPlan is what the fast path checks of one property: its kinds (0:
+// any), and the scalar constraints tool schemas commonly carry.
+type propPlan struct {
+	kinds          kinds
+	enum           []any // strings, float64s, bools and nils; nil: none
+	min, max       *float64
+	exMin, exMax   *float64
+	minLen, maxLen int // in characters; -1: none
 }
 
 // kinds is a set of JSON kinds, by jsontext.Kind's first byte.
@@ -71,7 +83,7 @@ func planFor(raw json.RawMessage) *argPlan {
 	if json.Unmarshal(raw, &top) != nil {
 		return nil
 	}
-	plan := &argPlan{props: map[string]kinds{}, required: map[string]int{}}
+	plan := &argPlan{props: map[string]*propPlan{}, required: map[string]int{}}
 	for k, v := range top {
 		switch {
 		case annotations[k]:
@@ -82,11 +94,11 @@ func planFor(raw json.RawMessage) *argPlan {
 				return nil
 			}
 			for name, ps := range props {
-				ks, ok := propertyKinds(ps)
+				pp, ok := propertyPlan(ps)
 				if !ok {
 					return nil
 				}
-				plan.props[name] = ks
+				plan.props[name] = pp
 			}
 		case k == "required":
 			var req []string
@@ -111,9 +123,22 @@ func planFor(raw json.RawMessage) *argPlan {
 	return plan
 }
 
-// propertyKinds reads a property schema of only a type and annotations.
-func propertyKinds(ps map[string]json.RawMessage) (kinds, bool) {
-	var ks kinds
+// propertyPlan reads a property schema of a type, scalar constraints and
+// annotations; false when it has anything else.
+func propertyPlan(ps map[string]json.RawMessage) (*propPlan, bool) {
+	pp := &propPlan{minLen: -1, maxLen: -1}
+	num := func(v json.RawMessage) (*float64, bool) {
+		var f float64
+		if json.Unmarshal(v, &f) != nil {
+			return nil, false
+		}
+		return &f, true
+	}
+	count := func(v json.RawMessage) (int, bool) {
+		var n int
+		return n, json.Unmarshal(v, &n) == nil && n >= 0
+	}
+	var ok bool
 	for k, v := range ps {
 		switch {
 		case annotations[k]:
@@ -123,20 +148,102 @@ func propertyKinds(ps map[string]json.RawMessage) (kinds, bool) {
 			if json.Unmarshal(v, &one) == nil {
 				many = []string{one}
 			} else if json.Unmarshal(v, &many) != nil {
-				return 0, false
+				return nil, false
 			}
 			for _, t := range many {
-				kk, ok := kindNames[t]
-				if !ok {
-					return 0, false
+				kk, known := kindNames[t]
+				if !known {
+					return nil, false
 				}
-				ks |= kk
+				pp.kinds |= kk
+			}
+		case k == "enum":
+			if json.Unmarshal(v, &pp.enum) != nil || pp.enum == nil {
+				return nil, false
+			}
+			for _, e := range pp.enum {
+				switch e.(type) {
+				case string, float64, bool, nil:
+				default:
+					return nil, false // an object or an array: the library compares
+				}
+			}
+		case k == "minimum":
+			if pp.min, ok = num(v); !ok {
+				return nil, false
+			}
+		case k == "maximum":
+			if pp.max, ok = num(v); !ok {
+				return nil, false
+			}
+		case k == "exclusiveMinimum":
+			if pp.exMin, ok = num(v); !ok {
+				return nil, false
+			}
+		case k == "exclusiveMaximum":
+			if pp.exMax, ok = num(v); !ok {
+				return nil, false
+			}
+		case k == "minLength":
+			if pp.minLen, ok = count(v); !ok {
+				return nil, false
+			}
+		case k == "maxLength":
+			if pp.maxLen, ok = count(v); !ok {
+				return nil, false
 			}
 		default:
-			return 0, false
+			return nil, false
 		}
 	}
-	return ks, true
+	return pp, true
+}
+
+// check says whether a property's value (its JSON text, of kind got)
+// passes the plan's scalar constraints.
+func (pp *propPlan) check(v []byte, got kinds) bool {
+	if pp.enum == nil && pp.min == nil && pp.max == nil && pp.exMin == nil && pp.exMax == nil &&
+		pp.minLen < 0 && pp.maxLen < 0 {
+		return true
+	}
+	var val any
+	switch {
+	case got&kNumber != 0:
+		f, err := strconv.ParseFloat(string(v), 64)
+		if err != nil {
+			return false
+		}
+		if (pp.min != nil && f < *pp.min) || (pp.max != nil && f > *pp.max) ||
+			(pp.exMin != nil && f <= *pp.exMin) || (pp.exMax != nil && f >= *pp.exMax) {
+			return false
+		}
+		val = f
+	case got == kString:
+		if bytes.IndexByte(v, '\\') >= 0 {
+			return false // escapes: the library counts and compares
+		}
+		str := string(v[1 : len(v)-1])
+		n := utf8.RuneCountInString(str)
+		if (pp.minLen >= 0 && n < pp.minLen) || (pp.maxLen >= 0 && n > pp.maxLen) {
+			return false
+		}
+		val = str
+	case got == kBool:
+		val = v[0] == 't'
+	case got == kNull:
+		val = nil
+	default:
+		return pp.enum == nil
+	}
+	if pp.enum == nil {
+		return true
+	}
+	for _, e := range pp.enum {
+		if e == val {
+			return true
+		}
+	}
+	return false
 }
 
 // decoders are reused across calls: a decoder is a large allocation.
@@ -171,18 +278,22 @@ func (p *argPlan) scan(dec *jsontext.Decoder) bool {
 			return false
 		}
 		key := name[1 : len(name)-1]
-		want, known := p.props[string(key)]
+		pp, known := p.props[string(key)]
 		if !known && p.closed {
 			return false
 		}
 		if i, ok := p.required[string(key)]; ok {
 			seen |= 1 << i
 		}
-		if !known || want == 0 {
+		if !known || (pp.kinds == 0 && pp.enum == nil) {
 			if dec.SkipValue() != nil {
 				return false
 			}
 			continue
+		}
+		want := pp.kinds
+		if want == 0 {
+			want = kString | kNumber | kInteger | kBool | kNull | kObject | kArray
 		}
 		var got kinds
 		switch dec.PeekKind() {
@@ -208,7 +319,7 @@ func (p *argPlan) scan(dec *jsontext.Decoder) bool {
 		if got == kNumber && !bytes.ContainsAny(v, ".eE") {
 			got |= kInteger
 		}
-		if want&got == 0 {
+		if want&got == 0 || !pp.check(v, got) {
 			return false
 		}
 	}

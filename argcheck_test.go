@@ -83,10 +83,13 @@ func TestArgPlanAgrees(t *testing.T) {
 		searchParams,
 		`{"type":"object","properties":{"a":{"type":["string","null"]},"b":{"type":"number"},"c":{"type":"boolean"},"d":{"type":"object"}},"required":["a","b"],"additionalProperties":false}`,
 		`{"type":"object","properties":{"x":{}}}`,
+		`{"type":"object","properties":{"state":{"enum":["open","closed",null]},"n":{"type":"integer","minimum":1,"maximum":10},"r":{"type":"number","exclusiveMinimum":0,"exclusiveMaximum":1},"s":{"type":"string","minLength":2,"maxLength":3},"flag":{"enum":[true,1]}}}`,
 	}
 	args := []string{`{}`, `{"query":"q"}`, `{"query":null}`, `{"query":"q","limit":3}`, `{"query":"q","limit":3.5}`, `{"query":"q","limit":3e2}`,
 		`{"a":"s","b":1}`, `{"a":null,"b":1.5,"c":true,"d":{}}`, `{"a":1,"b":1}`, `{"a":"s","b":"1"}`, `{"a":"s","b":1,"z":1}`,
-		`{"a":"s"}`, `{"x":[1,{"y":2}]}`, `{"query":"q","query":"r"}`, `{"c":false,"a":"","b":-0}`, `{"tags":[],"query":""}`}
+		`{"a":"s"}`, `{"x":[1,{"y":2}]}`, `{"query":"q","query":"r"}`, `{"c":false,"a":"","b":-0}`, `{"tags":[],"query":""}`,
+		`{"state":"open"}`, `{"state":"other"}`, `{"state":null}`, `{"n":1}`, `{"n":0}`, `{"n":10.0}`, `{"n":11}`, `{"r":0}`, `{"r":0.5}`, `{"r":1}`,
+		`{"s":"ab"}`, `{"s":"a"}`, `{"s":"abcd"}`, `{"s":"é✓"}`, `{"s":"\u00e9\u2713"}`, `{"flag":true}`, `{"flag":1.0}`, `{"flag":false}`}
 	var sc schemaCache
 	for _, s := range schemas {
 		c, err := sc.compileCheck(json.RawMessage(s))

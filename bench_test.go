@@ -153,14 +153,15 @@ func BenchmarkHostCall(b *testing.B) {
 		WithCapability(Capability{Name: "qasync", Async: true, Func: serve(small)}),
 		WithCapability(Capability{Name: "qasyncraw", Async: true, Func: serve(raw)}),
 		// The same, its arguments checked against a schema (the fast
-		// path's kind), and one the library checks (an enum).
+		// path's: types, an enum, bounds), and one the library checks (a
+		// pattern).
 		WithCapability(Capability{Name: "qchecked", Func: serve(raw), Params: json.RawMessage(
-			`{"type":"object","properties":{"id":{"type":"integer","description":"the id"},"name":{"type":"string"}},"required":["id"]}`)}),
+			`{"type":"object","properties":{"id":{"type":"integer","description":"the id","minimum":0},"name":{"enum":["x","y"]}},"required":["id"]}`)}),
 		WithCapability(Func("qtyped", "", func(_ context.Context, in benchIn) (benchOut, error) {
 			return benchOut{ID: 1, OK: true, Name: "ada"}, nil
 		})),
 		WithCapability(Capability{Name: "qlibrary", Func: serve(raw), Params: json.RawMessage(
-			`{"type":"object","properties":{"id":{"type":"integer","minimum":0},"name":{"enum":["x","y"]}},"required":["id"]}`)}))
+			`{"type":"object","properties":{"id":{"type":"integer"},"name":{"type":"string","pattern":"^[a-z]+$"}},"required":["id"]}`)}))
 	ctx := context.Background()
 	const loop = "let n = 0; for (let i = 0; i < 100; i++) n += %s({id: i, name: 'x'}).id; return n"
 	const loopAsync = "let n = 0; for (let i = 0; i < 100; i++) n += (await %s({id: i, name: 'x'})).id; return n"
