@@ -73,3 +73,34 @@ func TestBinaryCapabilities(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, `[true,true]`, string(res.Value), "an own __proto__ is revived in place, not set as the prototype")
 }
+
+// TestSmallResults: the scalars C reads without the JSON parser read as
+// the parser would read them.
+func TestSmallResults(t *testing.T) {
+	t.Parallel()
+	var next json.RawMessage
+	e := newExecutor(t, WithCapability(Capability{Name: "give", Func: fn(func(context.Context, json.RawMessage) (any, error) {
+		return next, nil
+	})}))
+	for _, tt := range []struct{ raw, want string }{
+		{"42", `[42,"number"]`}, {"-7", `[-7,"number"]`}, {"0", `[0,"number"]`}, {"-0", `[0,"number"]`},
+		{"2147483647", `[2147483647,"number"]`}, {"2147483648", `[2147483648,"number"]`}, {"-2147483648", `[-2147483648,"number"]`},
+		{"9999999999", `[9999999999,"number"]`}, {"1e3", `[1000,"number"]`}, {"true", `[true,"boolean"]`},
+		{"false", `[false,"boolean"]`}, {"null", `[null,"object"]`}, {`"5"`, `["5","string"]`},
+	} {
+		next = json.RawMessage(tt.raw)
+		res, err := e.Run(context.Background(), "const v = give(); return [v, typeof v]")
+		require.NoError(t, err, tt.raw)
+		assert.Equal(t, tt.want, string(res.Value), tt.raw)
+	}
+	next = json.RawMessage("-0")
+	res, err := e.Run(context.Background(), "return Object.is(give(), -0)")
+	require.NoError(t, err)
+	assert.Equal(t, "true", string(res.Value), "-0 stays negative zero")
+	for _, bad := range []string{"007", "-", "+1", "tru"} {
+		next = json.RawMessage(bad)
+		res, err := e.Run(context.Background(), "try { give() } catch (e) { return e.message }")
+		require.NoError(t, err, bad)
+		assert.Contains(t, string(res.Value), "the capability returned invalid JSON", bad)
+	}
+}

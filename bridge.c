@@ -1087,6 +1087,30 @@ static int revive_binary(JSContext *ctx, JSValueConst v, int depth)
 /* A capability's result parsed from JSON, its envelopes revived. */
 static JSValue parse_result(JSContext *ctx, const char *data, size_t len)
 {
+	/* The commonest small results without the parser: an int32, a
+	 * boolean, null. */
+	if (len > 0 && len <= 10) {
+		size_t i = data[0] == '-' ? 1 : 0;
+		int64_t v = 0;
+		bool digits = i < len && !(data[i] == '0' && len > i + 1);
+		for (size_t k = i; k < len && digits; k++) {
+			if (data[k] < '0' || data[k] > '9')
+				digits = false;
+			else
+				v = v * 10 + (data[k] - '0');
+		}
+		if (digits && !(i == 1 && v == 0)) { /* "-0" is a double */
+			v = i ? -v : v;
+			if (v >= INT32_MIN && v <= INT32_MAX)
+				return JS_NewInt32(ctx, (int32_t)v);
+		}
+		if (len == 4 && memcmp(data, "true", 4) == 0)
+			return JS_NewBool(ctx, true);
+		if (len == 5 && memcmp(data, "false", 5) == 0)
+			return JS_NewBool(ctx, false);
+		if (len == 4 && memcmp(data, "null", 4) == 0)
+			return JS_NULL;
+	}
 	JSValue v = JS_ParseJSON(ctx, data, len, "<capability>");
 	if (JS_IsException(v) || !JS_IsObject(v) || !memmem(data, len, binary_tag, sizeof(binary_tag) - 1))
 		return v;
@@ -1767,7 +1791,8 @@ static JSValue js_capability(JSContext *ctx, JSValueConst this_val, int argc, JS
 	if (s->cap_async[cap]) {
 		ret = call_async(s, cap, args, n);
 	} else {
-		bridge_reply r = {0};
+		char room[256];
+		bridge_reply r = {.buf = room, .cap = sizeof(room)};
 		go_capability_call(s->handle, cap, (char *)args, n, &r);
 		switch (r.status) {
 		case BRIDGE_CALL_OK:
@@ -1797,7 +1822,8 @@ static JSValue js_capability(JSContext *ctx, JSValueConst this_val, int argc, JS
 			ret = throw_kill(s, BRIDGE_INTERNAL);
 			break;
 		}
-		free(r.data);
+		if (r.data != room)
+			free(r.data);
 	}
 	json_scratch_trim(s);
 	return ret;

@@ -63,6 +63,11 @@ typedef struct bridge_reply {
 	int32_t status;
 	char *data;
 	size_t size;
+	/* C's own room for a small reply: Go copies one that fits (NUL
+	 * included) here and sets data to buf, which C then does not free;
+	 * a larger one is malloc'd. */
+	char *buf;
+	size_t cap;
 } bridge_reply;
 
 /* Per-run limits and identity. */

@@ -634,7 +634,11 @@ func (h *hostRun) callSync(index int, args json.RawMessage, reply *C.bridge_repl
 		reply.status = C.BRIDGE_CALL_OK
 		result = result[:len(result)-1] // C gets the NUL from the copy below
 	}
-	reply.data = (*C.char)(C.malloc(C.size_t(len(result) + 1)))
+	if reply.buf != nil && len(result)+1 <= int(reply.cap) {
+		reply.data = reply.buf // C's own room: no allocation across the boundary
+	} else {
+		reply.data = (*C.char)(C.malloc(C.size_t(len(result) + 1)))
+	}
 	buf := unsafe.Slice((*byte)(unsafe.Pointer(reply.data)), len(result)+1)
 	copy(buf, result)
 	buf[len(result)] = 0
