@@ -187,6 +187,46 @@ const contractNames = "__dispatch, __stringifyForDispatch, __parseForDispatch"
 //	{ <Prelude> }
 //	return await __codemode_program(store, …, __dispatch, …)();
 //	})
+//
+// entries memoizes the entry source and its cache key per provider set:
+// building the text and hashing it was a tenth of a small Execute.
+type entries struct {
+	mu sync.Mutex
+	m  map[string]*entryUnit
+}
+
+type entryUnit struct {
+	src []byte // NUL-terminated; read by C, never written
+	key [32]byte
+}
+
+// maxEntries bounds the memo; past it, it starts afresh.
+const maxEntries = 256
+
+func (c *entries) get(providers []Provider) *entryUnit {
+	var b strings.Builder
+	for _, p := range providers {
+		fmt.Fprintf(&b, "%d:%s%t%d:%s%d:%s", len(p.Name), p.Name, p.ObjectArgs, len(p.ProxySource), p.ProxySource,
+			len(p.Prelude), p.Prelude)
+	}
+	id := b.String()
+	c.mu.Lock()
+	u := c.m[id]
+	c.mu.Unlock()
+	if u != nil {
+		return u
+	}
+	src := entrySource(providers)
+	u = &entryUnit{src: src, key: scriptKey("entry", unsafe.String(&src[0], len(src)))}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= maxEntries {
+		c.m = map[string]*entryUnit{}
+	}
+	c.m[id] = u
+	return u
+}
+
 func entrySource(providers []Provider) []byte {
 	var b strings.Builder
 	b.WriteString("(async function (__codemode_rt, __codemode_program) {\n'use strict';\n" +
@@ -357,12 +397,13 @@ func (e *Executor) Execute(ctx context.Context, req Request) (res ExecuteResult)
 	if err != nil {
 		return fail(internalError(ExecuteName, err))
 	}
+	entry := e.entries.get(req.Providers)
 	p := &program{
 		name:     ExecuteName,
 		mode:     C.BRIDGE_MODE_EXECUTE,
 		file:     programFile,
 		smap:     sourceMap{file: programFileName, shape: jspos.StrictExpression, src: req.Code, ts: e.ts},
-		entry:    entrySource(req.Providers),
+		entry:    entry.src,
 		runtime:  runtime,
 		dispatch: req.Dispatch,
 		retain:   req.RetainHandles,
@@ -380,7 +421,7 @@ func (e *Executor) Execute(ctx context.Context, req Request) (res ExecuteResult)
 		p.src, p.smap.head = programSource(p.smap.instrument().Source(), req.Providers, key)
 		p.wantBC = true
 	}
-	entryKey := scriptKey("entry", unsafe.String(&p.entry[0], len(p.entry)))
+	entryKey := entry.key
 	if bc, ok := e.cache.get(entryKey); ok {
 		p.entryBC = bc
 	} else {

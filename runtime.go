@@ -43,6 +43,7 @@ type Executor struct {
 	// instruments shares the instrumentation of a source that runs in
 	// flight miss the cache for together.
 	instruments instruments
+	entries     entries // Execute's entry source and key, per provider set
 	tools       toolSet
 	schemas     schemaCache
 	// retained counts the loops of retained sandboxes, which own slots.
