@@ -254,9 +254,15 @@ type planDecoder struct {
 	dec jsontext.Decoder
 }
 
-// valid says whether args pass the plan: one pass over its tokens. A name
-// with an escape sends the call to the library.
+// valid says whether args pass the plan. The sandbox writes arguments as
+// compact JSON; a quick scan of that form (flat keys without escapes)
+// decides most calls, and anything it does not expect goes through
+// jsontext's decoder, whose verdict stands. A name with an escape sends the
+// call to the library.
 func (p *argPlan) valid(args []byte) bool {
+	if ok, sure := p.quick(args); sure {
+		return ok
+	}
 	d := decoders.Get().(*planDecoder)
 	d.r.Reset(args)
 	d.dec.Reset(&d.r)
@@ -265,6 +271,141 @@ func (p *argPlan) valid(args []byte) bool {
 	d.dec.Reset(&d.r)
 	decoders.Put(d)
 	return ok
+}
+
+// quick checks compact JSON (no white space) of an object whose values
+// are scalars or compact nested values; sure is false when args are in
+// any other form, or a value needs more than a glance (a string with an
+// escape where the plan constrains it, a number it must parse).
+func (p *argPlan) quick(args []byte) (ok, sure bool) {
+	n := len(args)
+	if n < 2 || args[0] != '{' || args[n-1] != '}' {
+		return false, false
+	}
+	var seen uint64
+	i := 1
+	if args[i] == '}' {
+		return seen == 1<<len(p.required)-1, i == n-1
+	}
+	for {
+		// "key":
+		if args[i] != '"' {
+			return false, false
+		}
+		j := i + 1
+		for j < n && args[j] != '"' {
+			if args[j] == '\\' || args[j] < 0x20 {
+				return false, false
+			}
+			j++
+		}
+		if j+1 >= n || args[j+1] != ':' {
+			return false, false
+		}
+		key := args[i+1 : j]
+		i = j + 2
+		// the value's extent
+		end, kind := valueEnd(args, i)
+		if end < 0 {
+			return false, false
+		}
+		v := args[i:end]
+		pp, known := p.props[string(key)]
+		if !known && p.closed {
+			return false, true
+		}
+		if k, ok := p.required[string(key)]; ok {
+			seen |= 1 << k
+		}
+		if known && (pp.kinds != 0 || pp.enum != nil) {
+			got := kind
+			if got == kNumber && !bytes.ContainsAny(v, ".eE") {
+				got |= kInteger
+			}
+			want := pp.kinds
+			if want == 0 {
+				want = kString | kNumber | kInteger | kBool | kNull | kObject | kArray
+			}
+			if want&got == 0 {
+				return false, true
+			}
+			if !pp.check(v, got) {
+				return false, false // the decoder path decides (an escape, a bound)
+			}
+		}
+		i = end
+		switch {
+		case i < n-1 && args[i] == ',':
+			i++
+		case i == n-1:
+			return seen == 1<<len(p.required)-1, true
+		default:
+			return false, false
+		}
+	}
+}
+
+// valueEnd is the end of the compact JSON value at args[i], and its kind;
+// -1 when it is not one this scan reads.
+func valueEnd(args []byte, i int) (int, kinds) {
+	n := len(args)
+	if i >= n {
+		return -1, 0
+	}
+	switch c := args[i]; {
+	case c == '"':
+		for j := i + 1; j < n; j++ {
+			switch args[j] {
+			case '\\':
+				j++
+			case '"':
+				return j + 1, kString
+			}
+		}
+		return -1, 0
+	case c == '-' || (c >= '0' && c <= '9'):
+		j := i + 1
+		for j < n && (args[j] >= '0' && args[j] <= '9' || args[j] == '.' || args[j] == 'e' || args[j] == 'E' ||
+			args[j] == '+' || args[j] == '-') {
+			j++
+		}
+		return j, kNumber
+	case c == 't' && bytes.HasPrefix(args[i:], []byte("true")):
+		return i + 4, kBool
+	case c == 'f' && bytes.HasPrefix(args[i:], []byte("false")):
+		return i + 5, kBool
+	case c == 'n' && bytes.HasPrefix(args[i:], []byte("null")):
+		return i + 4, kNull
+	case c == '{' || c == '[':
+		depth := 0
+		for j := i; j < n; j++ {
+			switch args[j] {
+			case '"':
+				k := j + 1
+				for k < n && args[k] != '"' {
+					if args[k] == '\\' {
+						k++
+					}
+					k++
+				}
+				if k >= n {
+					return -1, 0
+				}
+				j = k
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					if c == '{' {
+						return j + 1, kObject
+					}
+					return j + 1, kArray
+				}
+			}
+		}
+	}
+	return -1, 0
 }
 
 func (p *argPlan) scan(dec *jsontext.Decoder) bool {
