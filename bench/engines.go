@@ -94,6 +94,11 @@ func newEngine(name string, sc *scripts) (*engine, error) {
 	return nil, fmt.Errorf("unknown engine %q", name)
 }
 
+// hostArg is the {"i": n} argument of codemode's host functions.
+type hostArg struct {
+	I int `json:"i"`
+}
+
 // argI reads the {"i": n} argument of codemode's host functions.
 func argI(args json.RawMessage) (int, error) {
 	var a struct {
@@ -106,10 +111,12 @@ func argI(args json.RawMessage) (int, error) {
 func newCodemode(sc *scripts) (*engine, error) {
 	exec, err := codemode.New(
 		codemode.WithLimits(codemode.Limits{Memory: memoryLimit, Stack: stackLimit, Deadline: deadline}),
-		codemode.WithCapability(codemode.Capability{Name: "hcall", Func: func(_ context.Context, args json.RawMessage) (any, error) {
-			i, err := argI(args)
-			return i + 1, err
-		}}),
+		// W3's host function as a Go engineer writes one: typed, its
+		// argument checked and decoded by the library (goja's take Go
+		// values directly).
+		codemode.WithCapability(codemode.Func("hcall", "", func(_ context.Context, a hostArg) (int, error) {
+			return a.I + 1, nil
+		})),
 		codemode.WithCapability(codemode.Capability{Name: "hasync", Async: true, Func: func(ctx context.Context, args json.RawMessage) (any, error) {
 			i, err := argI(args)
 			select {
