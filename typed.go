@@ -54,8 +54,10 @@ type funcTool[In, Out any] struct {
 	fn  func(context.Context, In) (Out, error)
 }
 
+// Definition returns the tool's name, description and inferred schemas.
 func (t *funcTool[In, Out]) Definition() ToolDefinition { return t.def }
 
+// Call decodes args into In, calls the function and encodes its result.
 func (t *funcTool[In, Out]) Call(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
 	var in In
 	if err := jsonv2.Unmarshal(args, &in); err != nil {

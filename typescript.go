@@ -30,6 +30,7 @@ type TypeScriptError struct {
 	Message      string
 }
 
+// Error returns the message with its position.
 func (e *TypeScriptError) Error() string {
 	return fmt.Sprintf("%s (line %d, column %d)", e.Message, e.Line, e.Column)
 }
