@@ -173,7 +173,13 @@ func (o *ordered) str() string {
 	return s
 }
 
+// parseOrdered decodes a schema keeping key order; nil for one that is not
+// JSON, or nests deeper than MaxSchemaDepth (what a schema may be: a
+// hostile one must not exhaust the stack of the renderers).
 func parseOrdered(raw json.RawMessage) *ordered {
+	if len(raw) > MaxSchemaBytes || jsonDepth(raw) > MaxSchemaDepth {
+		return nil
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	v, err := decodeOrdered(dec)

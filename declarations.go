@@ -284,13 +284,24 @@ func (d *declarer) ref(ref string) string {
 	if !ok {
 		return "unknown" // outside the schema: nothing to name
 	}
-	node := d.root
-	for _, part := range strings.Split(path, "/") {
-		part = strings.ReplaceAll(strings.ReplaceAll(part, "~1", "/"), "~0", "~")
-		node = node.get(part)
-	}
+	node := d.lookup(ref)
 	if node == nil {
 		return "unknown"
+	}
+	// A chain of bare $refs that comes back to itself names nothing (as a
+	// type alias it would refer to itself, which TypeScript refuses).
+	seen := map[string]bool{ref: true}
+	for n := node; n.get("$ref") != nil && len(n.keys) == 1; {
+		next := n.get("$ref").str()
+		if seen[next] {
+			d.named[ref] = "unknown"
+			return "unknown"
+		}
+		seen[next] = true
+		n = d.lookup(next)
+		if n == nil {
+			break
+		}
 	}
 	last := path[strings.LastIndexByte(path, '/')+1:]
 	name := d.prefix + typePrefix(last, map[string]bool{})
@@ -309,6 +320,20 @@ func (d *declarer) ref(ref string) string {
 	fmt.Fprintf(&b, "type %s = %s;\n", name, d.ts(node, ""))
 	d.types = append(d.types, b.String())
 	return name
+}
+
+// lookup is the node a local $ref points at, or nil.
+func (d *declarer) lookup(ref string) *ordered {
+	path, ok := strings.CutPrefix(ref, "#/")
+	if !ok {
+		return nil
+	}
+	node := d.root
+	for _, part := range strings.Split(path, "/") {
+		part = strings.ReplaceAll(strings.ReplaceAll(part, "~1", "/"), "~0", "~")
+		node = node.get(part)
+	}
+	return node
 }
 
 // tags are a property's JSDoc tags: its format, bounds, pattern, default.

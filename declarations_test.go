@@ -144,3 +144,23 @@ func TestProviderDeclarations(t *testing.T) {
 		"  /** A name that is no identifier. */\n  \"clamp-to\"(arg0: number): Promise<unknown>;\n};\n"
 	assert.Equal(t, want, ProviderDeclarations(providerCases))
 }
+
+// TestDeclarationsHostile: a schema past the bounds, a $ref cycle, a $ref
+// outside the schema or to nothing, renders and never hangs or overflows.
+func TestDeclarationsHostile(t *testing.T) {
+	t.Parallel()
+	deep := strings.Repeat(`{"type":"object","properties":{"a":`, 200000) + `{}` + strings.Repeat(`}}`, 200000)
+	got := Declarations([]ToolAPI{
+		{JSName: "deep", Parameters: json.RawMessage(deep), Returns: json.RawMessage(deep)},
+		{JSName: "cycle", Parameters: json.RawMessage(`{"$ref":"#/$defs/A","$defs":{"A":{"$ref":"#/$defs/B"},"B":{"$ref":"#/$defs/A"}}}`)},
+		{JSName: "away", Parameters: json.RawMessage(`{"type":"object","properties":{"x":{"$ref":"https://evil.test/s.json"},"y":{"$ref":"#/nope/0"}}}`)},
+		{JSName: "garbage", Parameters: json.RawMessage(`{"type":`)},
+	})
+	assert.Contains(t, got, "type DeepInput = {};")
+	assert.Contains(t, got, "type DeepOutput = unknown;")
+	assert.Contains(t, got, "type CycleInput = Record<string, unknown>;")
+	assert.NotContains(t, got, "type CycleA")
+	assert.Contains(t, got, "x?: unknown;")
+	assert.Contains(t, got, "y?: unknown;")
+	assert.Contains(t, got, "declare function garbage(args: GarbageInput): unknown;")
+}
