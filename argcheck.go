@@ -5,6 +5,7 @@ package codemode
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -345,6 +346,44 @@ func (p *argPlan) quick(args []byte) (ok, sure bool) {
 	}
 }
 
+// numberEnd is the end of the JSON number at b[i] (its grammar exactly),
+// or i when there is none.
+func numberEnd(b []byte, i int) int {
+	n, j := len(b), i
+	digits := func() int {
+		k := j
+		for j < n && b[j] >= '0' && b[j] <= '9' {
+			j++
+		}
+		return j - k
+	}
+	if j < n && b[j] == '-' {
+		j++
+	}
+	switch {
+	case j < n && b[j] == '0':
+		j++
+	case digits() == 0:
+		return i
+	}
+	if j < n && b[j] == '.' {
+		j++
+		if digits() == 0 {
+			return i
+		}
+	}
+	if j < n && (b[j] == 'e' || b[j] == 'E') {
+		j++
+		if j < n && (b[j] == '+' || b[j] == '-') {
+			j++
+		}
+		if digits() == 0 {
+			return i
+		}
+	}
+	return j
+}
+
 // valueEnd is the end of the compact JSON value at args[i], and its kind;
 // -1 when it is not one this scan reads.
 func valueEnd(args []byte, i int) (int, kinds) {
@@ -355,21 +394,19 @@ func valueEnd(args []byte, i int) (int, kinds) {
 	switch c := args[i]; {
 	case c == '"':
 		for j := i + 1; j < n; j++ {
-			switch args[j] {
-			case '\\':
-				j++
-			case '"':
+			switch b := args[j]; {
+			case b == '\\' || b < 0x20:
+				return -1, 0 // an escape: the decoder reads it
+			case b == '"':
 				return j + 1, kString
 			}
 		}
 		return -1, 0
 	case c == '-' || (c >= '0' && c <= '9'):
-		j := i + 1
-		for j < n && (args[j] >= '0' && args[j] <= '9' || args[j] == '.' || args[j] == 'e' || args[j] == 'E' ||
-			args[j] == '+' || args[j] == '-') {
-			j++
+		if j := numberEnd(args, i); j > i {
+			return j, kNumber
 		}
-		return j, kNumber
+		return -1, 0
 	case c == 't' && bytes.HasPrefix(args[i:], []byte("true")):
 		return i + 4, kBool
 	case c == 'f' && bytes.HasPrefix(args[i:], []byte("false")):
@@ -377,33 +414,7 @@ func valueEnd(args []byte, i int) (int, kinds) {
 	case c == 'n' && bytes.HasPrefix(args[i:], []byte("null")):
 		return i + 4, kNull
 	case c == '{' || c == '[':
-		depth := 0
-		for j := i; j < n; j++ {
-			switch args[j] {
-			case '"':
-				k := j + 1
-				for k < n && args[k] != '"' {
-					if args[k] == '\\' {
-						k++
-					}
-					k++
-				}
-				if k >= n {
-					return -1, 0
-				}
-				j = k
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					if c == '{' {
-						return j + 1, kObject
-					}
-					return j + 1, kArray
-				}
-			}
-		}
+		return -1, 0 // nested values: the decoder reads them
 	}
 	return -1, 0
 }
@@ -465,6 +476,9 @@ func (p *argPlan) scan(dec *jsontext.Decoder) bool {
 		}
 	}
 	if _, err := dec.ReadToken(); err != nil {
+		return false
+	}
+	if _, err := dec.ReadToken(); err != io.EOF { // nothing after the object
 		return false
 	}
 	return seen == 1<<len(p.required)-1

@@ -117,3 +117,28 @@ func requiredPresent(c *argCheck, args string) bool {
 	}
 	return true
 }
+
+// FuzzArgPlan: whatever the arguments, the plan passes only what is JSON
+// and what the library accepts.
+func FuzzArgPlan(f *testing.F) {
+	for _, s := range []string{`{}`, `{"query":"q"}`, `{"query":"q","limit":1-2}`, `{"query":"q","limit":01}`, `{"query":"q","tags":[1,{"a":"]"}]}`,
+		`{"query":"a\"b"}`, `{"query":"q",}`, `{"query":"q"}x`, `{"query":"q","limit":1e}`, `{"query":"q","limit":-}`} {
+		f.Add(s)
+	}
+	var sc schemaCache
+	c, err := sc.compileCheck(json.RawMessage(searchParams))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, args string) {
+		if !c.plan.valid([]byte(args)) {
+			return
+		}
+		if !json.Valid([]byte(args)) {
+			t.Fatalf("the plan passes %q, which is not JSON", args)
+		}
+		if c.p.violations(json.RawMessage(args)) != "" || !requiredPresent(c, args) {
+			t.Fatalf("the plan passes %q, which the library refuses", args)
+		}
+	})
+}
