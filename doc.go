@@ -301,12 +301,18 @@
 // # Code Mode
 //
 // [NewCodeModeTool] packages the whole surface as one [Tool] named run_js:
-// host tools become synchronous capabilities under [JSIdentifier] names,
-// [Describe] lists them to the model as a JavaScript API, and a call runs
-// the model's script. Model-repairable failures come back as results (the
-// [ExecError] JSON, plus the logs) with a nil Go error, so a tool loop
-// feeds them back to the model; only internal failures are Go errors.
-// [Executor.SandboxTool] exposes one registered tool as a [Tool].
+// host tools become async capabilities under [JSIdentifier] names (their
+// arguments checked against their schemas; [WithSyncTools] for the
+// reference's sync-looking calls), the description declares them to the
+// model in TypeScript ([Declarations]; [DescribeListing] is the reference's
+// one-line form), and a call runs the model's script. Model-repairable
+// failures come back as results (the [ExecError] JSON, plus the logs) with
+// a nil Go error, so a tool loop feeds them back to the model, and
+// [CodeModeTool.Invoke] says which results are errors; only internal
+// failures are Go errors. [CodeModeTool.Granted] narrows a tool to some of
+// its tools. [Executor.SandboxTool] exposes one registered tool as a [Tool].
+// Capabilities and tools can be typed Go functions ([Func], [FuncTool]);
+// [WithModules] gives scripts host ES modules to import.
 //
 // # Errors
 //
