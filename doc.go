@@ -204,6 +204,16 @@
 // handler that returns after the deadline makes the run a timeout; an async
 // one that ignores its context is abandoned at the deadline.
 //
+// A capability's Params is checked before its handler runs: an argument
+// that fails it throws a catchable TypeError naming the capability and the
+// path ("search: `query` is required"), and the handler never runs
+// ([Capability].Unchecked turns it off). [Func] makes a capability of a
+// typed Go function, its schemas inferred from the Go types and its
+// argument decoded for it; Returns tells the model what comes back. A
+// []byte anywhere in a handler's result reaches the script as a
+// Uint8Array. [Grant] narrows a run to some capabilities: the others are
+// absent from its sandbox.
+//
 // # Providers
 //
 // [Executor.Execute] runs a provider program ([Request]): Code is an async
