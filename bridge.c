@@ -1368,20 +1368,26 @@ static JSValue js_console(JSContext *ctx, JSValueConst this_val, int argc, JSVal
 	return JS_UNDEFINED;
 }
 
-/* Math.random: xorshift128+ over the slot's state, which each run seeds
- * from the host (see bridge_config.seed). */
+/* The next 64 bits of the run's generator: xorshift128+ over the slot's
+ * state, which each run seeds from the host (see bridge_config.seed). */
+static uint64_t rng_next(bridge_slot *s)
+{
+	uint64_t s1 = s->rng[0];
+	const uint64_t s0 = s->rng[1];
+	s->rng[0] = s0;
+	s1 ^= s1 << 23;
+	s->rng[1] = s1 ^ s0 ^ (s1 >> 17) ^ (s0 >> 26);
+	return s->rng[1] + s0;
+}
+
+/* Math.random: the run's generator's top 53 bits. */
 static JSValue js_random(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
 {
 	(void)this_val;
 	(void)argc;
 	(void)argv;
 	bridge_slot *s = JS_GetContextOpaque(ctx);
-	uint64_t s1 = s->rng[0];
-	const uint64_t s0 = s->rng[1];
-	s->rng[0] = s0;
-	s1 ^= s1 << 23;
-	s->rng[1] = s1 ^ s0 ^ (s1 >> 17) ^ (s0 >> 26);
-	return JS_NewFloat64(ctx, (double)((s->rng[1] + s0) >> 11) * 0x1.0p-53);
+	return JS_NewFloat64(ctx, (double)(rng_next(s) >> 11) * 0x1.0p-53);
 }
 
 static int install_random(JSContext *ctx)
@@ -1450,16 +1456,38 @@ static JSValue js_web_fill(JSContext *ctx, JSValueConst this_val, int argc, JSVa
 	if (!p)
 		return JS_EXCEPTION;
 	for (size_t i = 0; i < n; i += 8) {
-		uint64_t s1 = s->rng[0];
-		const uint64_t s0 = s->rng[1];
-		s->rng[0] = s0;
-		s1 ^= s1 << 23;
-		s->rng[1] = s1 ^ s0 ^ (s1 >> 17) ^ (s0 >> 26);
-		uint64_t w = s->rng[1] + s0;
+		uint64_t w = rng_next(s);
 		for (size_t k = 0; k < 8 && i + k < n; k++)
 			p[i + k] = (uint8_t)(w >> (8 * k));
 	}
 	return JS_UNDEFINED;
+}
+
+/* Sets native.name to a C function; -1 with native released on failure. */
+static int set_native(JSContext *ctx, JSValue *native, const char *name, JSCFunction *fn, int length)
+{
+	JSValue f = JS_NewCFunction2(ctx, fn, name, length, JS_CFUNC_generic, 0);
+	if (JS_IsException(f) || JS_SetPropertyStr(ctx, *native, name, f) < 0) {
+		JS_FreeValue(ctx, *native);
+		*native = JS_EXCEPTION;
+		return -1;
+	}
+	return 0;
+}
+
+/* Runs one of our factories (runtime.js, web.js: bytecode whose completion
+ * value is a function of the native bindings) with native, which it
+ * consumes: what the factory returns. */
+static JSValue call_factory(JSContext *ctx, const uint8_t *bc, size_t len, JSValue native)
+{
+	JSValue r = JS_EXCEPTION;
+	JSValue fn = JS_IsException(native) ? JS_EXCEPTION : JS_ReadObject(ctx, bc, len, JS_READ_OBJ_BYTECODE);
+	JSValue factory = JS_IsException(fn) ? JS_EXCEPTION : JS_EvalFunction(ctx, fn);
+	if (!JS_IsException(factory))
+		r = JS_Call(ctx, factory, JS_UNDEFINED, 1, (JSValueConst *)&native);
+	JS_FreeValue(ctx, factory);
+	JS_FreeValue(ctx, native);
+	return r;
 }
 
 /* Evaluates web.js and turns every global still an accessor into its
@@ -1470,21 +1498,14 @@ static JSValue web_load(JSContext *ctx, JSValueConst fetch)
 	const uint8_t *bc = atomic_load(&web_bc);
 	if (!bc && (go_load_web() != 0 || !(bc = atomic_load(&web_bc)))) /* the first read in the process */
 		return JS_ThrowInternalError(ctx, "codemode: the web globals do not compile");
-	JSValue fn = JS_ReadObject(ctx, bc, atomic_load(&web_bc_len), JS_READ_OBJ_BYTECODE);
-	if (JS_IsException(fn))
-		return fn;
-	JSValue factory = JS_EvalFunction(ctx, fn);
-	if (JS_IsException(factory))
-		return factory;
 	JSValue native = JS_NewObject(ctx);
-	JSValue web = JS_EXCEPTION;
-	if (!JS_IsException(native) &&
-	    JS_SetPropertyStr(ctx, native, "now", JS_NewCFunction2(ctx, js_web_now, "now", 0, JS_CFUNC_generic, 0)) >= 0 &&
-	    JS_SetPropertyStr(ctx, native, "fill", JS_NewCFunction2(ctx, js_web_fill, "fill", 1, JS_CFUNC_generic, 0)) >= 0 &&
-	    JS_SetPropertyStr(ctx, native, "fetch", JS_DupValue(ctx, fetch)) >= 0)
-		web = JS_Call(ctx, factory, JS_UNDEFINED, 1, (JSValueConst *)&native);
-	JS_FreeValue(ctx, native);
-	JS_FreeValue(ctx, factory);
+	if (!JS_IsException(native) && set_native(ctx, &native, "now", js_web_now, 0) == 0 &&
+	    set_native(ctx, &native, "fill", js_web_fill, 1) == 0 &&
+	    JS_SetPropertyStr(ctx, native, "fetch", JS_DupValue(ctx, fetch)) < 0) {
+		JS_FreeValue(ctx, native);
+		native = JS_EXCEPTION;
+	}
+	JSValue web = call_factory(ctx, bc, atomic_load(&web_bc_len), native);
 	if (JS_IsException(web))
 		return web;
 	JSValue global = JS_GetGlobalObject(ctx);
@@ -3022,24 +3043,10 @@ static JSValue eval_source(bridge_slot *s, const char *src, size_t len, const ch
 static JSValue load_runtime(bridge_slot *s, const bridge_config *cfg)
 {
 	JSContext *ctx = s->ctx;
-	JSValue fn = JS_ReadObject(ctx, cfg->runtime_bc, cfg->runtime_bc_len, JS_READ_OBJ_BYTECODE);
-	if (JS_IsException(fn))
-		return fn;
-	JSValue factory = JS_EvalFunction(ctx, fn);
-	if (JS_IsException(factory))
-		return factory;
 	JSValue native = JS_NewObject(ctx);
-	JSValue dispatch = JS_NewCFunction2(ctx, js_dispatch, "dispatch", 3, JS_CFUNC_generic, 0);
-	JSValue fail = JS_NewCFunction2(ctx, js_fail, "fail", 3, JS_CFUNC_generic, 0);
-	JSValue rt = JS_EXCEPTION;
-	if (!JS_IsException(native) && JS_SetPropertyStr(ctx, native, "dispatch", dispatch) >= 0 &&
-	    JS_SetPropertyStr(ctx, native, "fail", fail) >= 0)
-		rt = JS_Call(ctx, factory, JS_UNDEFINED, 1, &native);
-	else
-		JS_FreeValue(ctx, fail);
-	JS_FreeValue(ctx, native);
-	JS_FreeValue(ctx, factory);
-	return rt;
+	if (!JS_IsException(native) && set_native(ctx, &native, "dispatch", js_dispatch, 3) == 0)
+		set_native(ctx, &native, "fail", js_fail, 3);
+	return call_factory(ctx, cfg->runtime_bc, cfg->runtime_bc_len, native);
 }
 
 /* Serializes a compiled function for the bytecode cache, in libc memory,
