@@ -86,20 +86,22 @@ func Describe(apis []ToolAPI) string {
 
 // describeDeclared is the contract, the declarations and an example.
 func describeDeclared(apis []ToolAPI, contract string, async bool) string {
+	return description(contract, "APIs (TypeScript):\n"+Declarations(apis), apis, async)
+}
+
+// description is the contract, then the APIs as body renders them and an
+// example call of the first; the contract alone when there are none.
+func description(contract, body string, apis []ToolAPI, async bool) string {
 	if len(apis) == 0 {
 		return contract
 	}
-	var b strings.Builder
-	b.WriteString(contract)
-	b.WriteString("\n\nAPIs (TypeScript):\n")
-	b.WriteString(Declarations(apis))
-	first := apis[0]
 	await := ""
 	if async {
 		await = "await "
 	}
-	fmt.Fprintf(&b, "\nExample:\nconst r = %s%s(%s)\nreturn { r }", await, first.JSName, exampleArgs(parseOrdered(first.Parameters)))
-	return b.String()
+	first := apis[0]
+	return fmt.Sprintf("%s\n\n%s\nExample:\nconst r = %s%s(%s)\nreturn { r }", contract, body, await, first.JSName,
+		exampleArgs(parseOrdered(first.Parameters)))
 }
 
 // DescribeListing is the reference executor's run_js description: the
@@ -114,16 +116,8 @@ func describeDeclared(apis []ToolAPI, contract string, async bool) string {
 // CodeModeTool's own description says so when its executor strips
 // TypeScript, and that fetch works when it grants the network.)
 func DescribeListing(apis []ToolAPI) string {
-	return describe(apis, contract(registeredTypeScript() != nil, false, false), false)
-}
-
-func describe(apis []ToolAPI, contract string, async bool) string {
-	if len(apis) == 0 {
-		return contract
-	}
 	var b strings.Builder
-	b.WriteString(contract)
-	b.WriteString("\n\nAPIs:\n")
+	b.WriteString("APIs:\n")
 	for _, api := range apis {
 		desc := strings.TrimSpace(api.Description)
 		switch {
@@ -138,13 +132,7 @@ func describe(apis []ToolAPI, contract string, async bool) string {
 		}
 		b.WriteByte('\n')
 	}
-	first := apis[0]
-	await := ""
-	if async {
-		await = "await "
-	}
-	fmt.Fprintf(&b, "\nExample:\nconst r = %s%s(%s)\nreturn { r }", await, first.JSName, exampleArgs(parseOrdered(first.Parameters)))
-	return b.String()
+	return description(contract(registeredTypeScript() != nil, false, false), b.String(), apis, false)
 }
 
 // ordered is a decoded JSON value whose objects keep their key order.
