@@ -37,6 +37,17 @@ type grantState struct {
 	granted map[string]*capTable
 }
 
+// derivedTable makes a capability table derived from the current one (a
+// grant's, fetch's): kept, like every table, until the executor closes,
+// since slots' images are keyed by the table.
+func (e *Executor) derivedTable(caps []Capability) *capTable {
+	t := newCapTable(caps)
+	e.capMu.Lock()
+	e.capTables = append(e.capTables, t)
+	e.capMu.Unlock()
+	return t
+}
+
 // grantTable is t narrowed to the granted names (t itself when they
 // grant all of it): made once per set, freed with the executor.
 func (e *Executor) grantTable(t *capTable, names []string) *capTable {
@@ -55,10 +66,7 @@ func (e *Executor) grantTable(t *capTable, names []string) *capTable {
 	if g, ok := t.granted[key]; ok {
 		return g
 	}
-	g := newCapTable(keep)
-	e.capMu.Lock()
-	e.capTables = append(e.capTables, g)
-	e.capMu.Unlock()
+	g := e.derivedTable(keep)
 	if t.granted == nil {
 		t.granted = map[string]*capTable{}
 	}

@@ -53,11 +53,7 @@ func (e *Executor) fetchTable(t *capTable) *capTable {
 	t.fetchOnce.Do(func() {
 		caps := append(t.caps[:len(t.caps):len(t.caps)], Capability{Name: fetchCapabilityName, Async: true,
 			Func: fetchHandler(int64(e.limits.Payload))})
-		f := newCapTable(caps)
-		e.capMu.Lock()
-		e.capTables = append(e.capTables, f)
-		e.capMu.Unlock()
-		t.fetch = f
+		t.fetch = e.derivedTable(caps)
 	})
 	return t.fetch
 }
