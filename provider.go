@@ -204,12 +204,18 @@ type entryUnit struct {
 const maxEntries = 256
 
 func (c *entries) get(providers []Provider) *entryUnit {
-	var b strings.Builder
+	// What the entry depends on, each part length-prefixed (no fmt: this
+	// runs on every Execute).
+	var b []byte
 	for _, p := range providers {
-		fmt.Fprintf(&b, "%d:%s%t%d:%s%d:%s", len(p.Name), p.Name, p.ObjectArgs, len(p.ProxySource), p.ProxySource,
-			len(p.Prelude), p.Prelude)
+		for _, part := range [...]string{p.Name, p.ProxySource, p.Prelude} {
+			b = strconv.AppendInt(b, int64(len(part)), 10)
+			b = append(b, ':')
+			b = append(b, part...)
+		}
+		b = strconv.AppendBool(b, p.ObjectArgs)
 	}
-	id := b.String()
+	id := string(b)
 	c.mu.Lock()
 	u := c.m[id]
 	c.mu.Unlock()

@@ -367,6 +367,9 @@ func fenceLine(line string, open bool) bool {
 // line's backticks, -1 (and src as it is) when src holds no such block. A
 // fence left open (a cut-off answer) counts only when it opens the source.
 func unfence(src string) (code string, open int) {
+	if !strings.Contains(src, "```") { // the common case: no fence to look for
+		return src, -1
+	}
 	open, close := -1, -1
 	off := 0
 	for line := range strings.Lines(src) {
