@@ -447,28 +447,41 @@ func TestCodeModeToolAsync(t *testing.T) {
 	t.Parallel()
 	ended := make(chan struct{}) // the test's end, which the stuck tool does heed
 	t.Cleanup(func() { close(ended) })
-	slow := func(name string, d time.Duration, honour bool) hostTool {
+	// a, b, c and d meet: each returns once all four are inside, so the
+	// Promise.all below completes only if the calls overlap (in sequence
+	// the first would wait for the others until the deadline).
+	var arrived atomic.Int32
+	met := make(chan struct{})
+	tool := func(name string, call func(ctx context.Context) error) hostTool {
 		return hostTool{def: ToolDefinition{Name: name, Parameters: json.RawMessage(
 			`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`),
 			Returns: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}}}`)},
 			call: func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
-				if honour {
-					select {
-					case <-time.After(d):
-					case <-ctx.Done():
-						return nil, ctx.Err()
-					}
-				} else {
-					select { // ignores its context
-					case <-time.After(d):
-					case <-ended:
-					}
+				if err := call(ctx); err != nil {
+					return nil, err
 				}
 				return args, nil
 			}}
 	}
-	tools := []Tool{slow("a", 100*time.Millisecond, true), slow("b", 100*time.Millisecond, true),
-		slow("c", 100*time.Millisecond, true), slow("d", 100*time.Millisecond, true), slow("stuck", 3*time.Second, false)}
+	meet := func(ctx context.Context) error {
+		if arrived.Add(1) == 4 {
+			close(met)
+		}
+		select {
+		case <-met:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	stuck := func(context.Context) error { // ignores its context
+		select {
+		case <-time.After(3 * time.Second):
+		case <-ended:
+		}
+		return nil
+	}
+	tools := []Tool{tool("a", meet), tool("b", meet), tool("c", meet), tool("d", meet), tool("stuck", stuck)}
 	cm, err := NewCodeModeTool(tools, Limits{Deadline: 2 * time.Second})
 	require.NoError(t, err)
 	defer cm.Close()
@@ -477,12 +490,10 @@ func TestCodeModeToolAsync(t *testing.T) {
 	assert.Contains(t, cm.Description(), "const r = await a(")
 	ctx := context.Background()
 
-	start := time.Now()
 	r, err := cm.Invoke(ctx, json.RawMessage(`{"code":"const rs = await Promise.all([a({n: 1}), b({n: 2}), c({n: 3}), d({n: 4})]); return rs.map((r) => r.n)"}`))
 	require.NoError(t, err)
-	assert.Equal(t, `{"result":[1,2,3,4]}`, string(r.Output))
+	assert.Equal(t, `{"result":[1,2,3,4]}`, string(r.Output), "the four calls overlap")
 	assert.False(t, r.IsError)
-	assert.Less(t, time.Since(start), 300*time.Millisecond, "four 100 ms tools overlap (in sequence they take 400 ms)")
 
 	r, err = cm.Invoke(ctx, json.RawMessage(`{"code":"try { await a({}) } catch (e) { return [e.name, e.message] }"}`))
 	require.NoError(t, err)
@@ -496,7 +507,7 @@ func TestCodeModeToolAsync(t *testing.T) {
 	short, err := NewCodeModeTool(tools, Limits{Deadline: 300 * time.Millisecond})
 	require.NoError(t, err)
 	defer short.Close()
-	start = time.Now()
+	start := time.Now()
 	r, err = short.Invoke(ctx, json.RawMessage(`{"code":"return await stuck({n: 1})"}`))
 	require.NoError(t, err)
 	assert.True(t, r.IsError)
