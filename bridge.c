@@ -1346,6 +1346,7 @@ static JSValue js_console(JSContext *ctx, JSValueConst this_val, int argc, JSVal
 {
 	(void)this_val;
 	bridge_slot *s = JS_GetContextOpaque(ctx);
+	s->effects++;
 	if (s->logs_used >= s->logs_limit) {
 		s->logs_dropped++;
 		return JS_UNDEFINED;
@@ -1372,6 +1373,7 @@ static JSValue js_console(JSContext *ctx, JSValueConst this_val, int argc, JSVal
  * state, which each run seeds from the host (see bridge_config.seed). */
 static uint64_t rng_next(bridge_slot *s)
 {
+	s->effects++;
 	uint64_t s1 = s->rng[0];
 	const uint64_t s0 = s->rng[1];
 	s->rng[0] = s0;
@@ -1442,6 +1444,7 @@ static JSValue js_web_now(JSContext *ctx, JSValueConst this_val, int argc, JSVal
 	(void)argc;
 	(void)argv;
 	bridge_slot *s = JS_GetContextOpaque(ctx);
+	s->effects++;
 	return JS_NewFloat64(ctx, (double)(now_ns() - s->run_start) / 1e6);
 }
 
@@ -1782,6 +1785,7 @@ static JSValue js_capability(JSContext *ctx, JSValueConst this_val, int argc, JS
 {
 	(void)this_val;
 	bridge_slot *s = JS_GetContextOpaque(ctx);
+	s->effects++;
 	const char *name = s->cap_names[cap];
 	if (program_settled(s))
 		return throw_completed(s);
@@ -1932,6 +1936,7 @@ static JSValue js_dispatch(JSContext *ctx, JSValueConst this_val, int argc, JSVa
 {
 	(void)this_val;
 	bridge_slot *s = JS_GetContextOpaque(ctx);
+	s->effects++;
 	if (program_settled(s))
 		return throw_completed(s);
 	if (argc < 3)
@@ -2066,6 +2071,7 @@ static JSValue js_set_timer(JSContext *ctx, JSValueConst this_val, int argc, JSV
 {
 	(void)this_val;
 	bridge_slot *s = JS_GetContextOpaque(ctx);
+	s->effects++;
 	const char *name = repeat ? "setInterval" : "setTimeout";
 	if (argc < 1 || !JS_IsFunction(ctx, argv[0]))
 		return JS_ThrowTypeError(ctx, "%s expects a function", name);
@@ -2762,12 +2768,187 @@ static JSModuleDef *module_loader(JSContext *ctx, const char *name, void *opaque
 
 /* Opens the run's sandbox: from the image (building it first when there is
  * none or it was built for other capabilities), or fresh on libc. */
+/* ---------------------------------------------------------------------- */
+/* Units: an Execute run's entry (its provider scope) and a registered
+ * tool's module are the same for every run of their provider set or tool,
+ * and reading and evaluating them was most of a small Execute and of a
+ * large tool's call. A slot that evaluates the same unit twice in a row
+ * keeps a third image, taken right after the unit evaluated and before
+ * anything of the run's own (the program, the arguments) is read: a run of
+ * that unit restores it and calls the evaluated function.
+ *
+ * An image freezes what the evaluation computed, so it is taken only when
+ * the evaluation did nothing a restore would fail to redo: it read no
+ * random number (Math.random, crypto), no clock (performance.now, and
+ * the global Date, watched through an accessor while the unit evaluates:
+ * new Date() and Date.now() both start with reading it), wrote no log,
+ * set no timer, called no host function, and left no job queued. A unit
+ * that did evaluates afresh on every run, as without images. */
+
+static JSValue js_date_watch_get(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+	(void)this_val;
+	(void)argc;
+	(void)argv;
+	bridge_slot *s = JS_GetContextOpaque(ctx);
+	s->effects++;
+	return JS_DupValue(ctx, s->date_orig);
+}
+
+static int date_define(JSContext *ctx, JSValueConst v)
+{
+	JSValue global = JS_GetGlobalObject(ctx);
+	int rc = JS_DefinePropertyValueStr(ctx, global, "Date", JS_DupValue(ctx, v), JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE);
+	JS_FreeValue(ctx, global);
+	return rc < 0 ? -1 : 0;
+}
+
+static JSValue js_date_watch_set(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+	(void)this_val;
+	bridge_slot *s = JS_GetContextOpaque(ctx);
+	s->effects++;
+	if (date_define(ctx, argc > 0 ? argv[0] : JS_UNDEFINED) < 0)
+		return JS_EXCEPTION;
+	return JS_UNDEFINED;
+}
+
+/* Puts an accessor in front of the global Date for the unit's evaluation;
+ * -1 (no image this run) if it cannot. */
+static int date_watch(bridge_slot *s)
+{
+	JSContext *ctx = s->ctx;
+	JSValue global = JS_GetGlobalObject(ctx);
+	JSValue date = JS_GetPropertyStr(ctx, global, "Date");
+	JSValue get = JS_NewCFunction2(ctx, js_date_watch_get, "get Date", 0, JS_CFUNC_generic, 0);
+	JSValue set = JS_NewCFunction2(ctx, js_date_watch_set, "set Date", 1, JS_CFUNC_generic, 0);
+	JSAtom atom = JS_NewAtom(ctx, "Date");
+	int rc = -1;
+	if (!JS_IsException(date) && !JS_IsException(get) && !JS_IsException(set) && atom != JS_ATOM_NULL) {
+		rc = JS_DefinePropertyGetSet(ctx, global, atom, get, set, JS_PROP_CONFIGURABLE) < 0 ? -1 : 0;
+	} else {
+		JS_FreeValue(ctx, get);
+		JS_FreeValue(ctx, set);
+	}
+	JS_FreeAtom(ctx, atom);
+	JS_FreeValue(ctx, global);
+	if (rc < 0) {
+		JS_FreeValue(ctx, date);
+		if (JS_HasException(ctx))
+			JS_FreeValue(ctx, JS_GetException(ctx));
+		return -1;
+	}
+	s->date_orig = date;
+	return 0;
+}
+
+/* Takes the accessor away again: Date is the data property it was, unless
+ * the unit deleted it or (the setter) replaced it; either counts. */
+static void date_unwatch(bridge_slot *s)
+{
+	JSContext *ctx = s->ctx;
+	JSValue global = JS_GetGlobalObject(ctx);
+	JSAtom atom = JS_NewAtom(ctx, "Date");
+	JSPropertyDescriptor d;
+	int has = atom == JS_ATOM_NULL ? -1 : JS_GetOwnProperty(ctx, &d, global, atom);
+	if (has > 0) {
+		if (d.flags & JS_PROP_GETSET) {
+			if (date_define(ctx, s->date_orig) < 0)
+				s->effects++;
+		}
+		JS_FreeValue(ctx, d.value);
+		JS_FreeValue(ctx, d.getter);
+		JS_FreeValue(ctx, d.setter);
+	} else {
+		s->effects++;
+	}
+	if (JS_HasException(ctx)) {
+		JS_FreeValue(ctx, JS_GetException(ctx));
+		s->effects++;
+	}
+	JS_FreeAtom(ctx, atom);
+	JS_FreeValue(ctx, global);
+	JS_FreeValue(ctx, s->date_orig);
+	s->date_orig = JS_UNDEFINED;
+}
+
+/* Whether this run may take a unit image: a snapshot run of a unit the
+ * slot evaluated last time too. */
+static bool unit_wanted(const bridge_slot *s, const bridge_config *cfg)
+{
+	return s->snapshot && cfg->unit_image && !s->from_unit && s->unit_seen_ok &&
+	       memcmp(s->unit_seen, cfg->unit_key, sizeof(s->unit_seen)) == 0;
+}
+
+/* Before the unit evaluates: its effects are counted from here, and Date
+ * is watched if an image may follow. Returns whether one may. */
+static bool unit_begin(bridge_slot *s, const bridge_config *cfg)
+{
+	s->effects = 0;
+	return unit_wanted(s, cfg) && date_watch(s) == 0;
+}
+
+/* After the unit evaluated to fn (want: unit_begin's verdict): takes the
+ * unit image if nothing of the evaluation stands in the way. */
+static void unit_end(bridge_slot *s, const bridge_config *cfg, bool want, JSValueConst fn)
+{
+	if (want)
+		date_unwatch(s);
+	if (s->snapshot && cfg->unit_image) {
+		memcpy(s->unit_seen, cfg->unit_key, sizeof(s->unit_seen));
+		s->unit_seen_ok = true;
+	}
+	if (!want || !JS_IsFunction(s->ctx, fn) || s->killed || s->effects || JS_IsJobPending(s->rt) ||
+	    !JS_IsUndefined(s->guard_polys))
+		return;
+	slot_image *im = &s->images[IMAGE_UNIT];
+	JSValue held = JS_DupValue(s->ctx, fn); /* the image's own reference: never dropped */
+	JS_RunGC(s->rt);
+	JS_SetGCThreshold(s->rt, s->heap_used + s->heap_limit / 8);
+	size_t len = (s->ar->top + 63) & ~(size_t)63;
+	uint8_t *bytes = image_alloc(s, im, len);
+	if (!bytes) {
+		im->len = 0;
+		return;
+	}
+	memset((char *)s->ar + s->ar->top, 0, len - s->ar->top);
+	memcpy(bytes, s->ar, len);
+	*im = (slot_image){
+		.bytes = bytes,
+		.mapped = im->mapped,
+		.len = len,
+		.id = cfg->image_id,
+		.stack = cfg->stack,
+		.saved = {.rt = s->rt, .ctx = s->ctx, .rtobj = s->rtobj, .marks = s->marks, .marks_get = s->marks_get,
+		          .marks_set = s->marks_set, .guards = s->guards, .heap_used = s->heap_used, .unitfn = held},
+	};
+	memcpy(im->key, cfg->unit_key, sizeof(im->key));
+	s->ar->hwm = s->ar->top;
+	s->image_end = len;
+}
+
+/* Opens the run from the slot's unit image if it holds this unit. */
+static bool unit_restore(bridge_slot *s, const bridge_config *cfg)
+{
+	const slot_image *im = &s->images[IMAGE_UNIT];
+	if (!cfg->unit_image || !im->bytes || im->id != cfg->image_id || im->stack != cfg->stack ||
+	    memcmp(im->key, cfg->unit_key, sizeof(im->key)) != 0)
+		return false;
+	restore_image(s, im);
+	s->snapshot = true;
+	s->from_unit = true;
+	s->unitfn = im->saved.unitfn;
+	return true;
+}
+
 static int open_run(bridge_slot *s, const bridge_config *cfg)
 {
 	if (!cfg->snapshot) {
 		s->snapshot = false;
 		if (sandbox_open(s, cfg, &heap_funcs) < 0)
 			return -1;
+	} else if (unit_restore(s, cfg)) {
+		/* the unit image is the whole sandbox */
 	} else {
 		int kind = cfg->runtime_bc ? IMAGE_RUNTIME : IMAGE_PLAIN;
 		slot_image *im = &s->images[kind];
@@ -2985,9 +3166,11 @@ int32_t bridge_slot_zero_above(bridge_slot *s)
 	return 1;
 }
 
-size_t bridge_slot_image_size(bridge_slot *s, int32_t runtime)
+size_t bridge_slot_image_size(bridge_slot *s, int32_t kind)
 {
-	const slot_image *im = &s->images[runtime ? IMAGE_RUNTIME : IMAGE_PLAIN];
+	if (kind < 0 || kind >= NIMAGES)
+		return 0;
+	const slot_image *im = &s->images[kind];
 	return im->bytes ? im->len : 0;
 }
 
@@ -3105,11 +3288,19 @@ static JSValue load_source(bridge_slot *s, const bridge_config *cfg, const char 
 	return JS_EvalFunction(ctx, fn);
 }
 
-/* Starts an Execute program: runtime, program unit, entry, then
- * entry(runtime, program) is the program's promise. */
-static JSValue start_execute(bridge_slot *s, const bridge_config *cfg, const char *src, size_t len, bridge_out *out)
+/* Chains an entry whose provider scope awaited: (p, program) => the
+ * program's promise once the scope's inner function is there. */
+static const char entry_chain[] = "(p, g) => p.then((f) => f(g))";
+
+/* The entry's inner function: from the unit image, or the entry read (or
+ * compiled) and called with the runtime; its provider scope settles at
+ * once unless it awaits, and then *pending is its promise. */
+static JSValue entry_function(bridge_slot *s, const bridge_config *cfg, bridge_out *out, JSValue *pending)
 {
 	JSContext *ctx = s->ctx;
+	*pending = JS_UNDEFINED;
+	if (s->from_unit)
+		return JS_DupValue(ctx, s->unitfn);
 	if (JS_IsUndefined(s->rtobj)) { /* a snapshot's image holds it already */
 		s->rtobj = load_runtime(s, cfg);
 		if (JS_IsException(s->rtobj)) {
@@ -3117,20 +3308,54 @@ static JSValue start_execute(bridge_slot *s, const bridge_config *cfg, const cha
 			return JS_EXCEPTION;
 		}
 	}
-	JSValue program = load_source(s, cfg, src, len, out);
-	if (JS_IsException(program))
-		return program;
+	bool want = unit_begin(s, cfg);
 	JSValue entry = compile_unit(ctx, cfg->entry_bc, cfg->entry_bc_len, cfg->entry, cfg->entry_len,
 	                             "<codemode:entry>", cfg->want_entry_bc, &out->entry_bc, &out->entry_bc_len);
 	if (!JS_IsException(entry))
 		entry = JS_EvalFunction(ctx, entry);
-	if (JS_IsException(entry)) {
-		JS_FreeValue(ctx, program);
-		return entry;
+	JSValue p = JS_EXCEPTION;
+	if (!JS_IsException(entry)) {
+		p = JS_Call(ctx, entry, JS_UNDEFINED, 1, &s->rtobj);
+		JS_FreeValue(ctx, entry);
 	}
-	JSValue args[2] = {s->rtobj, program};
-	JSValue p = JS_Call(ctx, entry, JS_UNDEFINED, 2, args);
-	JS_FreeValue(ctx, entry);
+	JSValue fn = JS_UNDEFINED;
+	if (!JS_IsException(p) && JS_PromiseState(ctx, p) == JS_PROMISE_FULFILLED) {
+		fn = JS_PromiseResult(ctx, p);
+		JS_FreeValue(ctx, p);
+	} else if (!JS_IsException(p)) {
+		*pending = p;
+	}
+	unit_end(s, cfg, want, fn);
+	return JS_IsException(p) ? JS_EXCEPTION : fn;
+}
+
+/* Starts an Execute program: the entry's inner function (the provider
+ * scope), then the program unit, then inner(program) is the program's
+ * promise. */
+static JSValue start_execute(bridge_slot *s, const bridge_config *cfg, const char *src, size_t len, bridge_out *out)
+{
+	JSContext *ctx = s->ctx;
+	JSValue pending;
+	JSValue inner = entry_function(s, cfg, out, &pending);
+	if (JS_IsException(inner))
+		return inner;
+	JSValue program = load_source(s, cfg, src, len, out);
+	if (JS_IsException(program)) {
+		JS_FreeValue(ctx, inner);
+		JS_FreeValue(ctx, pending);
+		return program;
+	}
+	JSValue p;
+	if (JS_IsUndefined(pending)) {
+		p = JS_Call(ctx, inner, JS_UNDEFINED, 1, &program);
+	} else {
+		JSValue chain = eval_source(s, entry_chain, sizeof(entry_chain) - 1, "<codemode:entry>");
+		JSValue args[2] = {pending, program};
+		p = JS_IsException(chain) ? chain : JS_Call(ctx, chain, JS_UNDEFINED, 2, args);
+		JS_FreeValue(ctx, chain);
+		JS_FreeValue(ctx, pending);
+	}
+	JS_FreeValue(ctx, inner);
 	JS_FreeValue(ctx, program);
 	return p;
 }
@@ -3139,7 +3364,14 @@ static JSValue start_execute(bridge_slot *s, const bridge_config *cfg, const cha
 static JSValue start_tool(bridge_slot *s, const bridge_config *cfg, const char *src, size_t len, bridge_out *out)
 {
 	JSContext *ctx = s->ctx;
-	JSValue fn = load_source(s, cfg, src, len, out);
+	JSValue fn;
+	if (s->from_unit) {
+		fn = JS_DupValue(ctx, s->unitfn);
+	} else {
+		bool want = unit_begin(s, cfg);
+		fn = load_source(s, cfg, src, len, out);
+		unit_end(s, cfg, want, fn);
+	}
 	if (JS_IsException(fn))
 		return fn;
 	if (!JS_IsFunction(ctx, fn)) {
@@ -3266,6 +3498,9 @@ static int32_t slot_run(bridge_slot *s, const bridge_config *cfg, const char *sr
 	s->codec = cfg->mode == BRIDGE_MODE_EXECUTE;
 	s->rng[0] = cfg->seed[0];
 	s->rng[1] = cfg->seed[1] ? cfg->seed[1] : 1;
+	s->effects = 0;
+	s->from_unit = false;
+	s->unitfn = s->date_orig = JS_UNDEFINED;
 
 	int32_t st;
 	if (open_run(s, cfg) < 0) {

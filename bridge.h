@@ -135,6 +135,12 @@ typedef struct bridge_config {
 	/* Snapshot mode: the templates of image_id's capability set, from
 	 * which a slot without an image of its own clones one (NULL: none). */
 	struct bridge_tmpls *tmpls;
+	/* Snapshot mode, Execute and tool runs: unit_key names the unit (the
+	 * entry of a provider set, a tool's bytecode); with unit_image set, a
+	 * slot keeps an image taken after the unit evaluated (bridge.c,
+	 * Units). */
+	int32_t unit_image;
+	uint8_t unit_key[32];
 } bridge_config;
 
 typedef struct bridge_out {
@@ -225,9 +231,9 @@ int32_t bridge_slot_alive(bridge_slot *s);
  * image use, up to the furthest any run or build ever wrote, is zero: the
  * restore's scrub at work (tests). */
 int32_t bridge_slot_zero_above(bridge_slot *s);
-/* Bytes a run restores from the slot's plain image, or (runtime != 0) the
- * one Execute programs use; 0 if it is not built. */
-size_t bridge_slot_image_size(bridge_slot *s, int32_t runtime);
+/* Bytes a run restores from the slot's image of a kind: 0 the plain one,
+ * 1 the one Execute programs use, 2 the unit image; 0 if it is not built. */
+size_t bridge_slot_image_size(bridge_slot *s, int32_t kind);
 /* An idle slot gives the arena pages above its image back to the kernel;
  * returns the bytes released. */
 size_t bridge_slot_release(bridge_slot *s);

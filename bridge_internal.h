@@ -74,6 +74,10 @@ typedef struct saved_state {
 	JSValue rtobj, marks, marks_get, marks_set;
 	guard_state guards;
 	size_t heap_used;
+	/* A unit image's evaluated unit (see IMAGE_UNIT): the entry's inner
+	 * function or the tool's function; undefined in the other kinds. Not
+	 * among the values a template relocates: units have no templates. */
+	JSValue unitfn;
 } saved_state;
 
 /* A fully set-up sandbox kept as the used prefix of the arena. */
@@ -91,11 +95,15 @@ typedef struct slot_image {
 	uint32_t seen;
 	uintptr_t seen_id;
 	size_t seen_stack;
+	uint8_t key[32]; /* IMAGE_UNIT: which unit it holds evaluated */
 } slot_image;
 
-/* A slot's images: a plain sandbox, and one that also holds the runtime
- * Execute programs need (a quarter bigger: a Run restores less). */
-enum { IMAGE_PLAIN, IMAGE_RUNTIME, NIMAGES };
+/* A slot's images: a plain sandbox, one that also holds the runtime
+ * Execute programs need (a quarter bigger: a Run restores less), and one
+ * taken after a unit evaluated (an Execute entry's provider scope, or a
+ * registered tool's module), so a run of the same unit reads and
+ * evaluates nothing of it (Units, in bridge.c). */
+enum { IMAGE_PLAIN, IMAGE_RUNTIME, IMAGE_UNIT, NIMAGES };
 
 struct bridge_slot {
 	atomic_llong cancel; /* a run id, or -1 for every run: set from any thread */
@@ -175,6 +183,18 @@ struct bridge_slot {
 	/* Math.random: xorshift128+ reseeded per run from the host's CSPRNG,
 	 * outside the arena, so a restored image never replays a sequence. */
 	uint64_t rng[2];
+	/* Unit images: what the run's unit evaluation did that a restore would
+	 * not redo (random numbers, the clock, logs, timers, host calls),
+	 * counted while it evaluates; whether the run was restored from the
+	 * unit image, and its unit; the key of the last unit the slot
+	 * evaluated without an image (the second run in a row builds one);
+	 * the global Date while it is watched. */
+	uint32_t effects;
+	bool from_unit;
+	bool unit_seen_ok;
+	uint8_t unit_seen[32];
+	JSValue unitfn;
+	JSValue date_orig;
 	int64_t run_start; /* CLOCK_MONOTONIC ns when the run began: performance.now()'s zero */
 	const bridge_module *modules; /* the run's host modules (bridge_config) */
 	int32_t nmodules;

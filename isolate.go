@@ -143,14 +143,19 @@ func (s *slot) alive() bool { return C.bridge_slot_alive(s.c) != 0 }
 // in it uses, as far as anything was ever written.
 func (s *slot) zeroAbove() bool { return C.bridge_slot_zero_above(s.c) != 0 }
 
-// imageSize reports the bytes the slot restores per run: for Run and tools,
-// or (runtime) for Execute programs.
-func (s *slot) imageSize(runtime bool) int {
-	var r C.int32_t
-	if runtime {
-		r = 1
-	}
-	return int(C.bridge_slot_image_size(s.c, r))
+// imageKind names a slot's images, in bridge_internal.h's order.
+type imageKind int32
+
+const (
+	imagePlain   imageKind = iota // Run and tools
+	imageRuntime                  // Execute programs: the runtime too
+	imageUnit                     // a unit evaluated: an Execute entry or a tool
+)
+
+// imageSize reports the bytes the slot restores per run from its image of
+// a kind, 0 if it has none.
+func (s *slot) imageSize(kind imageKind) int {
+	return int(C.bridge_slot_image_size(s.c, C.int32_t(kind)))
 }
 
 // tmplStats is what the executor's current capability set's template of
@@ -197,6 +202,8 @@ type program struct {
 	wantBC      bool       // hand out src's bytecode when compiling it
 	entry       []byte     // NUL-terminated entry source (Execute), or nil
 	entryBC     []byte     // the entry's cached bytecode, or nil
+	unit        bool       // the entry or the tool may live in the slot's unit image
+	unitKey     [32]byte   // which entry or tool
 	wantEntryBC bool       // hand out the entry's bytecode when compiling it
 	runtime     []byte     // runtime bytecode (Execute), or nil
 	args        []byte     // NUL-terminated argument JSON (tool calls)
@@ -521,6 +528,10 @@ func (c *call) bridgeConfig() C.bridge_config {
 			cfg.retain = 1
 		}
 		cfg.mode = p.mode
+		if p.unit {
+			cfg.unit_image = 1
+			cfg.unit_key = *(*[32]C.uint8_t)(unsafe.Pointer(&p.unitKey))
+		}
 		if p.wantBC {
 			cfg.want_bc = 1
 		}

@@ -279,7 +279,7 @@ func TestRunAndExecuteShareASlot(t *testing.T) {
 	}
 	var plain, withRuntime int
 	for s := range e.slots.all {
-		plain, withRuntime = s.imageSize(false), s.imageSize(true)
+		plain, withRuntime = s.imageSize(imagePlain), s.imageSize(imageRuntime)
 	}
 	assert.Positive(t, plain)
 	assert.Greater(t, withRuntime, plain)

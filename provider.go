@@ -178,14 +178,19 @@ func isASCIIIdentifier(name string) bool {
 // contractNames are handed to the program unit after the providers.
 const contractNames = "__dispatch, __stringifyForDispatch, __parseForDispatch"
 
-// entrySource generates the entry scope of an Execute program:
+// entrySource generates the entry scope of an Execute program, in two
+// parts: the provider scope, which a slot keeps evaluated in its unit
+// image (see bridge.c, Units), and the function it returns, which runs
+// the preludes and the program on every run:
 //
-//	(async function (__codemode_rt, __codemode_program) {
+//	(async function (__codemode_rt) {
 //	'use strict';
 //	const __dispatch = …, __stringifyForDispatch = …, __parseForDispatch = …, console = …;
 //	const store = __codemode_rt.provider("store", true);   // or the ProxySource
+//	return async function (__codemode_program) {
 //	{ <Prelude> }
 //	return await __codemode_program(store, …, __dispatch, …)();
+//	};
 //	})
 //
 // entries memoizes the entry source and its cache key per provider set:
@@ -235,7 +240,7 @@ func (c *entries) get(providers []Provider) *entryUnit {
 
 func entrySource(providers []Provider) []byte {
 	var b strings.Builder
-	b.WriteString("(async function (__codemode_rt, __codemode_program) {\n'use strict';\n" +
+	b.WriteString("(async function (__codemode_rt) {\n'use strict';\n" +
 		"const __dispatch = __codemode_rt.dispatch, __stringifyForDispatch = __codemode_rt.stringify, " +
 		"__parseForDispatch = __codemode_rt.parse, console = __codemode_rt.console;\n")
 	for _, p := range providers {
@@ -246,6 +251,7 @@ func entrySource(providers []Provider) []byte {
 		}
 		fmt.Fprintf(&b, "const %s = __codemode_rt.provider(%s, %t);\n", p.Name, strconv.Quote(p.Name), !p.ObjectArgs)
 	}
+	b.WriteString("return async function (__codemode_program) {\n")
 	for _, p := range providers {
 		if p.Prelude != "" {
 			b.WriteString("{\n")
@@ -258,7 +264,7 @@ func entrySource(providers []Provider) []byte {
 		b.WriteString(p.Name)
 		b.WriteString(", ")
 	}
-	b.WriteString(contractNames + ")();\n})")
+	b.WriteString(contractNames + ")();\n};\n})")
 	b.WriteByte(0)
 	return []byte(b.String())
 }
@@ -414,6 +420,8 @@ func (e *Executor) Execute(ctx context.Context, req Request) (res ExecuteResult)
 		dispatch: req.Dispatch,
 		retain:   req.RetainHandles,
 		outbound: e.outbound,
+		unit:     true,
+		unitKey:  entry.key,
 	}
 	if req.Outbound != nil {
 		p.outbound = req.Outbound

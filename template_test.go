@@ -167,5 +167,5 @@ func TestClonesIsolate(t *testing.T) {
 	e.slots.mu.Lock()
 	defer e.slots.mu.Unlock()
 	require.Len(t, e.slots.idle, 1)
-	assert.NotZero(t, e.slots.idle[0].s.imageSize(false), "after cloneRuns clones a slot builds its own image")
+	assert.NotZero(t, e.slots.idle[0].s.imageSize(imagePlain), "after cloneRuns clones a slot builds its own image")
 }

@@ -328,7 +328,7 @@ func (e *Executor) Call(ctx context.Context, name string, args json.RawMessage) 
 	}
 	e.cache.hits.Add(1) // a call reads the tool's pinned bytecode
 	o := e.run(ctx, &program{name: name, mode: C.BRIDGE_MODE_TOOL, file: toolFile, smap: toolMap(t.source, e.ts),
-		src: noSource, bc: t.bc, args: cString(bytes.TrimSpace(args))}, start)
+		src: noSource, bc: t.bc, args: cString(bytes.TrimSpace(args)), unit: true, unitKey: t.key}, start)
 	if o.err != nil {
 		return nil, o.err
 	}
