@@ -999,6 +999,12 @@ static int revive_envelope(JSContext *ctx, JSValueConst v, JSValue *res)
 		const char *type = JS_ToCStringLen(ctx, &tn, t);
 		const char *data = JS_ToCStringLen(ctx, &dn, d);
 		uint8_t *bytes = type && data ? b64_decode(ctx, data, dn, &blen) : NULL;
+		if (bytes && typed_ensure(JS_GetContextOpaque(ctx)) < 0) {
+			js_free(ctx, bytes);
+			bytes = NULL;
+			out = JS_EXCEPTION;
+			hit = true;
+		}
 		if (bytes) {
 			JSValue ab = JS_NewArrayBufferCopy(ctx, bytes, blen);
 			js_free(ctx, bytes);
@@ -1476,6 +1482,194 @@ static int set_native(JSContext *ctx, JSValue *native, const char *name, JSCFunc
 		return -1;
 	}
 	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Typed arrays (ArrayBuffer, the typed arrays, DataView, Atomics) were an
+ * eighth of every image, and most runs never touch one: their globals are
+ * accessors until the first read of any of them, which makes the engine's
+ * intrinsics then (typed_ensure). A global the run assigned or deleted
+ * before that stays as the run left it. Engine paths that make binary
+ * data from C (revived binary envelopes) and the guards' slow paths (which
+ * use Int32Array) ensure them first. */
+
+static const char *const typed_globals[] = {
+	"ArrayBuffer", "SharedArrayBuffer", "Uint8ClampedArray", "Int8Array",   "Uint8Array",   "Int16Array",
+	"Uint16Array", "Int32Array",        "Uint32Array",       "BigInt64Array", "BigUint64Array", "Float16Array",
+	"Float32Array", "Float64Array",     "DataView",          "Atomics",
+};
+#define NTYPED_GLOBALS ((int)(sizeof(typed_globals) / sizeof(typed_globals[0])))
+
+/* Whether a global's property is the accessor install_typed made for
+ * typed_globals[i]: its getter is the one it keeps. */
+static bool typed_ours(bridge_slot *s, int i, const JSPropertyDescriptor *d)
+{
+	if (!(d->flags & JS_PROP_GETSET) || !JS_IsObject(d->getter))
+		return false;
+	JSValue mine = JS_GetPropertyUint32(s->ctx, s->typed_getters, (uint32_t)i);
+	bool ours = JS_IsObject(mine) && JS_VALUE_GET_PTR(mine) == JS_VALUE_GET_PTR(d->getter);
+	JS_FreeValue(s->ctx, mine);
+	return ours;
+}
+
+/* Hands the typed arrays as the engine just made them (global's, before
+ * the run's own globals are put back) to the runtime, if the sandbox has
+ * one: runtime.js's typedInit. */
+static int typed_hand_over(bridge_slot *s, JSValueConst global)
+{
+	JSContext *ctx = s->ctx;
+	if (!JS_IsObject(s->rtobj))
+		return 0;
+	JSValue init = JS_GetPropertyStr(ctx, s->rtobj, "typedInit");
+	JSValue g = JS_NewObject(ctx); /* own properties: what a program put on Object.prototype is not read */
+	int rc = JS_IsFunction(ctx, init) && !JS_IsException(g) ? 0 : -1;
+	for (int i = 0; i < NTYPED_GLOBALS && rc == 0; i++) {
+		JSValue v = JS_GetPropertyStr(ctx, global, typed_globals[i]);
+		if (JS_IsException(v) || JS_DefinePropertyValueStr(ctx, g, typed_globals[i], v, JS_PROP_C_W_E) < 0)
+			rc = -1;
+	}
+	if (rc == 0) {
+		JSValue r = JS_Call(ctx, init, JS_UNDEFINED, 1, (JSValueConst *)&g);
+		if (JS_IsException(r))
+			rc = -1;
+		JS_FreeValue(ctx, r);
+	}
+	JS_FreeValue(ctx, g);
+	JS_FreeValue(ctx, init);
+	return rc;
+}
+
+/* runtime.js's native.typed(): makes the typed arrays. */
+static JSValue js_typed_make(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+	(void)this_val;
+	(void)argc;
+	(void)argv;
+	return typed_ensure(JS_GetContextOpaque(ctx)) < 0 ? JS_EXCEPTION : JS_UNDEFINED;
+}
+
+int typed_ensure(bridge_slot *s)
+{
+	JSValue *mark = &s->guards.intrinsics[INTRINSIC_INT32ARRAY];
+	if (!JS_IsUndefined(*mark))
+		return JS_IsNull(*mark) ? (JS_ThrowTypeError(s->ctx, "typed arrays are unavailable in this run"), -1) : 0;
+	JSContext *ctx = s->ctx;
+	JSValue global = JS_GetGlobalObject(ctx);
+	/* What the run made of each global before: put back after. */
+	JSPropertyDescriptor kept[NTYPED_GLOBALS];
+	int state[NTYPED_GLOBALS]; /* 1: still our accessor, 0: absent, 2: the run's own */
+	int rc = 0;
+	for (int i = 0; i < NTYPED_GLOBALS; i++) {
+		JSAtom atom = JS_NewAtom(ctx, typed_globals[i]);
+		int has = JS_GetOwnProperty(ctx, &kept[i], global, atom);
+		JS_FreeAtom(ctx, atom);
+		if (has < 0) {
+			rc = -1;
+			state[i] = 0;
+			continue;
+		}
+		state[i] = has == 0 ? 0 : typed_ours(s, i, &kept[i]) ? 1 : 2;
+	}
+	/* The engine defines each global afresh (and aborts on an Atomics
+	 * already there): none may be left. A run that made one of them
+	 * non-configurable goes without typed arrays. */
+	for (int i = 0; i < NTYPED_GLOBALS && rc == 0; i++) {
+		if (state[i] == 0)
+			continue;
+		JSAtom atom = JS_NewAtom(ctx, typed_globals[i]);
+		if (JS_DeleteProperty(ctx, global, atom, 0) <= 0) {
+			if (!JS_HasException(ctx))
+				JS_ThrowTypeError(ctx, "typed arrays are unavailable: the global %s cannot be replaced",
+				                  typed_globals[i]);
+			rc = -1;
+		}
+		JS_FreeAtom(ctx, atom);
+	}
+	if (rc == 0 && JS_AddIntrinsicTypedArrays(ctx) < 0)
+		rc = -1;
+	JSValue int32 = rc == 0 ? JS_GetPropertyStr(ctx, global, "Int32Array") : JS_EXCEPTION;
+	*mark = JS_IsException(int32) ? JS_NULL : int32;
+	if (rc == 0 && (JS_IsException(int32) || typed_hand_over(s, global) < 0))
+		rc = -1;
+	for (int i = 0; i < NTYPED_GLOBALS; i++) {
+		if (state[i] != 1 && rc == 0) {
+			JSAtom atom = JS_NewAtom(ctx, typed_globals[i]);
+			int r;
+			if (state[i] == 0)
+				r = JS_DeleteProperty(ctx, global, atom, 0);
+			else if (kept[i].flags & JS_PROP_GETSET)
+				r = JS_DefinePropertyGetSet(ctx, global, atom, JS_DupValue(ctx, kept[i].getter),
+				                            JS_DupValue(ctx, kept[i].setter),
+				                            kept[i].flags & (JS_PROP_ENUMERABLE | JS_PROP_CONFIGURABLE));
+			else
+				r = JS_DefinePropertyValue(ctx, global, atom, JS_DupValue(ctx, kept[i].value),
+				                           kept[i].flags & (JS_PROP_WRITABLE | JS_PROP_ENUMERABLE | JS_PROP_CONFIGURABLE));
+			JS_FreeAtom(ctx, atom);
+			if (r < 0)
+				rc = -1;
+		}
+		if (state[i] != 0) {
+			JS_FreeValue(ctx, kept[i].value);
+			JS_FreeValue(ctx, kept[i].getter);
+			JS_FreeValue(ctx, kept[i].setter);
+		}
+	}
+	JS_FreeValue(ctx, global);
+	return rc;
+}
+
+static JSValue js_typed_get(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv, int magic)
+{
+	(void)this_val;
+	(void)argc;
+	(void)argv;
+	if (typed_ensure(JS_GetContextOpaque(ctx)) < 0)
+		return JS_EXCEPTION;
+	JSValue global = JS_GetGlobalObject(ctx);
+	JSValue v = JS_GetPropertyStr(ctx, global, typed_globals[magic]);
+	JS_FreeValue(ctx, global);
+	return v;
+}
+
+/* An assignment before any read: the global becomes the value given. */
+static JSValue js_typed_set(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv, int magic)
+{
+	(void)this_val;
+	JSValue global = JS_GetGlobalObject(ctx);
+	JSValue v = argc > 0 ? JS_DupValue(ctx, argv[0]) : JS_UNDEFINED;
+	int rc = JS_DefinePropertyValueStr(ctx, global, typed_globals[magic], v, JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE);
+	JS_FreeValue(ctx, global);
+	return rc < 0 ? JS_EXCEPTION : JS_UNDEFINED;
+}
+
+static int install_typed(JSContext *ctx)
+{
+	bridge_slot *s = JS_GetContextOpaque(ctx);
+	JSValue global = JS_GetGlobalObject(ctx);
+	s->typed_getters = JS_NewArray(ctx);
+	int rc = JS_IsException(s->typed_getters) ? -1 : 0;
+	if (rc < 0)
+		s->typed_getters = JS_UNDEFINED;
+	for (int i = 0; i < NTYPED_GLOBALS && rc == 0; i++) {
+		JSAtom atom = JS_NewAtom(ctx, typed_globals[i]);
+		JSValue get = JS_NewCFunctionMagic(ctx, js_typed_get, typed_globals[i], 0, JS_CFUNC_generic_magic, i);
+		JSValue set = JS_NewCFunctionMagic(ctx, js_typed_set, typed_globals[i], 1, JS_CFUNC_generic_magic, i);
+		if (atom == JS_ATOM_NULL || JS_IsException(get) || JS_IsException(set)) {
+			JS_FreeValue(ctx, get);
+			JS_FreeValue(ctx, set);
+			rc = -1;
+		} else if (JS_SetPropertyUint32(ctx, s->typed_getters, (uint32_t)i, JS_DupValue(ctx, get)) < 0) {
+			JS_FreeValue(ctx, get); /* the array's reference went with the failure */
+			JS_FreeValue(ctx, set);
+			rc = -1;
+		} else if (JS_DefinePropertyGetSet(ctx, global, atom, get, set, JS_PROP_CONFIGURABLE) < 0) {
+			rc = -1;
+		}
+		if (atom != JS_ATOM_NULL)
+			JS_FreeAtom(ctx, atom);
+	}
+	JS_FreeValue(ctx, global);
+	return rc;
 }
 
 /* Runs one of our factories (runtime.js, web.js: bytecode whose completion
@@ -2206,6 +2400,7 @@ static void fire_timers(bridge_slot *s)
 
 static int install_random(JSContext *ctx);
 static int install_web(JSContext *ctx);
+static int install_typed(JSContext *ctx);
 
 static int sandbox_open(bridge_slot *s, const bridge_config *cfg, const JSMallocFunctions *mf)
 {
@@ -2223,7 +2418,7 @@ static int sandbox_open(bridge_slot *s, const bridge_config *cfg, const JSMalloc
 	JS_SetContextOpaque(ctx, s);
 	if (JS_AddIntrinsicBaseObjects(ctx) || JS_AddIntrinsicDate(ctx) || JS_AddIntrinsicEval(ctx) ||
 	    JS_AddIntrinsicRegExp(ctx) || JS_AddIntrinsicJSON(ctx) || JS_AddIntrinsicProxy(ctx) ||
-	    JS_AddIntrinsicMapSet(ctx) || JS_AddIntrinsicTypedArrays(ctx) || JS_AddIntrinsicPromise(ctx))
+	    JS_AddIntrinsicMapSet(ctx) || install_typed(ctx) || JS_AddIntrinsicPromise(ctx))
 		return -1;
 	JSValue o = JS_NewObject(ctx), a = JS_NewArray(ctx);
 	s->cls_object = JS_GetClassID(o);
@@ -2253,7 +2448,7 @@ static void forget_sandbox(bridge_slot *s)
 	s->ntimers = s->timers_cap = 0;
 	s->timer_ids = 0;
 	s->timer_seq = 0;
-	s->marks = s->marks_get = s->marks_set = JS_UNDEFINED;
+	s->marks = s->marks_get = s->marks_set = s->typed_getters = JS_UNDEFINED;
 	guards_forget(s);
 	s->rtobj = JS_UNDEFINED;
 	s->retain = s->retained = false;
@@ -2308,6 +2503,7 @@ static void sandbox_close(bridge_slot *s)
 		JS_FreeValue(ctx, s->marks);
 		JS_FreeValue(ctx, s->marks_get);
 		JS_FreeValue(ctx, s->marks_set);
+		JS_FreeValue(ctx, s->typed_getters);
 		guards_free(s);
 		JS_FreeValue(ctx, s->program);
 		JS_FreeValue(ctx, s->tool);
@@ -2411,7 +2607,8 @@ static int build_image(bridge_slot *s, const bridge_config *cfg, slot_image *im)
 		.id = cfg->image_id,
 		.stack = cfg->stack,
 		.saved = {.rt = s->rt, .ctx = s->ctx, .rtobj = s->rtobj, .marks = s->marks, .marks_get = s->marks_get,
-		          .marks_set = s->marks_set, .guards = s->guards, .heap_used = s->heap_used},
+		          .marks_set = s->marks_set, .typed_getters = s->typed_getters, .guards = s->guards,
+		          .heap_used = s->heap_used},
 	};
 	s->ar->hwm = s->ar->top;
 	s->image_end = len;
@@ -2447,6 +2644,7 @@ static void restore_bytes(bridge_slot *s, const uint8_t *bytes, size_t len, cons
 	s->marks = saved->marks;
 	s->marks_get = saved->marks_get;
 	s->marks_set = saved->marks_set;
+	s->typed_getters = saved->typed_getters;
 	s->guards = saved->guards;
 	s->heap_used = saved->heap_used;
 	s->ar->hwm = s->ar->top;
@@ -2551,7 +2749,7 @@ void bridge_tmpls_stats(bridge_tmpls *ts, int32_t runtime, bridge_tmpl_stats *ou
 _Static_assert(sizeof(JSValue) == 2 * sizeof(void *) && sizeof(void *) == 8, "templates need 64-bit unboxed JSValues");
 
 /* The JS values a saved state holds. */
-#define SAVED_NVALUES (4 + NGUARDS + NINTRINSICS)
+#define SAVED_NVALUES (5 + NGUARDS + NINTRINSICS)
 
 static void saved_values(saved_state *st, JSValue *v[SAVED_NVALUES])
 {
@@ -2560,6 +2758,7 @@ static void saved_values(saved_state *st, JSValue *v[SAVED_NVALUES])
 	v[n++] = &st->marks;
 	v[n++] = &st->marks_get;
 	v[n++] = &st->marks_set;
+	v[n++] = &st->typed_getters;
 	for (int i = 0; i < NGUARDS; i++)
 		v[n++] = &st->guards.fn[i];
 	for (int i = 0; i < NINTRINSICS; i++)
@@ -2920,7 +3119,8 @@ static void unit_end(bridge_slot *s, const bridge_config *cfg, bool want, JSValu
 		.id = cfg->image_id,
 		.stack = cfg->stack,
 		.saved = {.rt = s->rt, .ctx = s->ctx, .rtobj = s->rtobj, .marks = s->marks, .marks_get = s->marks_get,
-		          .marks_set = s->marks_set, .guards = s->guards, .heap_used = s->heap_used, .unitfn = held},
+		          .marks_set = s->marks_set, .typed_getters = s->typed_getters, .guards = s->guards,
+		          .heap_used = s->heap_used, .unitfn = held},
 	};
 	memcpy(im->key, cfg->unit_key, sizeof(im->key));
 	s->ar->hwm = s->ar->top;
@@ -3227,9 +3427,23 @@ static JSValue load_runtime(bridge_slot *s, const bridge_config *cfg)
 {
 	JSContext *ctx = s->ctx;
 	JSValue native = JS_NewObject(ctx);
-	if (!JS_IsException(native) && set_native(ctx, &native, "dispatch", js_dispatch, 3) == 0)
-		set_native(ctx, &native, "fail", js_fail, 3);
-	return call_factory(ctx, cfg->runtime_bc, cfg->runtime_bc_len, native);
+	if (!JS_IsException(native) && set_native(ctx, &native, "dispatch", js_dispatch, 3) == 0 &&
+	    set_native(ctx, &native, "fail", js_fail, 3) == 0)
+		set_native(ctx, &native, "typed", js_typed_make, 0);
+	JSValue rt = call_factory(ctx, cfg->runtime_bc, cfg->runtime_bc_len, native);
+	if (JS_IsException(rt) || JS_IsUndefined(s->guards.intrinsics[INTRINSIC_INT32ARRAY]))
+		return rt;
+	/* The typed arrays were made before the runtime came: hand them over. */
+	JSValue saved = s->rtobj, global = JS_GetGlobalObject(ctx);
+	s->rtobj = rt;
+	int rc = JS_IsNull(s->guards.intrinsics[INTRINSIC_INT32ARRAY]) ? 0 : typed_hand_over(s, global);
+	s->rtobj = saved;
+	JS_FreeValue(ctx, global);
+	if (rc < 0) {
+		JS_FreeValue(ctx, rt);
+		return JS_EXCEPTION;
+	}
+	return rt;
 }
 
 /* Serializes a compiled function for the bytecode cache, in libc memory,

@@ -212,6 +212,8 @@ static int load_polys(bridge_slot *s)
 	JSContext *ctx = s->ctx;
 	if (!s->guards_bc)
 		return JS_ThrowInternalError(ctx, "codemode: the guards' slow paths are missing"), -1;
+	if (typed_ensure(s) < 0)
+		return -1;
 	JSValue fn = JS_ReadObject(ctx, s->guards_bc, s->guards_bc_len, JS_READ_OBJ_BYTECODE);
 	if (JS_IsException(fn))
 		return -1;
@@ -317,6 +319,12 @@ int guards_install(bridge_slot *s)
 	}
 	/* Held in the slot's state, not in an object: nothing more in the image. */
 	for (int i = 0; i < NINTRINSICS; i++) {
+		if (i == INTRINSIC_INT32ARRAY) { /* made with the typed arrays: typed_ensure */
+			if (strcmp(intrinsic_paths[i], "Int32Array") != 0)
+				goto cleanup;
+			s->guards.intrinsics[i] = JS_UNDEFINED;
+			continue;
+		}
 		JSValue v = intrinsic(ctx, global, intrinsic_paths[i]);
 		if (JS_IsException(v))
 			goto cleanup;

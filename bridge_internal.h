@@ -18,6 +18,9 @@
  * paths use. */
 #define NGUARDS 29
 #define NINTRINSICS 25
+/* The intrinsic that is Int32Array: undefined until typed_ensure made the
+ * typed arrays, null if that failed. */
+#define INTRINSIC_INT32ARRAY 11
 
 /* An async host call waiting for Go to settle it. */
 typedef struct host_call {
@@ -72,6 +75,7 @@ typedef struct saved_state {
 	JSRuntime *rt;
 	JSContext *ctx;
 	JSValue rtobj, marks, marks_get, marks_set;
+	JSValue typed_getters;
 	guard_state guards;
 	size_t heap_used;
 	/* A unit image's evaluated unit (see IMAGE_UNIT): the entry's inner
@@ -136,6 +140,10 @@ struct bridge_slot {
 	 * objects we made to [index, message], and its get/set as they were
 	 * before any user code ran. */
 	JSValue marks, marks_get, marks_set;
+	/* The getters of the typed arrays' lazy globals (an array, by
+	 * typed_names order): a global whose getter is one of them is still
+	 * waiting for typed_ensure. */
+	JSValue typed_getters;
 	bool marked; /* the run made a marked Error: only then is a throw looked up */
 	bool bad_args; /* a tool run's arguments did not parse */
 	bool syntax;   /* the run's source did not compile */
@@ -206,6 +214,9 @@ struct bridge_slot {
 	size_t logs_limit;
 	uint64_t logs_dropped;
 };
+
+/* Typed arrays, made on first use (bridge.c): 0, or -1 with an exception. */
+int typed_ensure(bridge_slot *s);
 
 /* Guarded built-ins (bridge_guards.c). */
 int guards_install(bridge_slot *s);

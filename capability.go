@@ -7,6 +7,7 @@ package codemode
 import "C"
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,7 +15,6 @@ import (
 	"math"
 	"reflect"
 	"runtime"
-	"runtime/cgo"
 	"strconv"
 	"strings"
 	"sync"
@@ -71,10 +71,16 @@ type Capability struct {
 	Unchecked bool
 	// Async makes the capability return a Promise.
 	Async bool
-	// Func serves a call.
+	// Func serves a call. For a synchronous capability, args is valid
+	// only until Func returns (as with json.Unmarshaler's data): it is a
+	// buffer the run reuses for its next call, so a handler that keeps
+	// the arguments keeps a copy. An async capability's args are its own.
 	Func func(ctx context.Context, args json.RawMessage) (any, error)
 
 	check *argCheck // Params compiled, unless Unchecked
+	// encode, when set, serves a call in place of Func, appending the
+	// result's JSON to dst ([Func]: no boxing, no intermediate buffer).
+	encode func(ctx context.Context, args []byte, dst []byte) ([]byte, error)
 }
 
 // WithCapability adds a capability to every sandbox of the executor. New
@@ -333,6 +339,7 @@ type hostRun struct {
 	internal error // a failure of the glue, reported as kind internal
 
 	scratch []byte // callSync's result encoding, reused across the run's calls
+	args    []byte // callSync's arguments, likewise
 
 	// entered counts calls handed to a goroutine that have not yet entered
 	// their handler: close waits for them, so a call the script made has
@@ -464,16 +471,27 @@ func invoke(c *Capability, ctx context.Context, args json.RawMessage, dst []byte
 			return nil, c.Name + ": " + problem, true, true
 		}
 	}
-	v, err := c.Func(ctx, args)
+	var err error
+	if c.encode != nil {
+		dst, err = c.encode(ctx, args, dst)
+	} else {
+		var v any
+		if v, err = c.Func(ctx, args); err == nil {
+			if dst, err = appendJSON(dst, v); err != nil {
+				return nil, "cannot encode the result as JSON: " + err.Error(), true, false
+			}
+		}
+	}
 	if err != nil {
 		var ae *argsError
 		if errors.As(err, &ae) {
 			return nil, c.Name + ": " + ae.msg, true, true
 		}
+		var ee *encodeError
+		if errors.As(err, &ee) {
+			return nil, "cannot encode the result as JSON: " + ee.err.Error(), true, false
+		}
 		return nil, err.Error(), true, false
-	}
-	if dst, err = appendJSON(dst, v); err != nil {
-		return nil, "cannot encode the result as JSON: " + err.Error(), true, false
 	}
 	return append(dst, 0), "", false, false
 }
@@ -604,6 +622,17 @@ func plainASCII(s string) bool {
 		}
 	}
 	return true
+}
+
+// borrow copies a sync call's arguments from C into the run's argument
+// buffer, reused from call to call (see Capability.Func); a large one gets
+// a buffer of its own.
+func (h *hostRun) borrow(args []byte) json.RawMessage {
+	if len(args) > maxScratch {
+		return bytes.Clone(args)
+	}
+	h.args = append(h.args[:0], args...)
+	return h.args
 }
 
 // callSync serves a synchronous capability inline.
@@ -738,7 +767,7 @@ func (h *hostRun) glueFailure(r any) {
 // hostOf finds the host side of the run in progress in the slot behind a
 // C handle, making it on the run's first host call.
 func hostOf(handle C.uintptr_t) *hostRun {
-	return cgo.Handle(handle).Value().(*slot).call.hostRun()
+	return slots.get(uintptr(handle)).call.hostRun()
 }
 
 // recoverGlue is deferred first by every export: a panic of our own code
@@ -759,7 +788,7 @@ func go_capability_call(handle C.uintptr_t, index C.int32_t, args *C.char, n C.s
 	var h *hostRun
 	defer recoverGlue(&h, &reply.status, C.BRIDGE_CALL_INTERNAL)
 	h = hostOf(handle)
-	h.callSync(int(index), C.GoBytes(unsafe.Pointer(args), C.int(n)), reply)
+	h.callSync(int(index), h.borrow(unsafe.Slice((*byte)(unsafe.Pointer(args)), int(n))), reply)
 }
 
 //export go_capability_start
@@ -777,7 +806,32 @@ func go_dispatch_start(handle C.uintptr_t, id C.uint32_t, provider *C.char, np C
 	var h *hostRun
 	defer recoverGlue(&h, &rc, -1)
 	h = hostOf(handle)
-	h.start(asyncCall{cap: -1, id: uint32(id), provider: C.GoStringN(provider, C.int(np)),
-		tool: C.GoStringN(tool, C.int(nt)), args: C.GoBytes(unsafe.Pointer(args), C.int(na))})
+	p, t := h.names(unsafe.String((*byte)(unsafe.Pointer(provider)), int(np)),
+		unsafe.String((*byte)(unsafe.Pointer(tool)), int(nt)))
+	h.start(asyncCall{cap: -1, id: uint32(id), provider: p, tool: t, args: C.GoBytes(unsafe.Pointer(args), C.int(na))})
 	return 0
+}
+
+// names returns a provider call's provider and tool names as strings of
+// their own: the request's own strings when they name a declared
+// provider and a listed tool (no copy), else copies of C's bytes, which
+// are only valid during the callback.
+func (h *hostRun) names(provider, tool string) (string, string) {
+	var providers []Provider
+	if h.run != nil && h.run.prog != nil {
+		providers = h.run.prog.providers
+	}
+	for i := range providers {
+		p := &providers[i]
+		if p.Name != provider {
+			continue
+		}
+		for _, t := range p.Tools {
+			if t == tool {
+				return p.Name, t
+			}
+		}
+		return p.Name, strings.Clone(tool)
+	}
+	return strings.Clone(provider), strings.Clone(tool)
 }

@@ -445,7 +445,7 @@ func WithSyncTools() Option {
 // toolHandler adapts a Tool to a capability handler.
 func toolHandler(t Tool, name string) func(context.Context, json.RawMessage) (any, error) {
 	return func(ctx context.Context, args json.RawMessage) (any, error) {
-		out, err := t.Call(ctx, args)
+		out, err := t.Call(ctx, bytes.Clone(args)) // a sync call's args are borrowed; a Tool may keep its own
 		if err != nil {
 			var ae *argsError
 			if errors.As(err, &ae) { // a FuncTool's arguments: the script's TypeError

@@ -18,7 +18,6 @@ import (
 	"hash"
 	mrand "math/rand/v2"
 	"net/http"
-	"runtime/cgo"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,6 +61,14 @@ var keyHashers = sync.Pool{New: func() any { return &keyHasher{h: hmac.New(sha25
 // scriptKey returns the keyed hash of a script together with everything
 // that decides how it compiles.
 func scriptKey(kind string, source string) [32]byte {
+	k := newKey(kind)
+	k.h.Write(stringBytes(source))
+	return k.sum()
+}
+
+// newKey starts a keyed hash of kind; write the source's parts to its h,
+// then sum.
+func newKey(kind string) *keyHasher {
 	k := keyHashers.Get().(*keyHasher)
 	h := k.h
 	h.Reset()
@@ -71,8 +78,12 @@ func scriptKey(kind string, source string) [32]byte {
 	h.Write(k.buf[:9])
 	h.Write(stringBytes(kind))
 	h.Write(k.buf[8:9])
-	h.Write(stringBytes(source))
-	h.Sum(k.buf[:0])
+	return k
+}
+
+// sum returns the hash and gives the hasher back.
+func (k *keyHasher) sum() [32]byte {
+	k.h.Sum(k.buf[:0])
 	sum := k.buf
 	keyHashers.Put(k)
 	return sum
@@ -118,8 +129,8 @@ func wrapScript(script string, key [32]byte) []byte {
 type slot struct {
 	c      *C.bridge_slot
 	gen    int64
-	handle cgo.Handle // to this slot, for C's host calls
-	call   *call      // the run in progress: &run, or nil
+	handle uintptr // to this slot, for C's host calls (slotTable)
+	call   *call   // the run in progress: &run, or nil
 	run    call
 	prog   program // the run's program, copied here so the caller's stays on its stack
 
@@ -184,7 +195,7 @@ func (ex *Executor) tmplStats(runtime bool) tmplStats {
 func (s *slot) free() {
 	C.bridge_slot_free(s.c)
 	C.free(unsafe.Pointer(s.io))
-	s.handle.Delete()
+	slots.remove(s.handle)
 }
 
 // noSource is the src of a program run from cached bytecode.
@@ -202,6 +213,7 @@ type program struct {
 	wantBC      bool       // hand out src's bytecode when compiling it
 	entry       []byte     // NUL-terminated entry source (Execute), or nil
 	entryBC     []byte     // the entry's cached bytecode, or nil
+	providers   []Provider // Execute: the request's (their names, for the dispatch)
 	unit        bool       // the entry or the tool may live in the slot's unit image
 	unitKey     [32]byte   // which entry or tool
 	wantEntryBC bool       // hand out the entry's bytecode when compiling it

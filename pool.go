@@ -11,7 +11,6 @@ import "C"
 import (
 	"context"
 	"errors"
-	"runtime/cgo"
 	"sync"
 	"time"
 	"unsafe"
@@ -142,7 +141,7 @@ func newSlot() *slot {
 		return nil
 	}
 	s := &slot{c: c, io: (*slotIO)(C.calloc(1, C.size_t(unsafe.Sizeof(slotIO{}))))}
-	s.handle = cgo.NewHandle(s)
+	s.handle = slots.add(s)
 	return s
 }
 

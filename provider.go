@@ -211,7 +211,8 @@ const maxEntries = 256
 func (c *entries) get(providers []Provider) *entryUnit {
 	// What the entry depends on, each part length-prefixed (no fmt: this
 	// runs on every Execute).
-	var b []byte
+	var buf [512]byte
+	b := buf[:0]
 	for _, p := range providers {
 		for _, part := range [...]string{p.Name, p.ProxySource, p.Prelude} {
 			b = strconv.AppendInt(b, int64(len(part)), 10)
@@ -220,13 +221,13 @@ func (c *entries) get(providers []Provider) *entryUnit {
 		}
 		b = strconv.AppendBool(b, p.ObjectArgs)
 	}
-	id := string(b)
 	c.mu.Lock()
-	u := c.m[id]
+	u := c.m[string(b)] // no copy: the compiler looks the bytes up as they are
 	c.mu.Unlock()
 	if u != nil {
 		return u
 	}
+	id := string(b)
 	src := entrySource(providers)
 	u = &entryUnit{src: src, key: scriptKey("entry", unsafe.String(&src[0], len(src)))}
 	c.mu.Lock()
@@ -282,6 +283,7 @@ func entrySource(providers []Provider) []byte {
 func programSource(code string, providers []Provider, key [32]byte) (src []byte, head int) {
 	label := "__codemode_" + hex.EncodeToString(key[:12])
 	var b strings.Builder
+	b.Grow(programHead(providers) + len(code) + len(label) + 16)
 	b.WriteString("(function (")
 	for _, p := range providers {
 		b.WriteString(p.Name)
@@ -295,17 +297,28 @@ func programSource(code string, providers []Provider, key [32]byte) (src []byte,
 	return []byte(b.String()), head
 }
 
+// programHead is the length of programSource's head, which a run from
+// cached bytecode needs for its error positions and not the text.
+func programHead(providers []Provider) int {
+	const labelLen = len("__codemode_") + 24
+	n := len("(function (") + len(contractNames+") {'use strict';") + labelLen + len(": {return (")
+	for _, p := range providers {
+		n += len(p.Name) + len(", ")
+	}
+	return n
+}
+
 // programKey is the cache key of a program unit: its code and the names
 // it binds.
 func programKey(code string, providers []Provider) [32]byte {
-	var b strings.Builder
+	k := newKey("program")
 	for _, p := range providers {
-		b.WriteString(p.Name)
-		b.WriteByte(',')
+		k.h.Write(stringBytes(p.Name))
+		k.h.Write(stringBytes(","))
 	}
-	b.WriteByte('\n')
-	b.WriteString(code)
-	return scriptKey("program", b.String())
+	k.h.Write(stringBytes("\n"))
+	k.h.Write(stringBytes(code))
+	return k.sum()
 }
 
 // trimStatementEnd drops trailing white space and one trailing semicolon.
@@ -411,17 +424,18 @@ func (e *Executor) Execute(ctx context.Context, req Request) (res ExecuteResult)
 	}
 	entry := e.entries.get(req.Providers)
 	p := &program{
-		name:     ExecuteName,
-		mode:     C.BRIDGE_MODE_EXECUTE,
-		file:     programFile,
-		smap:     sourceMap{file: programFileName, shape: jspos.StrictExpression, src: req.Code, ts: e.ts},
-		entry:    entry.src,
-		runtime:  runtime,
-		dispatch: req.Dispatch,
-		retain:   req.RetainHandles,
-		outbound: e.outbound,
-		unit:     true,
-		unitKey:  entry.key,
+		name:      ExecuteName,
+		mode:      C.BRIDGE_MODE_EXECUTE,
+		file:      programFile,
+		smap:      sourceMap{file: programFileName, shape: jspos.StrictExpression, src: req.Code, ts: e.ts},
+		entry:     entry.src,
+		runtime:   runtime,
+		dispatch:  req.Dispatch,
+		providers: req.Providers,
+		retain:    req.RetainHandles,
+		outbound:  e.outbound,
+		unit:      true,
+		unitKey:   entry.key,
 	}
 	if req.Outbound != nil {
 		p.outbound = req.Outbound
@@ -429,7 +443,7 @@ func (e *Executor) Execute(ctx context.Context, req Request) (res ExecuteResult)
 	key := programKey(req.Code, req.Providers)
 	if bc, ok := e.cache.get(key); ok {
 		p.bc = bc
-		p.src, p.smap.head = programSource(p.smap.src, req.Providers, key)
+		p.src, p.smap.head = noSource, programHead(req.Providers)
 	} else {
 		defer e.instruments.share(key, &p.smap)()
 		p.src, p.smap.head = programSource(p.smap.instrument().Source(), req.Providers, key)

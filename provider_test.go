@@ -1007,3 +1007,13 @@ func TestRetainedCallOutcomes(t *testing.T) {
 	require.ErrorAs(t, res.Retained.Err(), &kill)
 	assert.Equal(t, KindMemoryExceeded, kill.Kind)
 }
+
+// TestProgramHead: the head a cached run's positions use is the one the
+// source has.
+func TestProgramHead(t *testing.T) {
+	for _, ps := range [][]Provider{nil, {{Name: "store"}}, {{Name: "a"}, {Name: "github"}}} {
+		src, head := programSource("x", ps, [32]byte{1})
+		assert.Equal(t, head, programHead(ps))
+		assert.Equal(t, "x", string(src[head:head+1]))
+	}
+}

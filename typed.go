@@ -7,7 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
+	"sync"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/google/jsonschema-go/jsonschema"
@@ -25,6 +28,9 @@ import (
 // no JSON Schema (a channel, a func); set Async on the result to make the
 // calls promises.
 func Func[In, Out any](name, description string, fn func(context.Context, In) (Out, error)) Capability {
+	// A call's In and Out live in pooled scratch, so a call allocates
+	// only what decoding In needs (its strings, say).
+	pool := sync.Pool{New: func() any { return new(funcScratch[In, Out]) }}
 	return Capability{
 		Name:        name,
 		Description: description,
@@ -37,8 +43,81 @@ func Func[In, Out any](name, description string, fn func(context.Context, In) (O
 			}
 			return fn(ctx, in)
 		},
+		encode: func(ctx context.Context, args []byte, dst []byte) ([]byte, error) {
+			sc := pool.Get().(*funcScratch[In, Out])
+			defer pool.Put(sc)
+			var zeroIn In
+			var zeroOut Out
+			sc.in = zeroIn
+			err := jsonv2.Unmarshal(args, &sc.in)
+			in := sc.in
+			sc.in = zeroIn
+			if err != nil {
+				return dst, &argsError{msg: decodeProblem(err)}
+			}
+			if sc.out, err = fn(ctx, in); err != nil {
+				sc.out = zeroOut
+				return dst, err
+			}
+			if b, ok := appendScalar(dst, &sc.out); ok {
+				sc.out = zeroOut
+				return b, nil
+			}
+			sc.w.b = dst
+			err = jsonv2.MarshalWrite(&sc.w, &sc.out, codecOptions)
+			dst, sc.w.b, sc.out = sc.w.b, nil, zeroOut
+			if err != nil {
+				return dst, &encodeError{err}
+			}
+			return dst, nil
+		},
 	}
 }
+
+// appendScalar appends the JSON of the common scalar results directly,
+// as appendJSON does for a boxed one (p points to the result; no boxing).
+func appendScalar(dst []byte, p any) ([]byte, bool) {
+	switch v := p.(type) {
+	case *int:
+		return strconv.AppendInt(dst, int64(*v), 10), true
+	case *int64:
+		return strconv.AppendInt(dst, *v, 10), true
+	case *bool:
+		return strconv.AppendBool(dst, *v), true
+	case *float64:
+		if !math.IsInf(*v, 0) && !math.IsNaN(*v) {
+			return strconv.AppendFloat(dst, *v, 'g', -1, 64), true
+		}
+	case *string:
+		if plainASCII(*v) {
+			dst = append(dst, '"')
+			dst = append(dst, *v...)
+			return append(dst, '"'), true
+		}
+	}
+	return dst, false
+}
+
+// funcScratch is one call's In and Out, and the writer that appends Out's
+// JSON to the glue's buffer.
+type funcScratch[In, Out any] struct {
+	in  In
+	out Out
+	w   appendWriter
+}
+
+// appendWriter appends what is written to b.
+type appendWriter struct{ b []byte }
+
+func (w *appendWriter) Write(p []byte) (int, error) {
+	w.b = append(w.b, p...)
+	return len(p), nil
+}
+
+// encodeError is a result that did not encode (a Func's Out).
+type encodeError struct{ err error }
+
+func (e *encodeError) Error() string { return "cannot encode the result as JSON: " + e.err.Error() }
 
 // FuncTool is [Func] as a [Tool] (for [NewCodeModeTool] and the SDK
 // adapters): its definition carries the inferred schemas, and a call

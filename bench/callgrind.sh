@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
-# Instruction counts per W1 call (valgrind callgrind): codemode against the
-# raw QuickJS-ng floor. Repeatable where wall time on a noisy VM is not.
-# Each engine runs W1 20 and 20+N times; the difference over N is per call.
-# Usage: bench/callgrind.sh [N]   (needs valgrind)
+# Instruction counts per workload run (valgrind callgrind): codemode against
+# the raw QuickJS-ng floor (W1) or against peers. Repeatable where wall
+# time on a noisy VM is not. Each engine runs the workload 20 and 20+N
+# times; the difference over N is per run.
+# Usage: bench/callgrind.sh [N] [WORKLOAD] [ENGINE...]   (needs valgrind)
+#   bench/callgrind.sh 200                 W1: codemode, raw floor
+#   bench/callgrind.sh 50 W3 codemode goja  100 sync host calls per run
 set -euo pipefail
 cd "$(dirname "$0")"
 N=${1:-200}
+W=${2:-W1}
+shift $(($# > 2 ? 2 : $#))
+engines=("$@")
+if [ ${#engines[@]} -eq 0 ]; then engines=(codemode "raw floor"); fi
 # Go's async preemption signals occasionally upset valgrind; runs are retried.
 export GODEBUG=asyncpreemptoff=1
 dir=$(mktemp -d)
@@ -16,7 +23,8 @@ go build -o "$dir/bench" .
 total() {
   local out="$dir/cg.out"
   for _ in 1 2 3; do
-    if valgrind --tool=callgrind --callgrind-out-file="$out" "$dir/bench" -callgrind "$1" -n "$2" >/dev/null 2>&1; then
+    if valgrind --tool=callgrind --callgrind-out-file="$out" "$dir/bench" -callgrind "$1" \
+      -callgrind-workload "$W" -n "$2" >/dev/null 2>&1; then
       awk '/^summary:/ {print $2}' "$out"
       return
     fi
@@ -25,8 +33,8 @@ total() {
   echo 0
 }
 
-printf '| engine | instructions per W1 call (callgrind, %d calls) |\n|---|---|\n' "$N"
-for engine in codemode "raw floor"; do
+printf '| engine | instructions per %s run (callgrind, %d runs) |\n|---|---|\n' "$W" "$N"
+for engine in "${engines[@]}"; do
   a=$(total "$engine" 20)
   b=$(total "$engine" $((N + 20)))
   printf '| %s | %s |\n' "$engine" $(((b - a) / N))

@@ -38,6 +38,7 @@ func main() {
 		memoryOf   = flag.String("memory-child", "", "internal: run W7 for one engine and print its figures")
 		cgEngine   = flag.String("callgrind", "", "internal: run W1 -n times on one engine (under valgrind)")
 		cgRuns     = flag.Int("n", 100, "internal: runs for -callgrind")
+		cgWorkload = flag.String("callgrind-workload", "W1", "internal: the workload -callgrind runs")
 	)
 	flag.Parse()
 	sc, err := loadScripts(*root)
@@ -49,7 +50,7 @@ func main() {
 		memoryChild(sc, *memoryOf, *memRuns, *memBudget)
 		return
 	case *cgEngine != "":
-		callgrindChild(sc, *cgEngine, *cgRuns)
+		callgrindChild(sc, *cgEngine, *cgWorkload, *cgRuns)
 		return
 	}
 	names := strings.Split(*engineList, ",")

@@ -316,12 +316,15 @@ func procStatus(field string) float64 {
 }
 
 // callgrindChild runs W1 n times on one engine, for instruction counts.
-func callgrindChild(sc *scripts, name string, n int) {
+func callgrindChild(sc *scripts, name, workload string, n int) {
 	e, err := newEngine(name, sc)
 	if err != nil {
 		fail(err)
 	}
-	run := e.runs["W1"]
+	run := e.runs[workload]
+	if run == nil {
+		fail(fmt.Errorf("engine %s has no workload %s", name, workload))
+	}
 	for i := 0; i < n; i++ {
 		if _, err := run(); err != nil {
 			fail(err)

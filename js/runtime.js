@@ -19,42 +19,61 @@
 	const OUTSIDE = 'The dispatch answered outside the result envelope.';
 
 	const uncurry = (fn) => Function.prototype.call.bind(fn);
-	const getter = (proto, name) => uncurry(Object.getOwnPropertyDescriptor(proto, name).get);
+	const apply = Reflect.apply;
+	// For what is captured later, when a program may have run: no
+	// Function.prototype lookups (rest parameters use no iterator).
+	const lateUncurry = (fn) => (self, ...args) => apply(fn, self, args);
+	const getPrototypeOf = Object.getPrototypeOf;
+	const getOwnPropertyDescriptor = Object.getOwnPropertyDescriptor;
+	const lateGetter = (proto, name) => lateUncurry(getOwnPropertyDescriptor(proto, name).get);
+	const toStringTag = Symbol.toStringTag;
 
 	const { parse, stringify } = JSON;
 	const { isArray } = Array;
 	const { hasOwn } = Object;
-	const isView = ArrayBuffer.isView;
 	const includes = uncurry(String.prototype.includes);
 	const objectTag = uncurry(Object.prototype.toString);
 	const mapGet = uncurry(Map.prototype.get);
 	const mapSet = uncurry(Map.prototype.set);
-	const toBase64 = uncurry(Uint8Array.prototype.toBase64);
-	const fromBase64 = Uint8Array.fromBase64;
-	const TypedArray = Object.getPrototypeOf(Uint8Array.prototype);
-	const typedName = getter(TypedArray, Symbol.toStringTag);
-	const typedBuffer = getter(TypedArray, 'buffer');
-	const typedOffset = getter(TypedArray, 'byteOffset');
-	const typedLength = getter(TypedArray, 'byteLength');
-	const viewBuffer = getter(DataView.prototype, 'buffer');
-	const viewOffset = getter(DataView.prototype, 'byteOffset');
-	const viewLength = getter(DataView.prototype, 'byteLength');
-	const bufferLength = getter(ArrayBuffer.prototype, 'byteLength');
 	const ErrorCtor = Error;
 	const ProxyCtor = Proxy;
-	const U8 = Uint8Array;
-	const DV = DataView;
 	const console = globalThis.console;
 
-	const typed = Object.assign(Object.create(null), {
-		Int8Array, Uint8Array, Uint8ClampedArray, Int16Array, Uint16Array, Int32Array, Uint32Array,
-		Float16Array, Float32Array, Float64Array, BigInt64Array, BigUint64Array,
-	});
+	// The typed arrays are made on a sandbox's first use of one (bridge.c,
+	// typed_ensure), which hands their built-ins over here as they are
+	// made, before any program code can touch them. Until then no binary
+	// value exists to encode, and reviving one asks for them.
+	let T = null;
+	function typedInit(g) {
+		const TypedArray = getPrototypeOf(g.Uint8Array.prototype);
+		T = {
+			isView: g.ArrayBuffer.isView,
+			toBase64: lateUncurry(g.Uint8Array.prototype.toBase64),
+			fromBase64: g.Uint8Array.fromBase64,
+			typedName: lateGetter(TypedArray, toStringTag),
+			typedBuffer: lateGetter(TypedArray, 'buffer'),
+			typedOffset: lateGetter(TypedArray, 'byteOffset'),
+			typedLength: lateGetter(TypedArray, 'byteLength'),
+			viewBuffer: lateGetter(g.DataView.prototype, 'buffer'),
+			viewOffset: lateGetter(g.DataView.prototype, 'byteOffset'),
+			viewLength: lateGetter(g.DataView.prototype, 'byteLength'),
+			bufferLength: lateGetter(g.ArrayBuffer.prototype, 'byteLength'),
+			U8: g.Uint8Array,
+			DV: g.DataView,
+			typed: {
+				__proto__: null,
+				Int8Array: g.Int8Array, Uint8Array: g.Uint8Array, Uint8ClampedArray: g.Uint8ClampedArray,
+				Int16Array: g.Int16Array, Uint16Array: g.Uint16Array, Int32Array: g.Int32Array,
+				Uint32Array: g.Uint32Array, Float16Array: g.Float16Array, Float32Array: g.Float32Array,
+				Float64Array: g.Float64Array, BigInt64Array: g.BigInt64Array, BigUint64Array: g.BigUint64Array,
+			},
+		};
+	}
 
 	const handles = new Map();
 	let nextHandle = 1;
 
-	const tagged = (type, buffer, offset, length) => ({ [BINARY]: type, data: toBase64(new U8(buffer, offset, length)) });
+	const tagged = (type, buffer, offset, length) => ({ [BINARY]: type, data: T.toBase64(new T.U8(buffer, offset, length)) });
 
 	function replacer(key, value) {
 		if (typeof value === 'function') {
@@ -62,19 +81,19 @@
 			mapSet(handles, id, value);
 			return { [HANDLE]: id };
 		}
-		if (value === null || typeof value !== 'object') {
+		if (value === null || typeof value !== 'object' || T === null) {
 			return value;
 		}
-		if (isView(value)) {
-			const name = typedName(value);
+		if (T.isView(value)) {
+			const name = T.typedName(value);
 			if (name !== undefined) {
-				return tagged(name, typedBuffer(value), typedOffset(value), typedLength(value));
+				return tagged(name, T.typedBuffer(value), T.typedOffset(value), T.typedLength(value));
 			}
-			return tagged('DataView', viewBuffer(value), viewOffset(value), viewLength(value));
+			return tagged('DataView', T.viewBuffer(value), T.viewOffset(value), T.viewLength(value));
 		}
 		if (objectTag(value) === '[object ArrayBuffer]') {
 			try {
-				return tagged('ArrayBuffer', value, 0, bufferLength(value));
+				return tagged('ArrayBuffer', value, 0, T.bufferLength(value));
 			} catch {
 				return value; // something that only claims to be an ArrayBuffer
 			}
@@ -83,26 +102,31 @@
 	}
 
 	function revive(type, data) {
+		if (T === null) {
+			native.typed(); // makes them, and typedInit runs
+		}
 		let bytes;
 		try {
-			bytes = fromBase64(data);
+			bytes = T.fromBase64(data);
 		} catch {
 			return undefined;
 		}
+		const buffer = T.typedBuffer(bytes);
+		const length = T.typedLength(bytes);
 		if (type === 'ArrayBuffer') {
-			return bytes.buffer;
+			return buffer;
 		}
 		if (type === 'DataView') {
-			return new DV(bytes.buffer);
+			return new T.DV(buffer);
 		}
-		if (!hasOwn(typed, type)) {
+		if (!hasOwn(T.typed, type)) {
 			return undefined;
 		}
-		const Ctor = typed[type];
-		if (bytes.length % Ctor.BYTES_PER_ELEMENT !== 0) {
+		const Ctor = T.typed[type];
+		if (length % Ctor.BYTES_PER_ELEMENT !== 0) {
 			return undefined;
 		}
-		return new Ctor(bytes.buffer, 0, bytes.length / Ctor.BYTES_PER_ELEMENT);
+		return new Ctor(buffer, 0, length / Ctor.BYTES_PER_ELEMENT);
 	}
 
 	function reviver(key, value) {
@@ -191,5 +215,6 @@
 		invoke,
 		encode: stringifyForDispatch,
 		console,
+		typedInit,
 	});
 });
