@@ -229,6 +229,7 @@ func BenchmarkExecute(b *testing.B) {
 	}{
 		{"no-call", "async () => 1", answer, "1"},
 		{"provider-call", "async () => (await store.x()).id", answer, "1"},
+		{"provider-call-10", "async () => { let n = 0; for (let i = 0; i < 10; i++) n += (await store.x()).id; return n }", answer, "10"},
 		{"promise-all-16", "async () => (await Promise.all(Array.from({length: 16}, (_, i) => store.x(i)))).length", answer, "16"},
 		{"binary-64KiB", "async () => { const b = new Uint8Array(65536); b[65535] = 7; return (await store.echo(b))[65535] }", echo, "7"},
 	}
