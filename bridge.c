@@ -100,6 +100,13 @@ static bool heap_admit(bridge_slot *s, size_t n)
 	return true;
 }
 
+/* The run's high-water mark of engine heap (RunStats.PeakMemory). */
+static inline void note_peak(bridge_slot *s)
+{
+	if (s->heap_used > s->heap_peak)
+		s->heap_peak = s->heap_used;
+}
+
 static void *heap_calloc(void *opaque, size_t count, size_t size)
 {
 	bridge_slot *s = opaque;
@@ -108,7 +115,7 @@ static void *heap_calloc(void *opaque, size_t count, size_t size)
 		return NULL;
 	void *p = calloc(count, size);
 	if (p)
-		s->heap_used += malloc_usable_size(p);
+		s->heap_used += malloc_usable_size(p), note_peak(s);
 	return p;
 }
 
@@ -119,7 +126,7 @@ static void *heap_malloc(void *opaque, size_t size)
 		return NULL;
 	void *p = malloc(size);
 	if (p)
-		s->heap_used += malloc_usable_size(p);
+		s->heap_used += malloc_usable_size(p), note_peak(s);
 	return p;
 }
 
@@ -140,7 +147,7 @@ static void *heap_realloc(void *opaque, void *ptr, size_t size)
 		return NULL;
 	void *p = realloc(ptr, size);
 	if (p)
-		s->heap_used += malloc_usable_size(p) - old;
+		s->heap_used += malloc_usable_size(p) - old, note_peak(s);
 	return p;
 }
 
@@ -437,6 +444,7 @@ static void *ar_malloc(void *opaque, size_t size)
 		return NULL;
 	}
 	s->heap_used += arena_usable(p);
+	note_peak(s);
 	if (s->building)
 		memset(p, 0, arena_usable(p));
 	return p;
@@ -486,6 +494,7 @@ static void *ar_realloc(void *opaque, void *ptr, size_t size)
 		return NULL;
 	}
 	s->heap_used += arena_usable(p) - old;
+	note_peak(s);
 	return p;
 }
 
@@ -1451,6 +1460,8 @@ static JSValue js_web_now(JSContext *ctx, JSValueConst this_val, int argc, JSVal
 	(void)argv;
 	bridge_slot *s = JS_GetContextOpaque(ctx);
 	s->effects++;
+	if (s->det)
+		return JS_NewFloat64(ctx, (double)(s->det_ticks++) / 1e3);
 	return JS_NewFloat64(ctx, (double)(now_ns() - s->run_start) / 1e6);
 }
 
@@ -1482,6 +1493,36 @@ static int set_native(JSContext *ctx, JSValue *native, const char *name, JSCFunc
 		return -1;
 	}
 	return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Lazy globals (the typed arrays, the web globals): accessors on the global
+ * object until first read. */
+
+/* An assignment before any read: the global becomes the value given. */
+static JSValue lazy_assign(JSContext *ctx, const char *name, int argc, JSValueConst *argv)
+{
+	JSValue global = JS_GetGlobalObject(ctx);
+	JSValue v = argc > 0 ? JS_DupValue(ctx, argv[0]) : JS_UNDEFINED;
+	int rc = JS_DefinePropertyValueStr(ctx, global, name, v, JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE);
+	JS_FreeValue(ctx, global);
+	return rc < 0 ? JS_EXCEPTION : JS_UNDEFINED;
+}
+
+/* Defines global.name as the accessor get/set, which it consumes: 0 or -1. */
+static int lazy_define(JSContext *ctx, JSValueConst global, const char *name, JSValue get, JSValue set)
+{
+	JSAtom atom = JS_NewAtom(ctx, name);
+	if (atom == JS_ATOM_NULL || JS_IsException(get) || JS_IsException(set)) {
+		JS_FreeValue(ctx, get);
+		JS_FreeValue(ctx, set);
+		if (atom != JS_ATOM_NULL)
+			JS_FreeAtom(ctx, atom);
+		return -1;
+	}
+	int rc = JS_DefinePropertyGetSet(ctx, global, atom, get, set, JS_PROP_CONFIGURABLE) < 0 ? -1 : 0;
+	JS_FreeAtom(ctx, atom);
+	return rc;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1631,15 +1672,10 @@ static JSValue js_typed_get(JSContext *ctx, JSValueConst this_val, int argc, JSV
 	return v;
 }
 
-/* An assignment before any read: the global becomes the value given. */
 static JSValue js_typed_set(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv, int magic)
 {
 	(void)this_val;
-	JSValue global = JS_GetGlobalObject(ctx);
-	JSValue v = argc > 0 ? JS_DupValue(ctx, argv[0]) : JS_UNDEFINED;
-	int rc = JS_DefinePropertyValueStr(ctx, global, typed_globals[magic], v, JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE);
-	JS_FreeValue(ctx, global);
-	return rc < 0 ? JS_EXCEPTION : JS_UNDEFINED;
+	return lazy_assign(ctx, typed_globals[magic], argc, argv);
 }
 
 static int install_typed(JSContext *ctx)
@@ -1651,22 +1687,16 @@ static int install_typed(JSContext *ctx)
 	if (rc < 0)
 		s->typed_getters = JS_UNDEFINED;
 	for (int i = 0; i < NTYPED_GLOBALS && rc == 0; i++) {
-		JSAtom atom = JS_NewAtom(ctx, typed_globals[i]);
 		JSValue get = JS_NewCFunctionMagic(ctx, js_typed_get, typed_globals[i], 0, JS_CFUNC_generic_magic, i);
 		JSValue set = JS_NewCFunctionMagic(ctx, js_typed_set, typed_globals[i], 1, JS_CFUNC_generic_magic, i);
-		if (atom == JS_ATOM_NULL || JS_IsException(get) || JS_IsException(set)) {
+		if (!JS_IsException(get) && JS_SetPropertyUint32(ctx, s->typed_getters, (uint32_t)i, JS_DupValue(ctx, get)) < 0)
+			rc = -1; /* the array's reference went with the failure; ours goes below */
+		if (rc < 0) {
 			JS_FreeValue(ctx, get);
 			JS_FreeValue(ctx, set);
-			rc = -1;
-		} else if (JS_SetPropertyUint32(ctx, s->typed_getters, (uint32_t)i, JS_DupValue(ctx, get)) < 0) {
-			JS_FreeValue(ctx, get); /* the array's reference went with the failure */
-			JS_FreeValue(ctx, set);
-			rc = -1;
-		} else if (JS_DefinePropertyGetSet(ctx, global, atom, get, set, JS_PROP_CONFIGURABLE) < 0) {
-			rc = -1;
+		} else {
+			rc = lazy_define(ctx, global, typed_globals[i], get, set);
 		}
-		if (atom != JS_ATOM_NULL)
-			JS_FreeAtom(ctx, atom);
 	}
 	JS_FreeValue(ctx, global);
 	return rc;
@@ -1749,15 +1779,10 @@ static JSValue js_web_get(JSContext *ctx, JSValueConst this_val, int argc, JSVal
 	return v;
 }
 
-/* An assignment before any read: the global becomes the value given. */
 static JSValue js_web_set(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv, int magic)
 {
 	(void)this_val;
-	JSValue global = JS_GetGlobalObject(ctx);
-	JSValue v = argc > 0 ? JS_DupValue(ctx, argv[0]) : JS_UNDEFINED;
-	int rc = JS_DefinePropertyValueStr(ctx, global, web_names[magic], v, JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE);
-	JS_FreeValue(ctx, global);
-	return rc < 0 ? JS_EXCEPTION : JS_UNDEFINED;
+	return lazy_assign(ctx, web_names[magic], argc, argv);
 }
 
 static int install_web(JSContext *ctx)
@@ -1779,20 +1804,9 @@ static int install_web(JSContext *ctx)
 	JS_FreeAtom(ctx, fa);
 	int rc = has < 0 ? -1 : 0;
 	int n = JS_IsUndefined(fetch) ? NWEB - NWEB_FETCH : NWEB;
-	for (int i = 0; i < n && rc == 0; i++) {
-		JSAtom atom = JS_NewAtom(ctx, web_names[i]);
-		JSValue get = JS_NewCFunctionData(ctx, js_web_get, 0, i, 1, (JSValueConst *)&fetch);
-		JSValue set = JS_NewCFunctionMagic(ctx, js_web_set, web_names[i], 1, JS_CFUNC_generic_magic, i);
-		if (atom == JS_ATOM_NULL || JS_IsException(get) || JS_IsException(set)) {
-			JS_FreeValue(ctx, get);
-			JS_FreeValue(ctx, set);
-			rc = -1;
-		} else if (JS_DefinePropertyGetSet(ctx, global, atom, get, set, JS_PROP_CONFIGURABLE) < 0) {
-			rc = -1;
-		}
-		if (atom != JS_ATOM_NULL)
-			JS_FreeAtom(ctx, atom);
-	}
+	for (int i = 0; i < n && rc == 0; i++)
+		rc = lazy_define(ctx, global, web_names[i], JS_NewCFunctionData(ctx, js_web_get, 0, i, 1, (JSValueConst *)&fetch),
+		                 JS_NewCFunctionMagic(ctx, js_web_set, web_names[i], 1, JS_CFUNC_generic_magic, i));
 	JS_FreeValue(ctx, fetch);
 	JS_FreeValue(ctx, global);
 	return rc;
@@ -2968,6 +2982,59 @@ static JSModuleDef *module_loader(JSContext *ctx, const char *name, void *opaque
 /* Opens the run's sandbox: from the image (building it first when there is
  * none or it was built for other capabilities), or fresh on libc. */
 /* ---------------------------------------------------------------------- */
+/* Determinism (bridge_config.det_clock): the run's clock is virtual. It
+ * starts at det_start_ns (wall time) and advances 1 us per read, shared by
+ * Date and performance.now (which starts at 0), so two runs that read it
+ * alike see the same values and a loop waiting on it still ends. The
+ * engine's Date reads the machine's clock, so the run gets a Date in front
+ * of it whose clock is this one; the sandbox is the run's own. */
+
+static const char det_date_src[] =
+	"(function (now) {\n"
+	"'use strict';\n"
+	"const D = Date, construct = Reflect.construct, define = Object.defineProperty;\n"
+	"const F = function Date(...args) {\n"
+	"\tif (new.target === undefined) return construct(D, [now()], F).toString();\n"
+	"\treturn construct(D, args.length === 0 ? [now()] : args, new.target);\n"
+	"};\n"
+	"const method = (value) => ({value, writable: true, configurable: true});\n"
+	"define(F, 'prototype', {value: D.prototype});\n"
+	"define(F, 'length', {value: 7, configurable: true});\n"
+	"define(F, 'now', method(function now() { return now_(); }));\n"
+	"const now_ = now;\n"
+	"define(F, 'parse', method(D.parse));\n"
+	"define(F, 'UTC', method(D.UTC));\n"
+	"define(D.prototype, 'constructor', method(F));\n"
+	"define(globalThis, 'Date', method(F));\n"
+	"})";
+
+static JSValue js_det_now(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+	(void)this_val;
+	(void)argc;
+	(void)argv;
+	bridge_slot *s = JS_GetContextOpaque(ctx);
+	s->effects++;
+	int64_t us = s->det_start_ns / 1000 + (int64_t)(s->det_ticks++);
+	return JS_NewFloat64(ctx, (double)(us / 1000));
+}
+
+static JSValue eval_source(bridge_slot *s, const char *src, size_t len, const char *filename);
+
+static int det_install(bridge_slot *s)
+{
+	JSContext *ctx = s->ctx;
+	JSValue f = eval_source(s, det_date_src, sizeof(det_date_src) - 1, "<codemode:clock>");
+	JSValue now = JS_NewCFunction2(ctx, js_det_now, "now", 0, JS_CFUNC_generic, 0);
+	JSValue r = JS_IsException(f) || JS_IsException(now) ? JS_EXCEPTION : JS_Call(ctx, f, JS_UNDEFINED, 1, &now);
+	int rc = JS_IsException(r) ? -1 : 0;
+	JS_FreeValue(ctx, r);
+	JS_FreeValue(ctx, now);
+	JS_FreeValue(ctx, f);
+	return rc;
+}
+
+/* ---------------------------------------------------------------------- */
 /* Units: an Execute run's entry (its provider scope) and a registered
  * tool's module are the same for every run of their provider set or tool,
  * and reading and evaluating them was most of a small Execute and of a
@@ -3075,7 +3142,7 @@ static void date_unwatch(bridge_slot *s)
  * slot evaluated last time too. */
 static bool unit_wanted(const bridge_slot *s, const bridge_config *cfg)
 {
-	return s->snapshot && cfg->unit_image && !s->from_unit && s->unit_seen_ok &&
+	return s->snapshot && cfg->unit_image && !s->from_unit && !s->det && s->unit_seen_ok &&
 	       memcmp(s->unit_seen, cfg->unit_key, sizeof(s->unit_seen)) == 0;
 }
 
@@ -3384,6 +3451,7 @@ static bool is_kill(int32_t st)
 static int32_t conclude(bridge_slot *s, int32_t st, bridge_out *out)
 {
 	out->wait_ns = -1;
+	out->peak_heap = s->heap_peak;
 	if ((s->retained && !is_kill(st) && s->open) || st == BRIDGE_PENDING) {
 		out->wait_ns = bridge_slot_wait(s);
 	} else {
@@ -3716,8 +3784,22 @@ static int32_t slot_run(bridge_slot *s, const bridge_config *cfg, const char *sr
 	s->from_unit = false;
 	s->unitfn = s->date_orig = JS_UNDEFINED;
 
+	s->det = cfg->det_clock != 0;
+	s->det_start_ns = cfg->det_start_ns;
+	s->det_ticks = 0;
+
 	int32_t st;
-	if (open_run(s, cfg) < 0) {
+	int opened = open_run(s, cfg);
+	s->heap_peak = s->heap_used;
+	if (opened == 0 && s->det) {
+		JS_UpdateStackTop(s->rt);
+		if (det_install(s) < 0) {
+			if (JS_HasException(s->ctx))
+				JS_FreeValue(s->ctx, JS_GetException(s->ctx));
+			opened = -1;
+		}
+	}
+	if (opened < 0) {
 		st = s->killed ? s->killed : BRIDGE_INTERNAL;
 		out->data = dup_text("cannot build a sandbox within the memory limit", &out->size);
 	} else {
@@ -3989,6 +4071,7 @@ cleanup:
 void bridge_slot_close(bridge_slot *s, bridge_out *out)
 {
 	memset(out, 0, sizeof(*out));
+	out->peak_heap = s->heap_peak;
 	if (s->open) {
 		JS_UpdateStackTop(s->rt);
 		finish(s, out);

@@ -141,6 +141,11 @@ typedef struct bridge_config {
 	 * Units). */
 	int32_t unit_image;
 	uint8_t unit_key[32];
+	/* A virtual clock for the run (Determinism): Date starts at
+	 * det_start_ns (ns since the Unix epoch) and it and performance.now
+	 * advance 1 us per read. The seed above is then the caller's. */
+	int32_t det_clock;
+	int64_t det_start_ns;
 } bridge_config;
 
 typedef struct bridge_out {
@@ -159,6 +164,7 @@ typedef struct bridge_out {
 	size_t entry_bc_len;
 	int64_t wait_ns;  /* BRIDGE_PENDING: ns until the next timer is due, -1 if none */
 	int32_t syntax;   /* data is the error of compiling src (its parser refused it) */
+	uint64_t peak_heap; /* the most engine heap the run has held, in bytes */
 } bridge_out;
 
 /* The Go functions C calls back (//export, in capability.go). In a cgo

@@ -198,6 +198,12 @@ struct bridge_slot {
 	 * evaluated without an image (the second run in a row builds one);
 	 * the global Date while it is watched. */
 	uint32_t effects;
+	/* Determinism: a virtual clock (bridge.c, Determinism). */
+	bool det;
+	int64_t det_start_ns;
+	uint64_t det_ticks;
+	/* The most heap the run has held (RunStats.PeakMemory). */
+	size_t heap_peak;
 	bool from_unit;
 	bool unit_seen_ok;
 	uint8_t unit_seen[32];

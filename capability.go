@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 	"unsafe"
@@ -338,8 +339,9 @@ type hostRun struct {
 
 	internal error // a failure of the glue, reported as kind internal
 
-	scratch []byte // callSync's result encoding, reused across the run's calls
-	args    []byte // callSync's arguments, likewise
+	calls   atomic.Int64 // host calls made (RunStats.HostCalls)
+	scratch []byte       // callSync's result encoding, reused across the run's calls
+	args    []byte       // callSync's arguments, likewise
 
 	// entered counts calls handed to a goroutine that have not yet entered
 	// their handler: close waits for them, so a call the script made has
@@ -637,6 +639,7 @@ func (h *hostRun) borrow(args []byte) json.RawMessage {
 
 // callSync serves a synchronous capability inline.
 func (h *hostRun) callSync(index int, args json.RawMessage, reply *C.bridge_reply) {
+	h.calls.Add(1)
 	ctx := h.context()
 	// The handler blocks this goroutine, not an execution right: another
 	// run may execute meanwhile. The right is taken back before C goes on.
@@ -676,6 +679,7 @@ func (h *hostRun) callSync(index int, args json.RawMessage, reply *C.bridge_repl
 
 // start begins an async call, or queues it behind the in-flight bound.
 func (h *hostRun) start(call asyncCall) {
+	h.calls.Add(1)
 	// Made here, on the run's goroutine, before the call is handed over.
 	if call.cap >= 0 {
 		h.context()

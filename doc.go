@@ -22,6 +22,13 @@
 //     [CodeModeTool.Invoke] saying whether a result is an error.
 //   - Tools written in JavaScript, run in the sandbox: [Executor.Register]
 //     once (compiled, self-tested), then [Executor.Call].
+//   - Thousands of scripts to evaluate: package
+//     [github.com/codemode-go/codemode/batch] (concurrency, per-job limits,
+//     outcomes in input order), or the codemode command line
+//     (cmd/codemode: run, batch, describe).
+//   - A run to repeat exactly: [WithDeterminism] fixes Math.random, crypto
+//     and the clock; every result carries [RunStats] (elapsed time, host
+//     calls, peak memory).
 //
 // Each has an Example below.
 //

@@ -321,3 +321,23 @@ func ExampleWithModules() {
 	// Output:
 	// "HI!"
 }
+
+// ExampleWithDeterminism repeats a run exactly: the same seed draws the same
+// numbers, the same clock reads the same time.
+func ExampleWithDeterminism() {
+	exec, err := codemode.New()
+	if err != nil {
+		panic(err)
+	}
+	defer exec.Close()
+	ctx := codemode.WithDeterminism(context.Background(),
+		codemode.Determinism{Seed: 42, Clock: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)})
+	script := "return [new Date().toISOString(), Math.random() === Math.random()]"
+	a, _ := exec.Run(ctx, script)
+	b, _ := exec.Run(ctx, script)
+	fmt.Println(string(a.Value))
+	fmt.Println(string(a.Value) == string(b.Value), a.Stats.HostCalls)
+	// Output:
+	// ["2026-01-02T03:04:05.000Z",false]
+	// true 0
+}

@@ -271,6 +271,7 @@ type outcome struct {
 	detail   string    // BRIDGE_COMPILE's error, BRIDGE_NOT_FUNCTION's type
 	bytecode []byte    // src's bytecode when wantBC compiled it
 	entryBC  []byte    // the entry's when wantEntryBC compiled it
+	stats    RunStats  // HostCalls and PeakMemory (the API sets Elapsed)
 }
 
 // run executes a program in a fresh sandbox. Its deadline counts from start.
@@ -521,7 +522,15 @@ func (c *call) bridgeConfig() C.bridge_config {
 		cfg.guards_bc = (*C.uint8_t)(unsafe.Pointer(&bc[0]))
 		cfg.guards_bc_len = C.size_t(len(bc))
 	}
-	cfg.seed[0], cfg.seed[1] = C.uint64_t(mrand.Uint64()), C.uint64_t(mrand.Uint64())
+	if d, ok := determinismOf(c.ctx); ok {
+		w := splitmix64(d.Seed)
+		cfg.seed[0], cfg.seed[1] = C.uint64_t(w), C.uint64_t(splitmix64(w))
+		if !d.Clock.IsZero() {
+			cfg.det_clock, cfg.det_start_ns = 1, C.int64_t(d.Clock.UnixNano())
+		}
+	} else {
+		cfg.seed[0], cfg.seed[1] = C.uint64_t(mrand.Uint64()), C.uint64_t(mrand.Uint64())
+	}
 	if !c.ex.checked {
 		cfg.snapshot = 1
 		cfg.image_id = C.uintptr_t(uintptr(unsafe.Pointer(c.caps)))
@@ -613,6 +622,10 @@ func takeBytecode(p **C.uint8_t, n *C.size_t) []byte {
 func (c *call) finish(ctx context.Context, st C.int32_t, out *C.bridge_out) outcome {
 	defer C.bridge_out_free(out)
 	o := outcome{status: st}
+	o.stats.PeakMemory = int64(out.peak_heap)
+	if c.host != nil {
+		o.stats.HostCalls = int(c.host.calls.Load())
+	}
 	o.logs = readLogs(out, c.ex.limits.Logs)
 	for i, l := range o.logs {
 		o.logs[i] = c.prog.smap.frames(l)

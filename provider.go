@@ -119,6 +119,8 @@ type ExecuteResult struct {
 	// Retained is the still-running sandbox of a request with
 	// RetainHandles whose program did not die; close it when done.
 	Retained *Retained `json:"-"`
+	// Stats is what the run measured (Elapsed also for a refused request).
+	Stats RunStats `json:"-"`
 }
 
 // ReservedProviderNames are the names the entry scope already binds, which
@@ -396,6 +398,7 @@ func compileScript(src, file string) ([]byte, error) {
 func (e *Executor) Execute(ctx context.Context, req Request) (res ExecuteResult) {
 	start := time.Now()
 	res.Logs = []string{}
+	defer func() { res.Stats.Elapsed = time.Since(start) }()
 	defer func() {
 		if r := recover(); r != nil {
 			res.Err = &ExecError{Kind: KindInternal, Message: fmt.Sprintf("codemode: execute: panic: %v", r)}
@@ -465,6 +468,7 @@ func (e *Executor) Execute(ctx context.Context, req Request) (res ExecuteResult)
 	if o.logs != nil {
 		res.Logs = o.logs
 	}
+	res.Stats = o.stats
 	res.Retained = o.retained
 	if o.err != nil {
 		return fail(o.err)

@@ -216,6 +216,8 @@ func (e *Executor) enter() bool {
 type Result struct {
 	Value json.RawMessage
 	Logs  []string
+	// Stats is what the run measured.
+	Stats RunStats
 }
 
 // Run executes script as the body of an async function in a fresh sandbox:
@@ -257,7 +259,8 @@ func (e *Executor) Run(ctx context.Context, script string) (*Result, error) {
 	if o.bytecode != nil {
 		e.cache.put(key, o.bytecode)
 	}
-	res := &Result{Value: o.value, Logs: o.logs}
+	o.stats.Elapsed = time.Since(start)
+	res := &Result{Value: o.value, Logs: o.logs, Stats: o.stats}
 	if o.err != nil {
 		return res, o.err
 	}

@@ -1,0 +1,413 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/codemode-go/codemode"
+	"github.com/codemode-go/codemode/batch"
+)
+
+const batchHelp = `Runs one job per line of IN.jsonl (- for stdin):
+
+  {"id": "a1", "code": "return 1 + 1", "limits": {"deadline": "2s", "memory": "64MiB"}, "providers": ["store"]}
+
+(limits and providers are optional; limits take bytes or sizes like "64MiB",
+milliseconds or durations like "2s") and writes one line per job:
+
+  {"id": "a1", "result": 2, "logs": [], "elapsed_ms": 0.21, "host_calls": 0, "peak_memory_bytes": 118272}
+
+or with "error" (the reference's kind-tagged error JSON) instead of "result".
+Lines come in input order unless --unordered. A line that is not a job becomes
+an error line of kind bad_input naming its line number; nothing is skipped.
+--resume skips the ids OUT already holds and appends the rest. On a terminal
+stderr shows a progress bar; at the end a summary table (counts by outcome,
+latency percentiles, scripts/s). SIGINT lets the runs in flight finish, writes
+them, prints the summary and exits 130; a second SIGINT stops them too.
+
+Examples:
+  codemode batch -j 8 -o out.jsonl jobs.jsonl
+  codemode batch --tools fixtures.json --record tape.jsonl -o out.jsonl jobs.jsonl
+  codemode batch --replay tape.jsonl -o again.jsonl jobs.jsonl
+  codemode batch --resume -o out.jsonl jobs.jsonl
+
+Exit status: 0 every job has its line (whatever its outcome), 2 bad usage,
+4 an output error, 130 interrupted.
+`
+
+// progressMode is --progress.
+type progressMode string
+
+func cmdBatch(ctx context.Context, stop <-chan struct{}, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("batch", "[flags] IN.jsonl|-", batchHelp, stderr)
+	var lf limitFlags
+	var tf toolFlags
+	lf.register(fs)
+	tf.register(fs)
+	jobs := fs.Int("j", runtime.GOMAXPROCS(0), "jobs in flight (raise it when jobs mostly wait on tools)")
+	outPath := fs.String("o", "", "write the result lines to this file (default stdout)")
+	unordered := fs.Bool("unordered", false, "write lines as jobs finish, not in input order")
+	resume := fs.Bool("resume", false, "skip the ids already in -o's file and append the rest")
+	stable := fs.Bool("stable", false, "leave out elapsed_ms and peak_memory_bytes (which vary between identical runs)")
+	progress := fs.String("progress", "auto", "the progress bar: auto (when stderr is a terminal), always or never")
+	if code, ok := parseOne(fs, args, "one input file"); !ok {
+		return code
+	}
+	if *jobs < 1 {
+		return exitFor(stderr, usagef("-j must be at least 1"))
+	}
+	if *resume && *outPath == "" {
+		return exitFor(stderr, usagef("--resume needs -o: the file whose ids are done"))
+	}
+	pm := progressMode(*progress)
+	if pm != "auto" && pm != "always" && pm != "never" {
+		return exitFor(stderr, usagef("--progress is auto, always or never"))
+	}
+
+	in, total, err := openInput(fs.Arg(0), stdin)
+	if err != nil {
+		return exitFor(stderr, err)
+	}
+	defer in.Close()
+	done := map[string]bool{}
+	var out io.Writer = stdout
+	var outFile *os.File
+	if *outPath != "" {
+		if *resume {
+			if done, err = doneIDs(*outPath); err != nil {
+				return exitFor(stderr, err)
+			}
+			outFile, err = os.OpenFile(*outPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		} else {
+			outFile, err = os.Create(*outPath)
+		}
+		if err != nil {
+			return exitFor(stderr, usagef("-o: %v", err))
+		}
+		defer outFile.Close()
+		out = outFile
+	}
+	tb, err := tf.open()
+	if err != nil {
+		return exitFor(stderr, err)
+	}
+
+	w := newLineWriter(out)
+	sum := newSummary()
+	bar := newProgress(stderr, pm, total-len(done))
+	replays := newReplaySet()
+	setupErr := func(j batch.Job, err error) batch.Job {
+		j.Err = err
+		return j
+	}
+	seq := func(yield func(batch.Job) bool) {
+		sc := bufio.NewScanner(in)
+		sc.Buffer(make([]byte, 64<<10), maxLine)
+		for n := 1; ; n++ {
+			if !sc.Scan() {
+				if err := sc.Err(); err != nil {
+					yield(batch.Job{Line: n, ID: "null", Err: fmt.Errorf("line %d: %v", n, err)})
+				}
+				return
+			}
+			line := bytes.TrimSpace(sc.Bytes())
+			if len(line) == 0 {
+				continue
+			}
+			j := parseJob(line, n, lf.l)
+			if j.Err == nil && done[canonicalID(json.RawMessage(j.ID))] {
+				continue
+			}
+			if j.Err == nil && tb.taped() {
+				tj, err := tb.forJob(j.ID, j.Providers)
+				if err != nil {
+					j = setupErr(j, fmt.Errorf("line %d: %v", n, err))
+				} else {
+					j.Determinism = tj.det
+					replays.put(j.ID, j.Line, tj)
+				}
+			}
+			if !yield(j) {
+				return
+			}
+		}
+	}
+	opts := batch.Options{
+		Concurrency: *jobs, Unordered: *unordered, Limits: lf.l, Providers: tb.providers, Stop: stop,
+		Dispatch: tb.serve,
+	}
+	if tb.taped() {
+		opts.DispatchFor = func(j batch.Job) codemode.DispatchFunc {
+			if tj := replays.get(j.ID, j.Line); tj != nil {
+				return tj.dispatch
+			}
+			return nil
+		}
+	}
+	if bar.active() {
+		opts.Progress = bar.update
+	}
+	start := time.Now()
+	status := exitOK
+	var line []byte
+	for j, o := range batch.Run(ctx, seq, opts) {
+		if tj := replays.take(j.ID, j.Line); tj != nil && tj.replay != nil {
+			if msg := tj.replay.divergence(); msg != "" {
+				o = diverged(o, msg)
+			}
+		}
+		sum.add(o)
+		line = resultLine(line[:0], j, o, *stable)
+		if err := w.write(line); err != nil {
+			fmt.Fprintf(stderr, "codemode: writing results: %v\n", err)
+			status = exitInternal
+			break
+		}
+	}
+	if err := w.flush(); err != nil && status == exitOK {
+		fmt.Fprintf(stderr, "codemode: writing results: %v\n", err)
+		status = exitInternal
+	}
+	if err := tb.close(); err != nil && status == exitOK {
+		fmt.Fprintf(stderr, "codemode: %v\n", err)
+		status = exitInternal
+	}
+	bar.finish()
+	interrupted := ctx.Err() != nil || isClosed(stop)
+	if !bar.active() {
+		fmt.Fprintln(stderr, sum.line(time.Since(start), interrupted))
+	}
+	fmt.Fprint(stderr, sum.table(time.Since(start)))
+	if interrupted && status == exitOK {
+		return exitInterrupted
+	}
+	return status
+}
+
+// maxLine bounds one input line.
+const maxLine = 64 << 20
+
+func isClosed(c <-chan struct{}) bool {
+	if c == nil {
+		return false
+	}
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+// openInput opens the jobs; for a regular file it also counts its lines
+// (the progress bar's total; -1 when unknown).
+func openInput(path string, stdin io.Reader) (io.ReadCloser, int, error) {
+	if path == "-" {
+		return io.NopCloser(stdin), -1, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, usagef("%v", err)
+	}
+	n, err := countLines(f)
+	if err != nil {
+		f.Close()
+		return nil, 0, usagef("%v", err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		f.Close()
+		return nil, 0, usagef("%v", err)
+	}
+	return f, n, nil
+}
+
+// countLines counts the non-blank lines of r.
+func countLines(r io.Reader) (int, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), maxLine)
+	n := 0
+	for sc.Scan() {
+		if len(bytes.TrimSpace(sc.Bytes())) > 0 {
+			n++
+		}
+	}
+	return n, sc.Err()
+}
+
+// jobLine is one input line.
+type jobLine struct {
+	ID        json.RawMessage `json:"id"` // jsonv2 fills a RawMessage as it is in the line
+	Code      *string         `json:"code"`
+	Limits    *jobLimits      `json:"limits"`
+	Providers []string        `json:"providers"`
+}
+
+// parseJob reads one line; a line that is no job becomes a job with Err
+// (its id kept when it had one).
+func parseJob(line []byte, n int, base codemode.Limits) batch.Job {
+	j := batch.Job{Line: n, ID: "null"}
+	var l jobLine
+	if err := jsonv2.Unmarshal(line, &l, jsonv2.RejectUnknownMembers(true)); err != nil {
+		var loose struct {
+			ID jsontext.Value `json:"id"`
+		}
+		if jsonv2.Unmarshal(line, &loose) == nil && validID(json.RawMessage(loose.ID)) {
+			j.ID = canonicalID(json.RawMessage(loose.ID))
+		}
+		j.Err = fmt.Errorf("line %d: not a job: %v", n, err)
+		return j
+	}
+	if !validID(l.ID) {
+		j.Err = fmt.Errorf("line %d: the job has no \"id\" (a string or a number)", n)
+		return j
+	}
+	j.ID = canonicalID(l.ID)
+	if l.Code == nil {
+		j.Err = fmt.Errorf("line %d: the job has no \"code\"", n)
+		return j
+	}
+	j.Code = *l.Code
+	j.Providers = l.Providers
+	if l.Limits != nil {
+		lim, err := l.Limits.apply(base)
+		if err != nil {
+			j.Err = fmt.Errorf("line %d: %v", n, err)
+			return j
+		}
+		j.Limits = &lim
+	}
+	return j
+}
+
+// validID is a string or number id.
+func validID(raw json.RawMessage) bool {
+	if plainID(raw) {
+		return true
+	}
+	var v any
+	if len(raw) == 0 || json.Unmarshal(raw, &v) != nil {
+		return false
+	}
+	switch v.(type) {
+	case string, float64:
+		return true
+	}
+	return false
+}
+
+// doneIDs reads the ids of an earlier run's output, cutting a last line
+// the killed run left unfinished.
+func doneIDs(path string) (map[string]bool, error) {
+	done := map[string]bool{}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return done, nil
+	}
+	if err != nil {
+		return nil, usagef("--resume: %v", err)
+	}
+	defer f.Close()
+	// Keep every complete line; the last one only if it is a result (a
+	// kill mid-write leaves a partial line, with or without its end).
+	var good, lastStart int64
+	lastOK := true
+	r := bufio.NewReader(f)
+	for {
+		line, err := r.ReadBytes('\n')
+		if err == io.EOF {
+			break // a partial line: cut below
+		}
+		if err != nil {
+			return nil, usagef("--resume: %v", err)
+		}
+		var l struct {
+			ID json.RawMessage `json:"id"`
+		}
+		lastOK = json.Unmarshal(line, &l) == nil
+		if lastOK && validID(l.ID) {
+			done[canonicalID(l.ID)] = true
+		}
+		lastStart = good
+		good += int64(len(line))
+	}
+	if !lastOK {
+		good = lastStart
+	}
+	if err := f.Truncate(good); err != nil {
+		return nil, usagef("--resume: %v", err)
+	}
+	return done, nil
+}
+
+// resultLine appends one output line to dst.
+func resultLine(dst []byte, j batch.Job, o batch.Outcome, stable bool) []byte {
+	dst = append(dst, `{"id":`...)
+	dst = append(dst, j.ID...)
+	if o.Kind == batch.KindBadInput && j.Line > 0 {
+		dst = append(dst, `,"line":`...)
+		dst = strconv.AppendInt(dst, int64(j.Line), 10)
+	}
+	if o.Kind == batch.KindOK {
+		dst = append(dst, `,"result":`...)
+		dst = append(dst, o.Result...)
+	} else {
+		dst = append(dst, `,"error":`...)
+		dst = append(dst, errorJSON(o)...)
+	}
+	dst = append(dst, `,"logs":`...)
+	if len(o.Logs) == 0 {
+		dst = append(dst, "[]"...)
+	} else {
+		l, _ := json.Marshal(o.Logs)
+		dst = append(dst, l...)
+	}
+	if !stable {
+		dst = append(dst, `,"elapsed_ms":`...)
+		dst = strconv.AppendFloat(dst, float64(o.Stats.Elapsed.Microseconds())/1000, 'f', 3, 64)
+	}
+	dst = append(dst, `,"host_calls":`...)
+	dst = strconv.AppendInt(dst, int64(o.Stats.HostCalls), 10)
+	if !stable {
+		dst = append(dst, `,"peak_memory_bytes":`...)
+		dst = strconv.AppendInt(dst, o.Stats.PeakMemory, 10)
+	}
+	return append(dst, "}\n"...)
+}
+
+// lineWriter buffers result lines and flushes them at least every 100 ms
+// (a killed batch loses at most that much, and --resume reruns it).
+type lineWriter struct {
+	w    *bufio.Writer
+	last time.Time
+}
+
+func newLineWriter(w io.Writer) *lineWriter {
+	return &lineWriter{w: bufio.NewWriterSize(w, 64<<10), last: time.Now()}
+}
+
+func (lw *lineWriter) write(line []byte) error {
+	if _, err := lw.w.Write(line); err != nil {
+		return err
+	}
+	if time.Since(lw.last) > 100*time.Millisecond {
+		return lw.flush()
+	}
+	return nil
+}
+
+func (lw *lineWriter) flush() error {
+	lw.last = time.Now()
+	return lw.w.Flush()
+}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/codemode-go/codemode"
+)
+
+const describeHelp = `Prints what a model is told about a tool list: the run_js description (the
+execution contract, the declarations, an example) and then the TypeScript
+declarations alone. TOOLS.json (- for stdin) is a JSON array of tools:
+
+  [{"name": "get_user", "description": "Looks a user up.",
+    "parameters": {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]},
+    "returns": {"type": "object"}, "async": true}]
+
+("inputSchema" and "outputSchema", as MCP names them, are taken too; names are
+made JavaScript identifiers as run_js does).
+
+Examples:
+  codemode describe tools.json
+  codemode describe --json tools.json
+`
+
+// toolSpec is one entry of a tools file.
+type toolSpec struct {
+	Name         string          `json:"name"`
+	JSName       string          `json:"jsName"`
+	Description  string          `json:"description"`
+	Parameters   json.RawMessage `json:"parameters"`
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	Returns      json.RawMessage `json:"returns"`
+	OutputSchema json.RawMessage `json:"outputSchema"`
+	Async        bool            `json:"async"`
+}
+
+func cmdDescribe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("describe", "[flags] TOOLS.json|-", describeHelp, stderr)
+	asJSON := fs.Bool("json", false, `print {"description", "declarations"} as JSON`)
+	if code, ok := parseOne(fs, args, "one tools file"); !ok {
+		return code
+	}
+	var data []byte
+	var err error
+	if fs.Arg(0) == "-" {
+		data, err = io.ReadAll(stdin)
+	} else {
+		data, err = os.ReadFile(fs.Arg(0))
+	}
+	if err != nil {
+		return exitFor(stderr, usagef("%v", err))
+	}
+	var specs []toolSpec
+	if err := json.Unmarshal(data, &specs); err != nil {
+		return exitFor(stderr, usagef("%s: want a JSON array of tools: %v", fs.Arg(0), err))
+	}
+	apis := make([]codemode.ToolAPI, 0, len(specs))
+	for i, s := range specs {
+		name := s.JSName
+		if name == "" {
+			name = s.Name
+		}
+		if name == "" {
+			return exitFor(stderr, usagef("%s: tool %d has no name", fs.Arg(0), i+1))
+		}
+		params := s.Parameters
+		if params == nil {
+			params = s.InputSchema
+		}
+		returns := s.Returns
+		if returns == nil {
+			returns = s.OutputSchema
+		}
+		apis = append(apis, codemode.ToolAPI{JSName: codemode.JSIdentifier(name), Description: s.Description,
+			Parameters: params, Returns: returns, Async: s.Async})
+	}
+	desc, decl := codemode.Describe(apis), codemode.Declarations(apis)
+	if *asJSON {
+		b, _ := json.MarshalIndent(map[string]string{"description": desc, "declarations": decl}, "", "  ")
+		fmt.Fprintf(stdout, "%s\n", b)
+		return exitOK
+	}
+	fmt.Fprintf(stdout, "%s\n\n%s\n", desc, decl)
+	return exitOK
+}

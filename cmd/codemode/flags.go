@@ -1,0 +1,176 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/codemode-go/codemode"
+)
+
+// size is a byte count flag: 1048576, 1MiB, 512KiB, 64KB (KB = 1000).
+type size struct{ n *int }
+
+func (s size) String() string {
+	if s.n == nil {
+		return ""
+	}
+	return strconv.Itoa(*s.n)
+}
+
+func (s size) Set(v string) error {
+	n, err := parseSize(v)
+	if err != nil {
+		return err
+	}
+	*s.n = n
+	return nil
+}
+
+var sizeUnits = []struct {
+	suffix string
+	mult   float64
+}{
+	{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30},
+	{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1},
+}
+
+// parseSize reads a byte count with an optional unit.
+func parseSize(v string) (int, error) {
+	s := strings.TrimSpace(v)
+	mult := 1.0
+	for _, u := range sizeUnits {
+		if strings.HasSuffix(s, u.suffix) {
+			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
+			break
+		}
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f < 0 || math.IsInf(f, 0) || f*mult > math.MaxInt32*1024.0 {
+		return 0, fmt.Errorf("invalid size %q (want bytes, or a number with KiB, MiB, GiB, KB, MB, GB)", v)
+	}
+	return int(f * mult), nil
+}
+
+// limitFlags are the flags of every limit.
+type limitFlags struct{ l codemode.Limits }
+
+func (lf *limitFlags) register(fs *flag.FlagSet) {
+	fs.Var(size{&lf.l.Memory}, "memory", "the heap a run may hold (e.g. 32MiB; default 32MiB)")
+	fs.Var(size{&lf.l.Stack}, "stack", "the native stack JavaScript may use (e.g. 512KiB)")
+	fs.Var(size{&lf.l.Payload}, "payload", "the largest result and tool call (e.g. 1MiB)")
+	fs.Var(size{&lf.l.Logs}, "logs", "the console text kept per run (e.g. 64KiB)")
+	fs.DurationVar(&lf.l.Deadline, "deadline", 0, "the wall-clock budget of a run (e.g. 2s; default 500ms)")
+}
+
+// jobLimits is a batch line's "limits": sizes as numbers (bytes) or
+// strings with units, the deadline as milliseconds or a Go duration.
+type jobLimits struct {
+	Memory   json.RawMessage `json:"memory"`
+	Stack    json.RawMessage `json:"stack"`
+	Payload  json.RawMessage `json:"payload"`
+	Logs     json.RawMessage `json:"logs"`
+	Deadline json.RawMessage `json:"deadline"`
+}
+
+// apply returns base with the line's limits set over it.
+func (j *jobLimits) apply(base codemode.Limits) (codemode.Limits, error) {
+	l := base
+	for _, f := range []struct {
+		name string
+		raw  json.RawMessage
+		dst  *int
+	}{{"memory", j.Memory, &l.Memory}, {"stack", j.Stack, &l.Stack}, {"payload", j.Payload, &l.Payload}, {"logs", j.Logs, &l.Logs}} {
+		if len(f.raw) == 0 {
+			continue
+		}
+		var n float64
+		if json.Unmarshal(f.raw, &n) == nil {
+			if n < 0 || n > math.MaxInt32*1024.0 {
+				return l, fmt.Errorf("limits.%s: %v is out of range", f.name, n)
+			}
+			*f.dst = int(n)
+			continue
+		}
+		var s string
+		if err := json.Unmarshal(f.raw, &s); err != nil {
+			return l, fmt.Errorf("limits.%s: want a number of bytes or a size like \"32MiB\"", f.name)
+		}
+		v, err := parseSize(s)
+		if err != nil {
+			return l, fmt.Errorf("limits.%s: %v", f.name, err)
+		}
+		*f.dst = v
+	}
+	if len(j.Deadline) > 0 {
+		var ms float64
+		if json.Unmarshal(j.Deadline, &ms) == nil {
+			if ms < 0 || ms > float64(math.MaxInt64/int64(time.Millisecond)) {
+				return l, fmt.Errorf("limits.deadline: %v is out of range", ms)
+			}
+			l.Deadline = time.Duration(ms * float64(time.Millisecond))
+		} else {
+			var s string
+			if err := json.Unmarshal(j.Deadline, &s); err != nil {
+				return l, fmt.Errorf("limits.deadline: want milliseconds or a duration like \"2s\"")
+			}
+			d, err := time.ParseDuration(s)
+			if err != nil || d < 0 {
+				return l, fmt.Errorf("limits.deadline: invalid duration %q", s)
+			}
+			l.Deadline = d
+		}
+	}
+	return l, nil
+}
+
+// toolFlags are the flags that give scripts their tools.
+type toolFlags struct {
+	fixtures    string
+	dispatchCmd string
+	providers   string
+	record      string
+	replay      string
+}
+
+func (tf *toolFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&tf.fixtures, "tools", "", "a JSON file of canned answers per provider and tool")
+	fs.StringVar(&tf.dispatchCmd, "dispatch-cmd", "", "a command (run by /bin/sh) serving tool calls as JSON lines on stdin/stdout")
+	fs.StringVar(&tf.providers, "providers", "", "comma-separated provider names --dispatch-cmd serves")
+	fs.StringVar(&tf.record, "record", "", "write every tool call and its answer to this tape (JSON lines)")
+	fs.StringVar(&tf.replay, "replay", "", "serve tool calls from this tape instead of the tools")
+}
+
+// parseOne parses a subcommand's flags and wants one argument (what it
+// names); when it cannot go on it returns the exit status (0 for -h).
+func parseOne(fs *flag.FlagSet, args []string, what string) (int, bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK, false
+		}
+		return exitUsage, false
+	}
+	if fs.NArg() != 1 {
+		fmt.Fprintf(fs.Output(), "codemode %s: give %s, or - for stdin\n", fs.Name(), what)
+		fs.Usage()
+		return exitUsage, false
+	}
+	return 0, true
+}
+
+// newFlagSet makes a subcommand's flag set writing its help to w.
+func newFlagSet(name, synopsis, help string, w io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(w)
+	fs.Usage = func() {
+		fmt.Fprintf(w, "Usage: codemode %s %s\n\n%s\nFlags:\n", name, synopsis, help)
+		fs.PrintDefaults()
+	}
+	return fs
+}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"codemode": func() { os.Exit(Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+		// fakedispatch serves --dispatch-cmd's protocol: add sums its
+		// arguments, echo returns them, fail answers an error, slow waits
+		// its first argument in ms, meet answers once its first argument
+		// of meet calls wait (a rendezvous: the calls overlap), and die exits the process (status 3)
+		// with the call in flight. With FAKEDISPATCH_DIE_AFTER=n it exits
+		// on its n-th call instead.
+		"fakedispatch": fakeDispatch,
+	})
+}
+
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{Dir: "testdata/script"})
+}
+
+func fakeDispatch() {
+	dieAfter, _ := strconv.Atoi(os.Getenv("FAKEDISPATCH_DIE_AFTER"))
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 1<<20), 64<<20)
+	out := make(chan []byte, 64)
+	done := make(chan struct{})
+	go func() {
+		w := bufio.NewWriter(os.Stdout)
+		for b := range out {
+			w.Write(b)
+			w.WriteByte('\n')
+			if len(out) == 0 {
+				w.Flush()
+			}
+		}
+		w.Flush()
+		close(done)
+	}()
+	calls := 0
+	var meet []uint64
+	var slow sync.WaitGroup
+	for in.Scan() {
+		var c struct {
+			ID       uint64          `json:"id"`
+			Provider string          `json:"provider"`
+			Tool     string          `json:"tool"`
+			Args     json.RawMessage `json:"args"`
+		}
+		if err := json.Unmarshal(in.Bytes(), &c); err != nil {
+			fmt.Fprintln(os.Stderr, "fakedispatch: bad line:", err)
+			os.Exit(2)
+		}
+		calls++
+		if c.Tool == "die" || (dieAfter > 0 && calls >= dieAfter) {
+			fmt.Fprintln(os.Stderr, "fakedispatch: dying as asked")
+			os.Exit(3)
+		}
+		var args []float64
+		json.Unmarshal(c.Args, &args)
+		answer := func(v any) {
+			b, _ := json.Marshal(v)
+			out <- b
+		}
+		switch c.Tool {
+		case "add":
+			sum := 0.0
+			for _, a := range args {
+				sum += a
+			}
+			answer(map[string]any{"id": c.ID, "result": sum})
+		case "echo":
+			answer(map[string]any{"id": c.ID, "result": c.Args})
+		case "fail":
+			answer(map[string]any{"id": c.ID, "error": "the tool failed as asked"})
+		case "meet": // answers once args[0] meet calls are waiting: a rendezvous
+			meet = append(meet, c.ID)
+			if len(args) > 0 && len(meet) >= int(args[0]) {
+				for _, id := range meet {
+					answer(map[string]any{"id": id, "result": "met"})
+				}
+				meet = nil
+			}
+		case "slow":
+			slow.Add(1)
+			go func() {
+				defer slow.Done()
+				if len(args) > 0 {
+					time.Sleep(time.Duration(args[0]) * time.Millisecond)
+				}
+				answer(map[string]any{"id": c.ID, "result": "slept"})
+			}()
+		default:
+			answer(map[string]any{"id": c.ID, "error": fmt.Sprintf("Tool %q not found", c.Tool)})
+		}
+	}
+	slow.Wait()
+	close(out)
+	<-done
+}

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/codemode-go/codemode"
+	"github.com/codemode-go/codemode/batch"
+)
+
+const runHelp = `Runs one script in a fresh sandbox and prints {"result": ..., "logs": [...]}
+or, when it fails, its error JSON with the logs (the reference executor's shape:
+{"kind": "js", "name": "run_js", "message": ..., "logs": [...]}). A script with no
+tools runs as run_js does; one with providers (--tools, --dispatch-cmd,
+--replay) runs as an Execute program, and its errors are named "execute".
+
+The script may be any shape a model writes: an async arrow function, a
+function, statements whose last expression is the result (top-level await
+works), a markdown fence, TypeScript. Its tools are providers: canned answers
+(--tools), a subprocess (--dispatch-cmd with --providers), or a tape (--replay).
+
+Examples:
+  codemode run script.js
+  echo 'return 6 * 7' | codemode run -
+  codemode run --tools fixtures.json --deadline 2s --memory 64MiB task.ts
+  codemode run --dispatch-cmd 'python3 tools.py' --providers store task.js
+  codemode run --tools fixtures.json --record tape.jsonl task.js
+  codemode run --replay tape.jsonl task.js
+
+Exit status: 0 success, 1 script error, 2 bad usage, 3 deadline or memory limit,
+4 internal error, 5 the replay diverged from the tape.
+`
+
+func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("run", "[flags] FILE|-", runHelp, stderr)
+	var lf limitFlags
+	var tf toolFlags
+	lf.register(fs)
+	tf.register(fs)
+	pretty := fs.Bool("pretty", false, "indent the output")
+	if code, ok := parseOne(fs, args, "one script file"); !ok {
+		return code
+	}
+	code, err := readSource(fs.Arg(0), stdin)
+	if err != nil {
+		return exitFor(stderr, err)
+	}
+	tb, err := tf.open()
+	if err != nil {
+		return exitFor(stderr, err)
+	}
+	id := `"run"`
+	j, err := tb.forJob(id, nil)
+	if err != nil {
+		tb.close()
+		return exitFor(stderr, usagef("--replay: %v (a run is recorded as job \"run\")", err))
+	}
+	var out batch.Outcome
+	for _, o := range batch.Run(ctx, func(yield func(batch.Job) bool) {
+		yield(batch.Job{ID: id, Code: code, Determinism: j.det})
+	}, batch.Options{Limits: lf.l, Providers: tb.providers, Concurrency: 1,
+		DispatchFor: func(batch.Job) codemode.DispatchFunc { return j.dispatch }}) {
+		out = o
+	}
+	if err := tb.close(); err != nil {
+		fmt.Fprintf(stderr, "codemode: %v\n", err)
+	}
+	if j.replay != nil {
+		if msg := j.replay.divergence(); msg != "" {
+			out = diverged(out, msg)
+		}
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetEscapeHTML(false)
+	if *pretty {
+		enc.SetIndent("", "  ")
+	}
+	if err := enc.Encode(resultObject(out)); err != nil {
+		return exitFor(stderr, err)
+	}
+	return exitStatus(out.Kind)
+}
+
+// kindDiverged is the outcome of a replayed run that left its tape.
+const kindDiverged = "replay_diverged"
+
+// diverged turns an outcome into a divergence.
+func diverged(o batch.Outcome, msg string) batch.Outcome {
+	o.Kind, o.Problem, o.Err, o.Result = kindDiverged, msg, nil, nil
+	return o
+}
+
+// exitStatus is run's status for an outcome kind.
+func exitStatus(kind string) int {
+	switch kind {
+	case batch.KindOK:
+		return exitOK
+	case string(codemode.KindJS), string(codemode.KindCapability), string(codemode.KindPendingPromise), string(codemode.KindNotFound):
+		return exitScript
+	case string(codemode.KindTimeout), string(codemode.KindMemoryExceeded):
+		return exitLimit
+	case batch.KindBadInput:
+		return exitUsage
+	case kindDiverged:
+		return exitDiverged
+	default:
+		return exitInternal
+	}
+}
+
+// resultObject is run's output for an outcome: {"result","logs"} or the
+// error's JSON with "logs".
+func resultObject(o batch.Outcome) any {
+	logs := o.Logs
+	if logs == nil {
+		logs = []string{}
+	}
+	if o.Kind == batch.KindOK {
+		return struct {
+			Result json.RawMessage `json:"result"`
+			Logs   []string        `json:"logs"`
+		}{o.Result, logs}
+	}
+	return withLogs(errorJSON(o), logs)
+}
+
+// errorJSON is an outcome's error as the reference's kind-tagged JSON.
+func errorJSON(o batch.Outcome) json.RawMessage {
+	if o.Err != nil {
+		if b, err := o.Err.MarshalJSON(); err == nil {
+			return b
+		}
+	}
+	b, _ := json.Marshal(struct {
+		Kind    string `json:"kind"`
+		Message string `json:"message"`
+	}{o.Kind, o.Problem})
+	return b
+}
+
+// withLogs adds "logs" to a JSON object.
+func withLogs(obj json.RawMessage, logs []string) json.RawMessage {
+	l, _ := json.Marshal(logs)
+	obj = bytes.TrimSpace(obj)
+	if len(obj) < 2 || obj[len(obj)-1] != '}' {
+		return obj
+	}
+	sep := ","
+	if len(bytes.TrimSpace(obj[1:len(obj)-1])) == 0 {
+		sep = ""
+	}
+	out := append([]byte{}, obj[:len(obj)-1]...)
+	out = append(out, sep+`"logs":`...)
+	out = append(out, l...)
+	return append(out, '}')
+}
+
+// readSource reads a script file, or stdin for "-".
+func readSource(path string, stdin io.Reader) (string, error) {
+	var b []byte
+	var err error
+	if path == "-" {
+		b, err = io.ReadAll(stdin)
+	} else {
+		b, err = os.ReadFile(path)
+	}
+	if err != nil {
+		return "", usagef("%v", err)
+	}
+	return string(b), nil
+}

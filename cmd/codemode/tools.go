@@ -1,0 +1,227 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/codemode-go/codemode"
+)
+
+// toolbox is what serves a command's tool calls: providers and the
+// dispatch behind them, and the tape recording or replaying them.
+type toolbox struct {
+	providers []codemode.Provider
+	fixtures  map[string]map[string][]fixture // provider -> tool -> answers
+	proc      *procDispatch                   // --dispatch-cmd, or nil
+	procNames map[string]bool                 // the providers it serves
+	rec       *recorder                       // --record, or nil
+	tape      *tape                           // --replay, or nil
+}
+
+// open builds the toolbox the flags describe.
+func (tf *toolFlags) open() (*toolbox, error) {
+	tb := &toolbox{procNames: map[string]bool{}}
+	if tf.replay != "" && (tf.fixtures != "" || tf.dispatchCmd != "" || tf.record != "") {
+		return nil, usagef("--replay serves every call from its tape: it takes no --tools, --dispatch-cmd or --record")
+	}
+	if tf.replay != "" {
+		t, err := readTape(tf.replay)
+		if err != nil {
+			return nil, err
+		}
+		tb.tape = t
+		for _, name := range t.providerNames() {
+			tb.providers = append(tb.providers, codemode.Provider{Name: name})
+		}
+		return tb, nil
+	}
+	if tf.fixtures != "" {
+		fx, err := readFixtures(tf.fixtures)
+		if err != nil {
+			return nil, err
+		}
+		tb.fixtures = fx
+		for _, name := range sortedKeys(fx) {
+			tb.providers = append(tb.providers, codemode.Provider{Name: name, Tools: sortedKeys(fx[name])})
+		}
+	}
+	if tf.providers != "" && tf.dispatchCmd == "" {
+		return nil, usagef("--providers names the providers --dispatch-cmd serves; give --dispatch-cmd too")
+	}
+	if tf.dispatchCmd != "" {
+		if tf.providers == "" {
+			return nil, usagef("--dispatch-cmd needs --providers: the provider names scripts may use")
+		}
+		for _, name := range strings.Split(tf.providers, ",") {
+			name = strings.TrimSpace(name)
+			if name == "" {
+				continue
+			}
+			if tb.fixtures[name] != nil || tb.procNames[name] {
+				return nil, usagef("provider %q is given twice", name)
+			}
+			tb.procNames[name] = true
+			tb.providers = append(tb.providers, codemode.Provider{Name: name})
+		}
+		tb.proc = newProcDispatch(tf.dispatchCmd)
+	}
+	if tf.record != "" {
+		r, err := newRecorder(tf.record)
+		if err != nil {
+			return nil, err
+		}
+		tb.rec = r
+	}
+	return tb, nil
+}
+
+// taped reports whether runs record to or replay from a tape (then each
+// run gets a dispatch of its own).
+func (tb *toolbox) taped() bool { return tb.rec != nil || tb.tape != nil }
+
+// close stops the subprocess and flushes the tape.
+func (tb *toolbox) close() error {
+	if tb.proc != nil {
+		tb.proc.close()
+	}
+	if tb.rec != nil {
+		return tb.rec.close()
+	}
+	return nil
+}
+
+// serve answers a call from the fixtures or the subprocess.
+func (tb *toolbox) serve(ctx context.Context, provider, tool, args string) (string, error) {
+	if fx, ok := tb.fixtures[provider]; ok {
+		return answerFixture(fx, tool, args)
+	}
+	if tb.procNames[provider] {
+		return tb.proc.call(ctx, provider, tool, args)
+	}
+	return "", codemode.ToolNotFoundError{Tool: tool}
+}
+
+// job is one run's view of the toolbox: its dispatch (recording or
+// replaying) and, when replaying, whether it diverged.
+type job struct {
+	id       string
+	dispatch codemode.DispatchFunc
+	det      *codemode.Determinism
+	replay   *jobReplay
+}
+
+// forJob prepares a run: a recorded one is made deterministic with a fresh
+// seed and the current time, which the tape keeps; a replayed one gets the
+// tape's.
+func (tb *toolbox) forJob(id string, providers []string) (*job, error) {
+	j := &job{id: id, dispatch: tb.serve}
+	switch {
+	case tb.tape != nil:
+		r, err := tb.tape.start(id)
+		if err != nil {
+			return nil, err
+		}
+		j.replay, j.dispatch = r, r.dispatch
+		det := r.det
+		j.det = &det
+	case tb.rec != nil:
+		det := freshDeterminism()
+		j.det = &det
+		j.dispatch = tb.rec.start(id, det, providerList(tb.providers, providers), tb.serve)
+	}
+	return j, nil
+}
+
+// providerList is the names a job may use.
+func providerList(all []codemode.Provider, names []string) []string {
+	if names != nil {
+		return names
+	}
+	out := make([]string, len(all))
+	for i, p := range all {
+		out[i] = p.Name
+	}
+	return out
+}
+
+// fixture is one canned answer: for calls whose arguments equal Args (any
+// call when absent), Result, or Error as the tool's failure.
+type fixture struct {
+	Args   json.RawMessage `json:"args"`
+	Result json.RawMessage `json:"result"`
+	Error  *string         `json:"error"`
+	args   any             // Args decoded
+}
+
+// readFixtures reads {"provider": {"tool": [fixture, ...]}}.
+func readFixtures(path string) (map[string]map[string][]fixture, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, usagef("--tools: %v", err)
+	}
+	var fx map[string]map[string][]fixture
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&fx); err != nil {
+		return nil, usagef("--tools %s: want {\"provider\": {\"tool\": [{\"args\"?: [...], \"result\": ... | \"error\": \"...\"}]}}: %v", path, err)
+	}
+	for p, tools := range fx {
+		for t, answers := range tools {
+			for i := range answers {
+				a := &answers[i]
+				if (a.Result == nil) == (a.Error == nil) {
+					return nil, usagef("--tools %s: %s.%s answer %d: give exactly one of result and error", path, p, t, i+1)
+				}
+				if a.Args != nil {
+					if err := json.Unmarshal(a.Args, &a.args); err != nil {
+						return nil, usagef("--tools %s: %s.%s answer %d: args: %v", path, p, t, i+1, err)
+					}
+				}
+			}
+		}
+	}
+	return fx, nil
+}
+
+// answerFixture returns the first answer matching a call, as an envelope.
+func answerFixture(tools map[string][]fixture, tool, args string) (string, error) {
+	answers, ok := tools[tool]
+	if !ok {
+		return "", codemode.ToolNotFoundError{Tool: tool}
+	}
+	var got any
+	if err := json.Unmarshal([]byte(args), &got); err != nil {
+		return "", fmt.Errorf("the call's arguments are not JSON: %v", err)
+	}
+	for _, a := range answers {
+		if a.Args != nil && !reflect.DeepEqual(a.args, got) {
+			continue
+		}
+		if a.Error != nil {
+			return envelope("error", *a.Error)
+		}
+		return `{"result":` + string(a.Result) + `}`, nil
+	}
+	return "", fmt.Errorf("no fixture of %s matches the arguments %s", tool, args)
+}
+
+// envelope is {"<key>": v}.
+func envelope(key string, v any) (string, error) {
+	b, err := json.Marshal(map[string]any{key: v})
+	return string(b), err
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
