@@ -99,7 +99,7 @@ func cmdBatch(ctx context.Context, stop <-chan struct{}, args []string, stdin io
 		defer outFile.Close()
 		out = outFile
 	}
-	tb, err := tf.open()
+	tb, err := tf.open(ctx, stderr)
 	if err != nil {
 		return exitFor(stderr, err)
 	}

@@ -137,6 +137,7 @@ type toolFlags struct {
 	providers   string
 	record      string
 	replay      string
+	mcp         string
 }
 
 func (tf *toolFlags) register(fs *flag.FlagSet) {
@@ -145,6 +146,7 @@ func (tf *toolFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&tf.providers, "providers", "", "comma-separated provider names --dispatch-cmd serves")
 	fs.StringVar(&tf.record, "record", "", "write every tool call and its answer to this tape (JSON lines)")
 	fs.StringVar(&tf.replay, "replay", "", "serve tool calls from this tape instead of the tools")
+	fs.StringVar(&tf.mcp, "mcp", "", "an mcpServers JSON file: every server's tools as a provider of its name")
 }
 
 // parseOne parses a subcommand's flags and wants one argument (what it

@@ -1,7 +1,8 @@
 // Command codemode runs Code Mode programs from the command line: one
 // script (run), a batch of them as JSON lines (batch, with progress,
 // resume, record and replay), and the description a model is given for a
-// tool list (describe).
+// tool list (describe); and it serves code mode over MCP on top of a set
+// of MCP servers (mcp).
 //
 //	go install github.com/codemode-go/codemode/cmd/codemode@latest
 //
@@ -30,6 +31,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 
 	_ "github.com/codemode-go/codemode/typescript" // TypeScript sources
@@ -56,6 +58,7 @@ Usage:
   codemode run [flags] FILE|-        run one script, print {"result","logs"} or its error
   codemode batch [flags] IN.jsonl    run one job per line, write one result line per job
   codemode describe TOOLS.json       print the run_js description and the TypeScript declarations
+  codemode mcp --config servers.json serve code mode over MCP, on top of the configured MCP servers
 
 Run 'codemode COMMAND -h' for a command's flags.
 
@@ -79,6 +82,14 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return cmdBatch(ctx, stop, args[1:], stdin, stdout, stderr)
 	case "describe":
 		return cmdDescribe(args[1:], stdin, stdout, stderr)
+	case "mcp":
+		ctx, stop, hard := interrupts(ctx)
+		defer hard()
+		go func() {
+			<-stop // a server stops at the first signal
+			hard()
+		}()
+		return cmdMCP(ctx, args[1:], stdin, stdout, stderr)
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK
@@ -112,10 +123,13 @@ func interrupts(ctx context.Context) (context.Context, <-chan struct{}, func()) 
 			}
 		}
 	}()
+	var once sync.Once
 	return ctx, stop, func() {
-		signal.Stop(sig)
-		close(done)
-		cancel()
+		once.Do(func() {
+			signal.Stop(sig)
+			close(done)
+			cancel()
+		})
 	}
 }
 

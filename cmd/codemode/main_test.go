@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -24,11 +25,48 @@ func TestMain(m *testing.M) {
 		// with the call in flight. With FAKEDISPATCH_DIE_AFTER=n it exits
 		// on its n-th call instead.
 		"fakedispatch": fakeDispatch,
+		// fakemcp is a stdio MCP server: add({a, b}) answers {sum} as
+		// structured content, echo({x}) x as JSON text, block waits for
+		// its call's cancellation, die exits the process (status 3).
+		"fakemcp": fakeMCP,
 	})
 }
 
 func TestScripts(t *testing.T) {
 	testscript.Run(t, testscript.Params{Dir: "testdata/script"})
+}
+
+func fakeMCP() {
+	s := mcp.NewServer(&mcp.Implementation{Name: "fakemcp", Version: "1"}, nil)
+	obj := map[string]any{"type": "object"}
+	tool := func(name, desc string, h func(ctx context.Context, args map[string]any) (*mcp.CallToolResult, error)) {
+		s.AddTool(&mcp.Tool{Name: name, Description: desc, InputSchema: obj}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var args map[string]any
+			json.Unmarshal(req.Params.Arguments, &args)
+			return h(ctx, args)
+		})
+	}
+	tool("add", "Adds a and b.", func(_ context.Context, a map[string]any) (*mcp.CallToolResult, error) {
+		x, _ := a["a"].(float64)
+		y, _ := a["b"].(float64)
+		return &mcp.CallToolResult{StructuredContent: map[string]any{"sum": x + y}}, nil
+	})
+	tool("echo", "Echoes x as JSON text.", func(_ context.Context, a map[string]any) (*mcp.CallToolResult, error) {
+		b, _ := json.Marshal(a["x"])
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil
+	})
+	tool("block", "Waits for its cancellation.", func(ctx context.Context, _ map[string]any) (*mcp.CallToolResult, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	tool("die", "Exits the server.", func(context.Context, map[string]any) (*mcp.CallToolResult, error) {
+		fmt.Fprintln(os.Stderr, "fakemcp: dying as asked")
+		os.Exit(3)
+		return nil, nil
+	})
+	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		os.Exit(1)
+	}
 }
 
 func fakeDispatch() {

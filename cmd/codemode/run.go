@@ -49,7 +49,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if err != nil {
 		return exitFor(stderr, err)
 	}
-	tb, err := tf.open()
+	tb, err := tf.open(ctx, stderr)
 	if err != nil {
 		return exitFor(stderr, err)
 	}

@@ -5,12 +5,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"reflect"
 	"slices"
 	"strings"
 
 	"github.com/codemode-go/codemode"
+	cmcp "github.com/codemode-go/codemode/mcp"
 )
 
 // toolbox is what serves a command's tool calls: providers and the
@@ -22,13 +24,16 @@ type toolbox struct {
 	procNames map[string]bool                 // the providers it serves
 	rec       *recorder                       // --record, or nil
 	tape      *tape                           // --replay, or nil
+	mcp       *cmcp.Router                    // --mcp, or nil
+	ups       []*cmcp.Upstream
 }
 
-// open builds the toolbox the flags describe.
-func (tf *toolFlags) open() (*toolbox, error) {
+// open builds the toolbox the flags describe (MCP servers that do not
+// start are reported on stderr).
+func (tf *toolFlags) open(ctx context.Context, stderr io.Writer) (*toolbox, error) {
 	tb := &toolbox{procNames: map[string]bool{}}
-	if tf.replay != "" && (tf.fixtures != "" || tf.dispatchCmd != "" || tf.record != "") {
-		return nil, usagef("--replay serves every call from its tape: it takes no --tools, --dispatch-cmd or --record")
+	if tf.replay != "" && (tf.fixtures != "" || tf.dispatchCmd != "" || tf.record != "" || tf.mcp != "") {
+		return nil, usagef("--replay serves every call from its tape: it takes no --tools, --dispatch-cmd, --mcp or --record")
 	}
 	if tf.replay != "" {
 		t, err := readTape(tf.replay)
@@ -71,6 +76,20 @@ func (tf *toolFlags) open() (*toolbox, error) {
 		}
 		tb.proc = newProcDispatch(tf.dispatchCmd)
 	}
+	if tf.mcp != "" {
+		ups, router, err := openMCP(ctx, tf.mcp, stderr)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range router.Providers() {
+			if tb.fixtures[p.Name] != nil || tb.procNames[p.Name] {
+				closeAll(ups)
+				return nil, usagef("provider %q is given twice", p.Name)
+			}
+			tb.providers = append(tb.providers, p)
+		}
+		tb.mcp, tb.ups = router, ups
+	}
 	if tf.record != "" {
 		r, err := newRecorder(tf.record)
 		if err != nil {
@@ -90,6 +109,7 @@ func (tb *toolbox) close() error {
 	if tb.proc != nil {
 		tb.proc.close()
 	}
+	closeAll(tb.ups)
 	if tb.rec != nil {
 		return tb.rec.close()
 	}
@@ -103,6 +123,9 @@ func (tb *toolbox) serve(ctx context.Context, provider, tool, args string) (stri
 	}
 	if tb.procNames[provider] {
 		return tb.proc.call(ctx, provider, tool, args)
+	}
+	if tb.mcp != nil {
+		return tb.mcp.Dispatch(ctx, provider, tool, args)
 	}
 	return "", codemode.ToolNotFoundError{Tool: tool}
 }

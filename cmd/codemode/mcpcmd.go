@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/codemode-go/codemode"
+	cmcp "github.com/codemode-go/codemode/mcp"
+)
+
+const mcpHelp = `Serves code mode over MCP: one tool (run_js by default) whose program may call
+every tool of the MCP servers in --config, as methods of each server's namespace
+(await github.get_issue({...})), so a client's model writes one program instead of
+N tool calls. The config is the mcpServers file desktop clients use:
+
+  {"mcpServers": {
+    "github": {"command": "github-mcp-server", "args": ["stdio"], "env": {"GITHUB_TOKEN": "..."}},
+    "docs":   {"url": "https://example.com/mcp", "headers": {"Authorization": "Bearer ..."}}}}
+
+Servers that do not start are reported on stderr and left out; one that dies
+fails its calls in flight and is restarted with backoff. The sandbox has no
+network: only the configured tools are reachable, and their credentials stay in
+their processes. Serves on stdin/stdout unless --http.
+
+Examples:
+  codemode mcp --config servers.json
+  codemode mcp --config servers.json --http 127.0.0.1:8080 --deadline 30s
+`
+
+func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := newFlagSet("mcp", "--config servers.json [flags]", mcpHelp, stderr)
+	var lf limitFlags
+	lf.register(fs)
+	config := fs.String("config", "", "the mcpServers JSON file")
+	addr := fs.String("http", "", "serve streamable HTTP on this address instead of stdio")
+	toolName := fs.String("tool-name", "run_js", "the code tool's name")
+	budget := fs.Int("token-budget", cmcp.DefaultTokenBudget, "the description's budget in tokens; past it, progressive discovery")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if *config == "" || fs.NArg() != 0 {
+		fmt.Fprintln(stderr, "codemode mcp: give --config and no arguments")
+		fs.Usage()
+		return exitUsage
+	}
+	if lf.l.Deadline == 0 {
+		lf.l.Deadline = 60 * time.Second // programs that wait on upstream tools
+	}
+	ups, router, err := openMCP(ctx, *config, stderr)
+	if err != nil {
+		return exitFor(stderr, err)
+	}
+	defer closeAll(ups)
+	exec, err := codemode.New(codemode.WithLimits(lf.l))
+	if err != nil {
+		return exitFor(stderr, usagef("%v", err))
+	}
+	defer exec.Close()
+	srv, err := cmcp.NewServer(exec, router, cmcp.ServerOptions{ToolName: *toolName, TokenBudget: *budget})
+	if err != nil {
+		return exitFor(stderr, err)
+	}
+	if *addr == "" {
+		err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
+		if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
+			fmt.Fprintf(stderr, "codemode mcp: %v\n", err)
+			return exitInternal
+		}
+		return exitOK
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return exitFor(stderr, usagef("--http: %v", err))
+	}
+	fmt.Fprintf(stderr, "codemode mcp: serving streamable HTTP on http://%s\n", ln.Addr())
+	hs := &http.Server{Handler: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		hs.Shutdown(sctx)
+	}()
+	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		fmt.Fprintf(stderr, "codemode mcp: %v\n", err)
+		return exitInternal
+	}
+	return exitOK
+}
+
+// openMCP starts a config's upstreams (reporting those that fail) and
+// routes them.
+func openMCP(ctx context.Context, path string, stderr io.Writer) ([]*cmcp.Upstream, *cmcp.Router, error) {
+	cfg, err := cmcp.ReadConfig(path)
+	if err != nil {
+		return nil, nil, usagef("--config: %v", err)
+	}
+	ups, errs := cfg.Start(ctx)
+	for _, e := range errs {
+		fmt.Fprintf(stderr, "codemode: %v (left out)\n", e)
+	}
+	routes := make([]cmcp.Route, len(ups))
+	for i, u := range ups {
+		routes[i] = u
+	}
+	router, err := cmcp.NewRouter(routes...)
+	if err != nil {
+		closeAll(ups)
+		return nil, nil, err
+	}
+	return ups, router, nil
+}
+
+func closeAll(ups []*cmcp.Upstream) {
+	for _, u := range ups {
+		u.Close()
+	}
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
