@@ -92,7 +92,16 @@ func TestBuiltinsStopAtTheDeadline(t *testing.T) {
 			// Generous: a JS loop stops within tens of µs; what one guarded
 			// call may do unpolled is bounded to milliseconds.
 			assert.Less(t, time.Since(start), 3*time.Second, "Run(%q) ended %v after it began", script, time.Since(start))
-			res, err := e.Run(context.Background(), "return [1, 2, 3].indexOf(2)")
+			// The next run works. Its budget is the same 100 ms, which a
+			// loaded machine (the race detector, cgocheck2, parallel
+			// tests) can spend before it starts: a timeout is retried, any
+			// other failure is not.
+			var res *Result
+			for range 5 {
+				if res, err = e.Run(context.Background(), "return [1, 2, 3].indexOf(2)"); err == nil || execErr(t, err).Kind != KindTimeout {
+					break
+				}
+			}
 			require.NoError(t, err)
 			assert.Equal(t, "1", string(res.Value))
 		})

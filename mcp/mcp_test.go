@@ -288,4 +288,13 @@ func TestProgressiveDiscovery(t *testing.T) {
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "structured"}})
 	require.NoError(t, err)
 	assert.Contains(t, res.Content[0].(*mcp.TextContent).Text, "structured(")
+	// A word only its description holds.
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "PLAIN"}})
+	require.NoError(t, err)
+	text := res.Content[0].(*mcp.TextContent).Text
+	assert.Contains(t, text, "get_text(")
+	assert.NotContains(t, text, "image(")
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "search_tools", Arguments: map[string]any{"query": "zebra"}})
+	require.NoError(t, err)
+	assert.Equal(t, `No tool matches "zebra".`, res.Content[0].(*mcp.TextContent).Text)
 }

@@ -391,3 +391,24 @@ func TestBatchMemoryFlat(t *testing.T) {
 	require.NotZero(t, late)
 	assert.Less(t, late, early+8<<20, "heap in use after 10%% of the jobs %d, after 90%% %d", early, late)
 }
+
+// TestLongLine: a line past the limit is its own bad_input line, and the
+// lines after it still run.
+func TestLongLine(t *testing.T) {
+	defer func(m int) { maxLine = m }(maxLine)
+	maxLine = 200
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "in.jsonl"), filepath.Join(dir, "out.jsonl")
+	long := `{"id": "long", "code": "return '` + strings.Repeat("x", 5000) + `'"}`
+	require.NoError(t, os.WriteFile(in, []byte(`{"id": "a", "code": "return 1"}`+"\n"+long+"\n"+`{"id": "b", "code": "return 2"}`+"\n"+"\x00\xff garbage\n"), 0o644))
+	code, _, stderr := runMain(t, "batch", "--stable", "-o", out, in)
+	require.Equal(t, exitOK, code, stderr)
+	data, err := os.ReadFile(out)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	require.Len(t, lines, 4)
+	assert.Equal(t, `{"id":"a","result":1,"logs":[],"host_calls":0}`, lines[0])
+	assert.Equal(t, `{"id":null,"line":2,"error":{"kind":"bad_input","message":"line 2: the line is longer than the limit (200 bytes)"},"logs":[],"host_calls":0}`, lines[1])
+	assert.Equal(t, `{"id":"b","result":2,"logs":[],"host_calls":0}`, lines[2])
+	assert.Contains(t, lines[3], `"line":4,"error":{"kind":"bad_input"`)
+}

@@ -113,16 +113,19 @@ func cmdBatch(ctx context.Context, stop <-chan struct{}, args []string, stdin io
 		return j
 	}
 	seq := func(yield func(batch.Job) bool) {
-		sc := bufio.NewScanner(in)
-		sc.Buffer(make([]byte, 64<<10), maxLine)
+		lr := newLineReader(in, maxLine)
 		for n := 1; ; n++ {
-			if !sc.Scan() {
-				if err := sc.Err(); err != nil {
-					yield(batch.Job{Line: n, ID: "null", Err: fmt.Errorf("line %d: %v", n, err)})
-				}
+			raw, err := lr.next()
+			if err == io.EOF {
 				return
 			}
-			line := bytes.TrimSpace(sc.Bytes())
+			if err != nil {
+				if !yield(batch.Job{Line: n, ID: "null", Err: fmt.Errorf("line %d: %v", n, err)}) || !errors.Is(err, errLineTooLong) {
+					return
+				}
+				continue
+			}
+			line := bytes.TrimSpace(raw)
 			if len(line) == 0 {
 				continue
 			}
@@ -196,8 +199,8 @@ func cmdBatch(ctx context.Context, stop <-chan struct{}, args []string, stdin io
 	return status
 }
 
-// maxLine bounds one input line.
-const maxLine = 64 << 20
+// maxLine bounds one input line (a var for the tests).
+var maxLine = 64 << 20
 
 func isClosed(c <-chan struct{}) bool {
 	if c == nil {
@@ -233,17 +236,22 @@ func openInput(path string, stdin io.Reader) (io.ReadCloser, int, error) {
 	return f, n, nil
 }
 
-// countLines counts the non-blank lines of r.
+// countLines counts the non-blank lines of r (an overlong one too).
 func countLines(r io.Reader) (int, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), maxLine)
+	lr := newLineReader(r, maxLine)
 	n := 0
-	for sc.Scan() {
-		if len(bytes.TrimSpace(sc.Bytes())) > 0 {
+	for {
+		line, err := lr.next()
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil && !errors.Is(err, errLineTooLong) {
+			return n, err
+		}
+		if err != nil || len(bytes.TrimSpace(line)) > 0 {
 			n++
 		}
 	}
-	return n, sc.Err()
 }
 
 // jobLine is one input line.
