@@ -8,10 +8,14 @@ COUNT ?= 6
 ROUNDS ?= 10
 CC ?= gcc
 # The modules besides the root, each with its own go.mod; make test covers them all.
-MODULES = bench typescript mcp cmd/codemode
+MODULES = bench typescript mcp remote cmd/codemode
 ENGINE_INCLUDE = $(shell $(GO) list -m -f '{{.Dir}}' github.com/buke/quickjs-go)/deps/quickjs
 
-.PHONY: test bench bench-callgrind microbench fuzz leakcheck lint fmt check
+BUF ?= github.com/bufbuild/buf/cmd/buf@v1.75.0
+PROTOC_GEN_GO ?= google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+PROTOC_GEN_GO_GRPC ?= google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.0
+
+.PHONY: test bench bench-callgrind microbench fuzz leakcheck lint fmt check proto
 
 # vet, then every test under the race detector, in both modes: snapshot
 # slots (the default) and checked (every sandbox built and freed on libc,
@@ -63,3 +67,9 @@ check: fmt
 	$(GO) mod tidy
 	cd bench && $(GO) mod tidy
 	git diff --exit-code
+
+# Regenerates remote/remotepb from remote/proto (the generated code is
+# committed; the generators are pinned above).
+proto:
+	GOBIN=$(CURDIR)/.bin $(GO) install $(BUF) $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC)
+	cd remote && PATH=$(CURDIR)/.bin:$$PATH buf generate

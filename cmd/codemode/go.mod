@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/codemode-go/codemode v0.0.0
 	github.com/codemode-go/codemode/mcp v0.0.0
+	github.com/codemode-go/codemode/remote v0.0.0
 	github.com/codemode-go/codemode/typescript v0.0.0
 	github.com/creack/pty v1.1.24
 	github.com/go-json-experiment/json v1.27.2
@@ -12,6 +13,7 @@ require (
 	github.com/rogpeppe/go-internal v1.16.0
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/stretchr/testify v1.11.1
+	google.golang.org/grpc v1.85.0
 )
 
 require (
@@ -29,13 +31,16 @@ require (
 	github.com/segmentio/asm v1.1.3 // indirect
 	github.com/segmentio/encoding v0.5.4 // indirect
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
-	golang.org/x/oauth2 v0.35.0 // indirect
-	golang.org/x/sync v0.20.0 // indirect
-	golang.org/x/sys v0.46.0 // indirect
-	golang.org/x/term v0.44.0 // indirect
-	golang.org/x/text v0.14.0 // indirect
+	golang.org/x/net v0.60.0 // indirect
+	golang.org/x/oauth2 v0.36.0 // indirect
+	golang.org/x/sync v0.23.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+	golang.org/x/term v0.46.0 // indirect
+	golang.org/x/text v0.42.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
-	golang.org/x/tools v0.42.0 // indirect
+	golang.org/x/tools v0.49.0 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 	lukechampine.com/blake3 v1.4.1 // indirect
 )
@@ -43,5 +48,6 @@ require (
 replace (
 	github.com/codemode-go/codemode => ../..
 	github.com/codemode-go/codemode/mcp => ../../mcp
+	github.com/codemode-go/codemode/remote => ../../remote
 	github.com/codemode-go/codemode/typescript => ../../typescript
 )

@@ -59,6 +59,7 @@ Usage:
   codemode batch [flags] IN.jsonl    run one job per line, write one result line per job
   codemode describe TOOLS.json       print the run_js description and the TypeScript declarations
   codemode mcp --config servers.json serve code mode over MCP, on top of the configured MCP servers
+  codemode serve [flags]             run the daemon: remote clients' programs, their tool calls sent back
 
 Run 'codemode COMMAND -h' for a command's flags.
 
@@ -82,6 +83,14 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		return cmdBatch(ctx, stop, args[1:], stdin, stdout, stderr)
 	case "describe":
 		return cmdDescribe(args[1:], stdin, stdout, stderr)
+	case "serve":
+		ctx, stop, hard := interrupts(ctx)
+		defer hard()
+		go func() {
+			<-stop // SIGTERM or SIGINT drains
+			hard()
+		}()
+		return cmdServe(ctx, args[1:], stderr)
 	case "mcp":
 		ctx, stop, hard := interrupts(ctx)
 		defer hard()

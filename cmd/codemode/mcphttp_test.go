@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -46,22 +44,7 @@ func TestMCPHTTP(t *testing.T) {
 		done <- Main(ctx, []string{"mcp", "--config", cfg, "--http", "127.0.0.1:0"}, nil, io.Discard, pw)
 		pw.Close()
 	}()
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		re := regexp.MustCompile(`serving streamable HTTP on (http://\S+)`)
-		for sc.Scan() {
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				addr <- m[1]
-			}
-		}
-	}()
-	var url string
-	select {
-	case url = <-addr:
-	case <-time.After(30 * time.Second):
-		t.Fatal("codemode mcp --http did not start")
-	}
+	url := addressIn(t, pr, `serving streamable HTTP on (http://\S+)`)
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
 	require.NoError(t, err)
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_js", Arguments: map[string]any{"code": "return (await remote.whoami()).token"}})

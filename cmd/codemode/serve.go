@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/codemode-go/codemode/remote"
+)
+
+const serveHelp = `Runs the daemon: programs sent by remote clients (package remote) run here,
+and every tool call they make travels back over the program's own gRPC stream
+to the client, which runs it where its credentials are. The limit flags are the
+daemon's maxima: a program asking for more gets them.
+
+It refuses to listen on an address other than loopback without TLS
+(--tls-cert/--tls-key, with --client-ca for mTLS) or a bearer token
+(--token-file). The gRPC health service (no token needed) and reflection are
+served. SIGTERM drains: the health service turns NOT_SERVING, no new program is
+accepted, those in flight get --grace to finish, then they are cancelled.
+
+Examples:
+  codemode serve --listen 127.0.0.1:7070
+  codemode serve --listen :7070 --token-file /run/secrets/codemode-token --deadline 30s --memory 64MiB
+  codemode serve --listen :7070 --tls-cert tls.crt --tls-key tls.key --client-ca ca.crt
+`
+
+func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
+	fs := newFlagSet("serve", "[flags]", serveHelp, stderr)
+	var lf limitFlags
+	lf.register(fs)
+	listen := fs.String("listen", "127.0.0.1:7070", "the address to serve gRPC on")
+	tokenFile := fs.String("token-file", "", "a file holding the bearer token clients must send")
+	cert := fs.String("tls-cert", "", "the TLS certificate (PEM)")
+	key := fs.String("tls-key", "", "the TLS key (PEM)")
+	clientCA := fs.String("client-ca", "", "require client certificates signed by this CA (PEM): mTLS")
+	grace := fs.Duration("grace", 30*time.Second, "how long a drain waits for the programs in flight")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() != 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	var sopts []grpc.ServerOption
+	secured := false
+	if *cert != "" || *key != "" {
+		creds, err := serverTLS(*cert, *key, *clientCA)
+		if err != nil {
+			return exitFor(stderr, err)
+		}
+		sopts = append(sopts, grpc.Creds(creds))
+		secured = true
+	} else if *clientCA != "" {
+		return exitFor(stderr, usagef("--client-ca needs --tls-cert and --tls-key"))
+	}
+	if *tokenFile != "" {
+		b, err := os.ReadFile(*tokenFile)
+		if err != nil {
+			return exitFor(stderr, usagef("--token-file: %v", err))
+		}
+		token := strings.TrimSpace(string(b))
+		if token == "" {
+			return exitFor(stderr, usagef("--token-file: the file is empty"))
+		}
+		u, s := remote.TokenAuth(token)
+		sopts = append(sopts, grpc.ChainUnaryInterceptor(u), grpc.ChainStreamInterceptor(s))
+		secured = true
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return exitFor(stderr, usagef("--listen: %v", err))
+	}
+	if !secured && !loopback(ln.Addr()) {
+		ln.Close()
+		return exitFor(stderr, usagef("refusing to serve %s without TLS or a token: give --tls-cert/--tls-key or --token-file (or listen on loopback)", ln.Addr()))
+	}
+	srv := remote.NewServer(remote.ServerOptions{Max: lf.l, Logger: log})
+	defer srv.Close()
+	g := grpc.NewServer(append(sopts, grpc.MaxRecvMsgSize(64<<20))...)
+	health := srv.Register(g)
+	log.Info("serving", "addr", ln.Addr().String(), "tls", *cert != "", "mtls", *clientCA != "", "token", *tokenFile != "")
+	fmt.Fprintf(stderr, "codemode serve: listening on %s\n", ln.Addr())
+	served := make(chan error, 1)
+	go func() { served <- g.Serve(ln) }()
+	select {
+	case err := <-served:
+		if err != nil {
+			fmt.Fprintf(stderr, "codemode serve: %v\n", err)
+			return exitInternal
+		}
+		return exitOK
+	case <-ctx.Done():
+	}
+	log.Info("draining", "grace", grace.String())
+	health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	stopped := make(chan struct{})
+	go func() {
+		g.GracefulStop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(*grace):
+		log.Warn("grace period over: cancelling the programs in flight")
+		g.Stop()
+	}
+	return exitOK
+}
+
+func loopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
+}
+
+// serverTLS loads a certificate, and with a CA file requires client
+// certificates (mTLS).
+func serverTLS(cert, key, ca string) (credentials.TransportCredentials, error) {
+	if cert == "" || key == "" {
+		return nil, usagef("--tls-cert and --tls-key go together")
+	}
+	pair, err := tls.LoadX509KeyPair(cert, key)
+	if err != nil {
+		return nil, usagef("TLS: %v", err)
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+	if ca != "" {
+		pem, err := os.ReadFile(ca)
+		if err != nil {
+			return nil, usagef("--client-ca: %v", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, usagef("--client-ca: no certificate in %s", ca)
+		}
+		cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	return credentials.NewTLS(cfg), nil
+}

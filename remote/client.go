@@ -1,0 +1,316 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/codemode-go/codemode"
+	pb "github.com/codemode-go/codemode/remote/remotepb"
+)
+
+// Client runs programs on a daemon. It has the local executor's shape
+// ([codemode.Runner]): Execute's dispatch and Run's capabilities run in the
+// client's process, called back over each program's stream; the daemon
+// receives the program, the providers' names and the capabilities'
+// descriptions, never their code or credentials.
+type Client struct {
+	conn   *grpc.ClientConn
+	client pb.ExecutorClient
+	limits codemode.Limits
+	caps   []codemode.Capability
+
+	mu     sync.Mutex
+	closed bool
+}
+
+// Option configures [Dial].
+type Option func(*dialConfig) error
+
+type dialConfig struct {
+	creds  credentials.TransportCredentials
+	token  string
+	limits codemode.Limits
+	caps   []codemode.Capability
+	grpc   []grpc.DialOption
+}
+
+// WithTLS dials with these transport credentials (TLS, mTLS); the default
+// is plaintext, for loopback.
+func WithTLS(c credentials.TransportCredentials) Option {
+	return func(d *dialConfig) error { d.creds = c; return nil }
+}
+
+// WithToken sends a bearer token with every program.
+func WithToken(token string) Option {
+	return func(d *dialConfig) error { d.token = token; return nil }
+}
+
+// WithLimits asks for these limits (zero fields: the daemon's; the daemon
+// caps each at its maximum).
+func WithLimits(l codemode.Limits) Option {
+	return func(d *dialConfig) error { d.limits = l; return nil }
+}
+
+// WithCapability serves a capability to Run scripts from this process.
+func WithCapability(c codemode.Capability) Option {
+	return func(d *dialConfig) error {
+		if c.Func == nil {
+			return fmt.Errorf("remote: capability %q has no Func", c.Name)
+		}
+		d.caps = append(d.caps, c)
+		return nil
+	}
+}
+
+// WithDialOptions adds gRPC dial options (a balancing policy, say).
+func WithDialOptions(opts ...grpc.DialOption) Option {
+	return func(d *dialConfig) error { d.grpc = append(d.grpc, opts...); return nil }
+}
+
+// Dial connects to a daemon at target (a gRPC target: "127.0.0.1:7070",
+// "dns:///codemode.ns.svc:7070").
+func Dial(target string, opts ...Option) (*Client, error) {
+	d := &dialConfig{creds: insecure.NewCredentials()}
+	for _, o := range opts {
+		if err := o(d); err != nil {
+			return nil, err
+		}
+	}
+	dopts := append([]grpc.DialOption{grpc.WithTransportCredentials(d.creds)}, d.grpc...)
+	if d.token != "" {
+		dopts = append(dopts, grpc.WithPerRPCCredentials(bearer{d.token, d.creds.Info().SecurityProtocol != "insecure"}))
+	}
+	conn, err := grpc.NewClient(target, dopts...)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{conn: conn, client: pb.NewExecutorClient(conn), limits: d.limits, caps: d.caps}, nil
+}
+
+// bearer is a token as per-RPC credentials.
+type bearer struct {
+	token  string
+	secure bool
+}
+
+func (b bearer) GetRequestMetadata(context.Context, ...string) (map[string]string, error) {
+	return map[string]string{"authorization": "Bearer " + b.token}, nil
+}
+
+func (b bearer) RequireTransportSecurity() bool { return b.secure }
+
+// Close closes the connection; later calls fail with codemode.ErrClosed.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	return c.conn.Close()
+}
+
+func (c *Client) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+func (c *Client) pbLimits() *pb.Limits {
+	l := c.limits
+	return &pb.Limits{Memory: int64(l.Memory), Stack: int64(l.Stack), Payload: int64(l.Payload), Logs: int64(l.Logs),
+		DeadlineMs: l.Deadline.Milliseconds()}
+}
+
+// Execute runs a provider program on the daemon; its tool calls come back
+// to req.Dispatch here. It never panics and returns no Go error: a daemon
+// that cannot be reached, refuses the program or fails mid-run is
+// ExecuteResult.Error (Err of kind internal).
+func (c *Client) Execute(ctx context.Context, req codemode.Request) codemode.ExecuteResult {
+	start := &pb.Start{Mode: pb.Start_MODE_EXECUTE, Code: req.Code, Limits: c.pbLimits()}
+	for _, p := range req.Providers {
+		start.Providers = append(start.Providers, &pb.Provider{Name: p.Name, Tools: p.Tools, ObjectArgs: p.ObjectArgs,
+			Prelude: p.Prelude, ProxySource: p.ProxySource})
+	}
+	if req.RetainHandles {
+		return failed("execute", errors.New("remote: RetainHandles is not served by the daemon"))
+	}
+	res, err := c.program(ctx, start, func(ctx context.Context, call *pb.Call) *pb.Answer {
+		a := &pb.Answer{Id: call.Id}
+		if req.Dispatch == nil {
+			a.Outcome = &pb.Answer_Failure{Failure: codemode.ToolNotFoundError{Tool: call.Tool}.Error()}
+			return a
+		}
+		env, err := safeDispatch(ctx, req.Dispatch, call)
+		if err != nil {
+			a.Outcome = &pb.Answer_Failure{Failure: err.Error()}
+		} else {
+			a.Outcome = &pb.Answer_Envelope{Envelope: env}
+		}
+		return a
+	})
+	if err != nil {
+		return failed("execute", err)
+	}
+	out := codemode.ExecuteResult{Logs: res.Logs, Error: res.Error, Stats: fromStats(res.Stats)}
+	if out.Logs == nil {
+		out.Logs = []string{}
+	}
+	if res.ResultJson != "" {
+		out.Result = json.RawMessage(res.ResultJson)
+	}
+	if res.ErrorJson != "" {
+		ee := &codemode.ExecError{}
+		if json.Unmarshal([]byte(res.ErrorJson), ee) == nil {
+			out.Err = ee
+		}
+	}
+	return out
+}
+
+func safeDispatch(ctx context.Context, d codemode.DispatchFunc, call *pb.Call) (env string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			env, err = "", fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return d(ctx, call.Provider, call.Tool, call.ArgsJson)
+}
+
+// Run runs a run_js script on the daemon with the client's capabilities
+// (WithCapability); their calls come back here.
+func (c *Client) Run(ctx context.Context, script string) (*codemode.Result, error) {
+	start := &pb.Start{Mode: pb.Start_MODE_RUN, Code: script, Limits: c.pbLimits()}
+	for _, cp := range c.caps {
+		start.Capabilities = append(start.Capabilities, &pb.Capability{Name: cp.Name, Description: cp.Description,
+			ParamsJson: string(cp.Params), Async: cp.Async})
+	}
+	res, err := c.program(ctx, start, func(ctx context.Context, call *pb.Call) *pb.Answer {
+		a := &pb.Answer{Id: call.Id}
+		i := slices.IndexFunc(c.caps, func(cp codemode.Capability) bool { return cp.Name == call.Tool })
+		if !call.Capability || i < 0 {
+			a.Outcome = &pb.Answer_Failure{Failure: fmt.Sprintf("no capability %q", call.Tool)}
+			return a
+		}
+		v, err := safeCapability(ctx, c.caps[i], json.RawMessage(call.ArgsJson))
+		if err != nil {
+			a.Outcome = &pb.Answer_Failure{Failure: err.Error()}
+			return a
+		}
+		b, err := codemode.StringifyForDispatch(v)
+		if raw, ok := v.(json.RawMessage); ok {
+			b, err = string(raw), nil
+		}
+		if err != nil {
+			a.Outcome = &pb.Answer_Failure{Failure: "cannot encode the result as JSON: " + err.Error()}
+			return a
+		}
+		a.Outcome = &pb.Answer_ResultJson{ResultJson: b}
+		return a
+	})
+	if err != nil {
+		return nil, failed(codemode.RunJSToolName, err).Err
+	}
+	r := &codemode.Result{Logs: res.Logs, Stats: fromStats(res.Stats)}
+	if r.Logs == nil {
+		r.Logs = []string{}
+	}
+	if res.ErrorJson != "" || res.Error != "" {
+		ee := &codemode.ExecError{}
+		if json.Unmarshal([]byte(res.ErrorJson), ee) != nil || ee.Kind == "" {
+			ee = &codemode.ExecError{Kind: codemode.KindInternal, Name: codemode.RunJSToolName, Message: res.Error}
+		}
+		return r, ee
+	}
+	r.Value = json.RawMessage(res.ResultJson)
+	return r, nil
+}
+
+func safeCapability(ctx context.Context, c codemode.Capability, args json.RawMessage) (v any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			v, err = nil, fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return c.Func(ctx, args)
+}
+
+// program runs one program's stream: it sends the start, answers each call
+// (on a goroutine of its own: calls overlap), and returns the result.
+func (c *Client) program(ctx context.Context, start *pb.Start, answer func(context.Context, *pb.Call) *pb.Answer) (*pb.Result, error) {
+	if c.isClosed() {
+		return nil, codemode.ErrClosed
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stream, err := c.client.Program(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var smu sync.Mutex
+	send := func(m *pb.ClientMessage) error {
+		smu.Lock()
+		defer smu.Unlock()
+		return stream.Send(m)
+	}
+	if err := send(&pb.ClientMessage{Msg: &pb.ClientMessage_Start{Start: start}}); err != nil {
+		return nil, recvErr(stream)
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		m, err := stream.Recv()
+		if err != nil {
+			cancel()
+			return nil, err
+		}
+		switch msg := m.Msg.(type) {
+		case *pb.ServerMessage_Call:
+			wg.Add(1)
+			go func(call *pb.Call) {
+				defer wg.Done()
+				a := answer(ctx, call)
+				send(&pb.ClientMessage{Msg: &pb.ClientMessage_Answer{Answer: a}})
+			}(msg.Call)
+		case *pb.ServerMessage_Result:
+			stream.CloseSend()
+			cancel() // answers still running are for a finished program
+			return msg.Result, nil
+		}
+	}
+}
+
+func recvErr(stream pb.Executor_ProgramClient) error {
+	_, err := stream.Recv()
+	if err == nil {
+		err = errors.New("the daemon did not take the program")
+	}
+	return err
+}
+
+// failed is the result of a program the daemon did not run to its end.
+func failed(name string, err error) codemode.ExecuteResult {
+	msg := err.Error()
+	if s, ok := status.FromError(err); ok && s.Code() != codes.Unknown {
+		msg = fmt.Sprintf("remote: %s: %s", s.Code(), s.Message())
+	}
+	ee := &codemode.ExecError{Kind: codemode.KindInternal, Name: name, Message: msg}
+	return codemode.ExecuteResult{Logs: []string{}, Error: msg, Err: ee}
+}
+
+func fromStats(s *pb.Stats) codemode.RunStats {
+	if s == nil {
+		return codemode.RunStats{}
+	}
+	return codemode.RunStats{Elapsed: time.Duration(s.ElapsedUs) * time.Microsecond, HostCalls: int(s.HostCalls), PeakMemory: s.PeakMemory}
+}
+
+var _ codemode.Runner = (*Client)(nil)

@@ -1,0 +1,141 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+
+	pb "github.com/codemode-go/codemode/remote/remotepb"
+)
+
+// peer is the daemon's end of one program's stream: it sends the
+// program's calls (sends are serialized) and hands each answer to the call
+// waiting for it. An answer for an id no call waits on (unknown, or one
+// whose call gave up) is dropped.
+type peer struct {
+	stream pb.Executor_ProgramServer
+	smu    sync.Mutex
+
+	mu      sync.Mutex
+	next    uint64
+	pending map[uint64]chan *pb.Answer
+	gone    chan struct{} // the client stopped sending (or broke the stream)
+	err     error
+	done    chan struct{}
+}
+
+func newPeer(stream pb.Executor_ProgramServer) *peer {
+	return &peer{stream: stream, pending: map[uint64]chan *pb.Answer{}, gone: make(chan struct{}), done: make(chan struct{})}
+}
+
+func (p *peer) send(m *pb.ServerMessage) error {
+	p.smu.Lock()
+	defer p.smu.Unlock()
+	return p.stream.Send(m)
+}
+
+// receive reads answers until the stream ends.
+func (p *peer) receive() {
+	defer close(p.gone)
+	for {
+		m, err := p.stream.Recv()
+		if err != nil {
+			p.mu.Lock()
+			p.err = err
+			p.mu.Unlock()
+			return
+		}
+		a := m.GetAnswer()
+		if a == nil {
+			continue // a second start, or an empty message: nothing to do
+		}
+		p.mu.Lock()
+		ch := p.pending[a.Id]
+		delete(p.pending, a.Id)
+		p.mu.Unlock()
+		if ch != nil {
+			ch <- a
+		}
+	}
+}
+
+func (p *peer) stop() { close(p.done) }
+
+// errNoAnswer is a call the client can no longer answer.
+var errNoAnswer = errors.New("the client went away before answering the call")
+
+// call sends one call and waits for its answer.
+func (p *peer) call(ctx context.Context, c *pb.Call) (*pb.Answer, error) {
+	ch := make(chan *pb.Answer, 1)
+	p.mu.Lock()
+	p.next++
+	c.Id = p.next
+	p.pending[c.Id] = ch
+	p.mu.Unlock()
+	forget := func() {
+		p.mu.Lock()
+		delete(p.pending, c.Id)
+		p.mu.Unlock()
+	}
+	if err := p.send(&pb.ServerMessage{Msg: &pb.ServerMessage_Call{Call: c}}); err != nil {
+		forget()
+		return nil, errNoAnswer
+	}
+	select {
+	case a := <-ch:
+		return a, nil
+	case <-ctx.Done():
+		forget()
+		return nil, ctx.Err()
+	case <-p.gone:
+		forget()
+		return nil, errNoAnswer
+	}
+}
+
+// dispatch is the program's DispatchFunc: the call travels to the client.
+func (p *peer) dispatch(ctx context.Context, provider, tool, argsJSON string) (string, error) {
+	a, err := p.call(ctx, &pb.Call{Provider: provider, Tool: tool, ArgsJson: argsJSON})
+	if err != nil {
+		return "", err
+	}
+	switch o := a.Outcome.(type) {
+	case *pb.Answer_Envelope:
+		return o.Envelope, nil
+	case *pb.Answer_Failure:
+		return "", errors.New(o.Failure)
+	case *pb.Answer_ResultJson:
+		return `{"result":` + o.ResultJson + `}`, nil
+	}
+	return "", errors.New("the client answered the call with nothing")
+}
+
+// capability serves a Run script's capability call through the client.
+func (p *peer) capability(ctx context.Context, name string, args json.RawMessage) (any, error) {
+	a, err := p.call(ctx, &pb.Call{Tool: name, ArgsJson: string(args), Capability: true})
+	if err != nil {
+		return nil, err
+	}
+	switch o := a.Outcome.(type) {
+	case *pb.Answer_ResultJson:
+		if !json.Valid([]byte(o.ResultJson)) {
+			return nil, errors.New("the client answered with something that is not JSON")
+		}
+		return json.RawMessage(o.ResultJson), nil
+	case *pb.Answer_Failure:
+		return nil, errors.New(o.Failure)
+	}
+	return nil, errors.New("the client answered the capability call with no result")
+}
+
+type peerKey struct{}
+
+func withPeer(ctx context.Context, p *peer) context.Context {
+	return context.WithValue(ctx, peerKey{}, p)
+}
+
+func peerOf(ctx context.Context) *peer {
+	p, _ := ctx.Value(peerKey{}).(*peer)
+	return p
+}

@@ -1,0 +1,276 @@
+package remote_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/codemode-go/codemode"
+	"github.com/codemode-go/codemode/remote"
+	pb "github.com/codemode-go/codemode/remote/remotepb"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.IgnoreCurrent()) }
+
+// recorder keeps every message the daemon received, as bytes.
+type recorder struct {
+	mu  sync.Mutex
+	got [][]byte
+}
+
+func (r *recorder) stream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	return h(srv, &recordingStream{ServerStream: ss, r: r})
+}
+
+type recordingStream struct {
+	grpc.ServerStream
+	r *recorder
+}
+
+func (s *recordingStream) RecvMsg(m any) error {
+	err := s.ServerStream.RecvMsg(m)
+	if err == nil {
+		b, _ := proto.Marshal(m.(proto.Message))
+		s.r.mu.Lock()
+		s.r.got = append(s.r.got, b)
+		s.r.mu.Unlock()
+	}
+	return err
+}
+
+func (r *recorder) all() []byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return bytes.Join(r.got, nil)
+}
+
+// daemon serves on 127.0.0.1 until the test ends.
+func daemon(t *testing.T, opts remote.ServerOptions, sopts ...grpc.ServerOption) (string, *recorder) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	rec := &recorder{}
+	g := grpc.NewServer(append([]grpc.ServerOption{grpc.ChainStreamInterceptor(rec.stream)}, sopts...)...)
+	srv := remote.NewServer(opts)
+	srv.Register(g)
+	go g.Serve(ln)
+	t.Cleanup(func() {
+		g.Stop()
+		srv.Close()
+	})
+	return ln.Addr().String(), rec
+}
+
+func dial(t *testing.T, addr string, opts ...remote.Option) *remote.Client {
+	t.Helper()
+	c, err := remote.Dial(addr, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// examples are providers-and-dispatch programs with their outcomes, run
+// against the local executor and the remote client alike.
+var examples = []struct {
+	name, code, result, err string
+}{
+	{"a call", `async () => (await store.getUser(7)).name`, `"user-7"`, ""},
+	{"overlapping calls", `async () => (await Promise.all([1, 2, 3].map((i) => store.getUser(i)))).map((u) => u.name)`, `["user-1","user-2","user-3"]`, ""},
+	{"object args", `async () => await kv.get({key: "a"})`, `{"key":"a"}`, ""},
+	{"an error envelope", `async () => { try { await store.fail() } catch (e) { return e.message } }`, `"no luck"`, ""},
+	{"outside the envelope", `async () => await store.weird()`, "", codemode.MsgOutsideEnvelope},
+	{"an unknown tool", `async () => await store.nope()`, "", `Tool "nope" not found`},
+	{"logs", `async () => { console.log("a", 1); return null }`, `null`, ""},
+	{"a throw", `async () => { throw new RangeError("bad") }`, "", "RangeError: bad"},
+	{"binary data", `async () => { const b = await store.echo(new Uint8Array([1, 2, 3])); return [b instanceof Uint8Array, b[2]] }`, `[true,3]`, ""},
+}
+
+func dispatch(_ context.Context, provider, tool, args string) (string, error) {
+	switch {
+	case provider == "kv" && tool == "get":
+		return `{"result":` + args + `}`, nil
+	case tool == "getUser":
+		var a []int
+		json.Unmarshal([]byte(args), &a)
+		return `{"result":{"name":"user-` + string(rune('0'+a[0])) + `"}}`, nil
+	case tool == "fail":
+		return `{"error":"no luck"}`, nil
+	case tool == "weird":
+		return `[1]`, nil
+	case tool == "echo":
+		var a []json.RawMessage
+		json.Unmarshal([]byte(args), &a)
+		return `{"result":` + string(a[0]) + `}`, nil
+	}
+	return "", codemode.ToolNotFoundError{Tool: tool}
+}
+
+var providers = []codemode.Provider{{Name: "store", Tools: []string{"getUser", "fail", "weird", "echo"}}, {Name: "kv", Tools: []string{"get"}, ObjectArgs: true}}
+
+// TestSameAsInProcess: every example gives the same outcome through the
+// daemon as in process.
+func TestSameAsInProcess(t *testing.T) {
+	addr, _ := daemon(t, remote.ServerOptions{})
+	local, err := codemode.New()
+	require.NoError(t, err)
+	defer local.Close()
+	for _, r := range []codemode.Runner{local, dial(t, addr)} {
+		for _, ex := range examples {
+			res := r.Execute(context.Background(), codemode.Request{Code: ex.code, Providers: providers, Dispatch: dispatch})
+			if ex.err != "" {
+				assert.Contains(t, res.Error, ex.err, "%T %s", r, ex.name)
+				continue
+			}
+			require.Empty(t, res.Error, "%T %s", r, ex.name)
+			assert.Equal(t, ex.result, string(res.Result), "%T %s", r, ex.name)
+			if ex.name == "logs" {
+				assert.Equal(t, []string{"a 1"}, res.Logs)
+			}
+		}
+	}
+}
+
+// TestSecretStaysHome: the dispatch signs with a secret of the client's
+// process; the program gets the signature, and no byte the daemon received
+// holds the secret.
+func TestSecretStaysHome(t *testing.T) {
+	addr, rec := daemon(t, remote.ServerOptions{})
+	secret := []byte("s3cr3t-key-of-the-client")
+	sign := func(_ context.Context, _, _, args string) (string, error) {
+		m := hmac.New(sha256.New, secret)
+		m.Write([]byte(args))
+		return `{"result":"` + hex.EncodeToString(m.Sum(nil)) + `"}`, nil
+	}
+	res := dial(t, addr).Execute(context.Background(), codemode.Request{Code: `async () => await vault.sign("hello")`,
+		Providers: []codemode.Provider{{Name: "vault"}}, Dispatch: sign})
+	require.Empty(t, res.Error)
+	assert.Len(t, string(res.Result), 66)
+	assert.NotContains(t, string(rec.all()), string(secret))
+	assert.Contains(t, string(rec.all()), "vault.sign", "the program itself crossed") // sanity: the recorder sees the stream
+}
+
+// TestRunRemote: a run_js script on the daemon calls capabilities served
+// by the client.
+func TestRunRemote(t *testing.T) {
+	addr, _ := daemon(t, remote.ServerOptions{})
+	var calls atomic.Int64
+	c := dial(t, addr, remote.WithCapability(codemode.Capability{Name: "double", Func: func(_ context.Context, args json.RawMessage) (any, error) {
+		calls.Add(1)
+		var a struct{ N int }
+		json.Unmarshal(args, &a)
+		return a.N * 2, nil
+	}}), remote.WithCapability(codemode.Capability{Name: "later", Async: true, Func: func(context.Context, json.RawMessage) (any, error) {
+		return "done", nil
+	}}))
+	res, err := c.Run(context.Background(), "return [double({n: 21}), await later({})]")
+	require.NoError(t, err)
+	assert.Equal(t, `[42,"done"]`, string(res.Value))
+	assert.Equal(t, int64(1), calls.Load())
+	assert.Equal(t, 2, res.Stats.HostCalls)
+	_, err = c.Run(context.Background(), "throw new Error('x')")
+	var ee *codemode.ExecError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, codemode.KindJS, ee.Kind)
+}
+
+// TestAuth: without the token, or with a wrong one, nothing runs.
+func TestAuth(t *testing.T) {
+	u, s := remote.TokenAuth("right")
+	addr, rec := daemon(t, remote.ServerOptions{}, grpc.ChainUnaryInterceptor(u), grpc.ChainStreamInterceptor(s))
+	var ran atomic.Int64
+	count := func(context.Context, string, string, string) (string, error) { ran.Add(1); return `{"result":1}`, nil }
+	req := codemode.Request{Code: `async () => await t.x()`, Providers: []codemode.Provider{{Name: "t"}}, Dispatch: count}
+	for _, token := range []string{"", "wrong"} {
+		var opts []remote.Option
+		if token != "" {
+			opts = append(opts, remote.WithToken(token))
+		}
+		res := dial(t, addr, opts...).Execute(context.Background(), req)
+		assert.Contains(t, res.Error, "Unauthenticated", token)
+	}
+	assert.Zero(t, ran.Load())
+	assert.Empty(t, rec.all(), "nothing reached the service")
+	res := dial(t, addr, remote.WithToken("right")).Execute(context.Background(), req)
+	require.Empty(t, res.Error)
+	assert.Equal(t, int64(1), ran.Load())
+}
+
+// TestHostileClient: answers for unknown ids are dropped, a client that
+// never answers meets the deadline, one that leaves mid-program frees it,
+// and the daemon serves the next program.
+func TestHostileClient(t *testing.T) {
+	addr, _ := daemon(t, remote.ServerOptions{Max: codemode.Limits{Deadline: 300 * time.Millisecond}})
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	client := pb.NewExecutorClient(conn)
+	ctx := context.Background()
+
+	// Not a start first.
+	st, err := client.Program(ctx)
+	require.NoError(t, err)
+	require.NoError(t, st.Send(&pb.ClientMessage{Msg: &pb.ClientMessage_Answer{Answer: &pb.Answer{Id: 1}}}))
+	_, err = st.Recv()
+	assert.Equal(t, codes.InvalidArgument, status.Code(err))
+
+	// Never answering: the program times out at its deadline.
+	st, err = client.Program(ctx)
+	require.NoError(t, err)
+	require.NoError(t, st.Send(&pb.ClientMessage{Msg: &pb.ClientMessage_Start{Start: &pb.Start{Code: "async () => await s.x()",
+		Providers: []*pb.Provider{{Name: "s"}}}}}))
+	m, err := st.Recv()
+	require.NoError(t, err)
+	require.NotNil(t, m.GetCall())
+	// Answers for ids no call waits on: dropped.
+	for _, id := range []uint64{0, 999, m.GetCall().Id + 7} {
+		require.NoError(t, st.Send(&pb.ClientMessage{Msg: &pb.ClientMessage_Answer{Answer: &pb.Answer{Id: id, Outcome: &pb.Answer_Envelope{Envelope: `{"result":1}`}}}}))
+	}
+	m, err = st.Recv()
+	require.NoError(t, err)
+	require.NotNil(t, m.GetResult())
+	assert.Equal(t, "timeout", m.GetResult().Kind)
+	st.CloseSend()
+
+	// Leaving mid-program.
+	cctx, cancel := context.WithCancel(ctx)
+	st, err = client.Program(cctx)
+	require.NoError(t, err)
+	require.NoError(t, st.Send(&pb.ClientMessage{Msg: &pb.ClientMessage_Start{Start: &pb.Start{Code: "async () => await s.x()",
+		Providers: []*pb.Provider{{Name: "s"}}}}}))
+	_, err = st.Recv()
+	require.NoError(t, err)
+	cancel()
+
+	// The daemon goes on.
+	res := dial(t, addr).Execute(ctx, codemode.Request{Code: "async () => 1 + 1"})
+	require.Empty(t, res.Error)
+	assert.Equal(t, "2", string(res.Result))
+}
+
+// TestLimitsCapped: a program asking for more than the daemon's maximum
+// runs under the maximum.
+func TestLimitsCapped(t *testing.T) {
+	addr, _ := daemon(t, remote.ServerOptions{Max: codemode.Limits{Deadline: 100 * time.Millisecond}})
+	res := dial(t, addr, remote.WithLimits(codemode.Limits{Deadline: time.Hour})).Execute(context.Background(),
+		codemode.Request{Code: "async () => { for (;;) {} }"})
+	require.NotNil(t, res.Err)
+	assert.Equal(t, codemode.KindTimeout, res.Err.Kind)
+	assert.Equal(t, int64(100), res.Err.DeadlineMS)
+}

@@ -1,0 +1,233 @@
+// Package remote is the daemon arrangement of providers-and-dispatch.txt
+// over gRPC: a program runs on the daemon ([NewServer], `codemode serve`),
+// and every tool call it makes travels back over the program's own
+// bidirectional stream to the client ([Dial]), which runs the dispatch and
+// the capabilities in its own process: the tools still run where the
+// credentials are, and the daemon holds none of them.
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/codemode-go/codemode"
+	pb "github.com/codemode-go/codemode/remote/remotepb"
+)
+
+// ServerOptions configure a daemon.
+type ServerOptions struct {
+	// Max are the most a program may ask for; zero fields are
+	// codemode's defaults. A request above them gets them.
+	Max codemode.Limits
+	// Executor are further options of the daemon's executors (slots,
+	// concurrency).
+	Executor []codemode.Option
+	// Logger logs each program with its request id (default: discard).
+	Logger *slog.Logger
+}
+
+// Server serves programs (the Executor service of remote.proto).
+type Server struct {
+	pb.UnimplementedExecutorServer
+	opts ServerOptions
+	max  codemode.Limits
+	log  *slog.Logger
+
+	mu    sync.Mutex
+	execs map[execKey]*codemode.Executor
+	seq   uint64
+}
+
+type execKey struct {
+	limits codemode.Limits
+	caps   string // the capability set's signature (Run)
+}
+
+// NewServer makes a daemon's service.
+func NewServer(opts ServerOptions) *Server {
+	max := codemode.DefaultLimits()
+	for _, f := range []struct {
+		dst *int
+		v   int
+	}{{&max.Memory, opts.Max.Memory}, {&max.Stack, opts.Max.Stack},
+		{&max.Payload, opts.Max.Payload}, {&max.Logs, opts.Max.Logs}} {
+		if f.v > 0 {
+			*f.dst = f.v
+		}
+	}
+	if opts.Max.Deadline > 0 {
+		max.Deadline = opts.Max.Deadline
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Server{opts: opts, max: max, log: log, execs: map[execKey]*codemode.Executor{}}
+}
+
+// Close closes the daemon's executors (runs in progress end).
+func (s *Server) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range s.execs {
+		e.Close()
+	}
+	s.execs = map[execKey]*codemode.Executor{}
+}
+
+// grant is the limits a program runs under: what it asked for, capped by
+// the daemon's maxima (zero fields: the maxima).
+func (s *Server) grant(l *pb.Limits) codemode.Limits {
+	g := s.max
+	if l == nil {
+		return g
+	}
+	for _, f := range []struct {
+		dst *int
+		v   int64
+	}{{&g.Memory, l.Memory}, {&g.Stack, l.Stack}, {&g.Payload, l.Payload}, {&g.Logs, l.Logs}} {
+		if f.v > 0 && f.v < int64(*f.dst) {
+			*f.dst = int(f.v)
+		}
+	}
+	if d := time.Duration(l.DeadlineMs) * time.Millisecond; d > 0 && d < g.Deadline {
+		g.Deadline = d
+	}
+	return g
+}
+
+// Program serves one program's stream.
+func (s *Server) Program(stream pb.Executor_ProgramServer) error {
+	ctx := stream.Context()
+	first, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	start := first.GetStart()
+	if start == nil {
+		return status.Error(codes.InvalidArgument, "the first message of a program is its start")
+	}
+	s.mu.Lock()
+	s.seq++
+	reqID := fmt.Sprintf("p%d", s.seq)
+	s.mu.Unlock()
+	log := s.log.With("request", reqID, "mode", start.Mode.String())
+	limits := s.grant(start.Limits)
+	p := newPeer(stream)
+	go p.receive()
+	defer p.stop()
+
+	res := &pb.Result{Limits: &pb.Limits{Memory: int64(limits.Memory), Stack: int64(limits.Stack), Payload: int64(limits.Payload),
+		Logs: int64(limits.Logs), DeadlineMs: limits.Deadline.Milliseconds()}}
+	began := time.Now()
+	switch start.Mode {
+	case pb.Start_MODE_RUN:
+		e, err := s.executor(limits, start.Capabilities)
+		if err != nil {
+			return status.Error(codes.InvalidArgument, err.Error())
+		}
+		r, rerr := e.Run(withPeer(ctx, p), start.Code)
+		if r != nil {
+			res.ResultJson, res.Logs, res.Stats = string(r.Value), r.Logs, stats(r.Stats)
+		}
+		if rerr != nil {
+			var ee *codemode.ExecError
+			if errors.As(rerr, &ee) {
+				res.Error, res.ErrorJson, res.Kind = ee.Error(), ee.LLMJSON(), string(ee.Kind)
+			} else {
+				res.Error, res.Kind = rerr.Error(), string(codemode.KindInternal)
+			}
+			res.ResultJson = ""
+		}
+	default:
+		e, err := s.executor(limits, nil)
+		if err != nil {
+			return status.Error(codes.InvalidArgument, err.Error())
+		}
+		req := codemode.Request{Code: start.Code, Dispatch: p.dispatch}
+		for _, pr := range start.Providers {
+			req.Providers = append(req.Providers, codemode.Provider{Name: pr.Name, Tools: pr.Tools, ObjectArgs: pr.ObjectArgs,
+				Prelude: pr.Prelude, ProxySource: pr.ProxySource})
+		}
+		r := e.Execute(ctx, req)
+		res.ResultJson, res.Logs, res.Error, res.Stats = string(r.Result), r.Logs, r.Error, stats(r.Stats)
+		if r.Err != nil {
+			res.ErrorJson, res.Kind = r.Err.LLMJSON(), string(r.Err.Kind)
+		}
+	}
+	if ctx.Err() != nil {
+		log.Info("program abandoned", "elapsed", time.Since(began), "cause", ctx.Err())
+		return status.FromContextError(ctx.Err()).Err()
+	}
+	log.Info("program", "kind", orOK(res.Kind), "elapsed", time.Since(began), "host_calls", res.Stats.GetHostCalls())
+	if err := p.send(&pb.ServerMessage{Msg: &pb.ServerMessage_Result{Result: res}}); err != nil {
+		return err
+	}
+	return nil
+}
+
+func orOK(kind string) string {
+	if kind == "" {
+		return "ok"
+	}
+	return kind
+}
+
+func stats(s codemode.RunStats) *pb.Stats {
+	return &pb.Stats{ElapsedUs: s.Elapsed.Microseconds(), HostCalls: int64(s.HostCalls), PeakMemory: s.PeakMemory}
+}
+
+// executor returns the executor of a set of limits and (Run) of the
+// capabilities a client serves, each forwarding to the program's peer.
+func (s *Server) executor(limits codemode.Limits, caps []*pb.Capability) (*codemode.Executor, error) {
+	var sig strings.Builder
+	for _, c := range caps {
+		fmt.Fprintf(&sig, "%q %q %q %t;", c.Name, c.Description, c.ParamsJson, c.Async)
+	}
+	key := execKey{limits, sig.String()}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.execs[key]; e != nil {
+		return e, nil
+	}
+	opts := append([]codemode.Option{codemode.WithLimits(limits)}, s.opts.Executor...)
+	for _, c := range caps {
+		name := c.Name
+		opts = append(opts, codemode.WithCapability(codemode.Capability{Name: name, Description: c.Description,
+			Params: json.RawMessage(c.ParamsJson), Async: c.Async, Unchecked: c.ParamsJson == "",
+			Func: func(ctx context.Context, args json.RawMessage) (any, error) {
+				p := peerOf(ctx)
+				if p == nil {
+					return nil, errors.New("no program stream")
+				}
+				return p.capability(ctx, name, slices.Clone(args))
+			}}))
+	}
+	e, err := codemode.New(opts...)
+	if err != nil {
+		return nil, err
+	}
+	if len(s.execs) >= maxExecutors {
+		for k, old := range s.execs { // a new set: drop one, closed once its runs are past their deadline
+			delete(s.execs, k)
+			time.AfterFunc(k.limits.Deadline+time.Second, func() { old.Close() })
+			break
+		}
+	}
+	s.execs[key] = e
+	return e, nil
+}
+
+// maxExecutors bounds the executors a daemon keeps (one per distinct
+// limits and capability set).
+const maxExecutors = 64
