@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -55,7 +56,7 @@ func TestCodeModeToolGranted(t *testing.T) {
 				return json.RawMessage(`"` + name + `"`), nil
 			}}
 	}
-	cm, err := NewCodeModeTool([]Tool{tool("search"), tool("delete")}, Limits{})
+	cm, err := NewCodeModeTool([]Tool{tool("search"), tool("delete")}, Limits{Deadline: 20 * time.Second})
 	require.NoError(t, err)
 	defer cm.Close()
 	g := cm.Granted("search")

@@ -595,7 +595,7 @@ func TestSandboxTool(t *testing.T) {
 	assert.False(t, ok)
 
 	// Code Mode over a sandbox tool.
-	cm, err := NewCodeModeTool([]Tool{st}, Limits{})
+	cm, err := NewCodeModeTool([]Tool{st}, Limits{Deadline: 20 * time.Second})
 	require.NoError(t, err)
 	defer cm.Close()
 	got, err := cm.Call(context.Background(), json.RawMessage(`{"code":"return count({x: 1, y: 2})"}`))

@@ -243,17 +243,42 @@ func safeCapability(ctx context.Context, c codemode.Capability, args json.RawMes
 	return c.Func(ctx, args)
 }
 
-// program runs one program's stream: it sends the start, answers each call
-// (on a goroutine of its own: calls overlap), and returns the result.
+// retries bounds how often a program the daemon never started is sent
+// again (to the next daemon, with round-robin balancing).
+const retries = 3
+
+// program runs one program, sending it again only if no daemon started it:
+// refused (RESOURCE_EXHAUSTED) or unreachable (UNAVAILABLE) before its
+// first tool call. A program that made a tool call is never sent again,
+// so no side effect runs twice.
 func (c *Client) program(ctx context.Context, start *pb.Start, answer func(context.Context, *pb.Call) *pb.Answer) (*pb.Result, error) {
+	for attempt := 0; ; attempt++ {
+		res, called, err := c.attempt(ctx, start, answer)
+		code := status.Code(err)
+		if err == nil || called || attempt >= retries || ctx.Err() != nil ||
+			(code != codes.ResourceExhausted && code != codes.Unavailable) {
+			return res, err
+		}
+		select {
+		case <-time.After(time.Duration(10<<attempt) * time.Millisecond):
+		case <-ctx.Done():
+			return nil, err
+		}
+	}
+}
+
+// attempt runs one program's stream: it sends the start, answers each
+// call (on a goroutine of its own: calls overlap), and returns the result;
+// called says whether the daemon made a tool call.
+func (c *Client) attempt(ctx context.Context, start *pb.Start, answer func(context.Context, *pb.Call) *pb.Answer) (res *pb.Result, called bool, err error) {
 	if c.isClosed() {
-		return nil, codemode.ErrClosed
+		return nil, false, codemode.ErrClosed
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := c.client.Program(ctx)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	var smu sync.Mutex
 	send := func(m *pb.ClientMessage) error {
@@ -262,7 +287,7 @@ func (c *Client) program(ctx context.Context, start *pb.Start, answer func(conte
 		return stream.Send(m)
 	}
 	if err := send(&pb.ClientMessage{Msg: &pb.ClientMessage_Start{Start: start}}); err != nil {
-		return nil, recvErr(stream)
+		return nil, false, recvErr(stream)
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -270,10 +295,11 @@ func (c *Client) program(ctx context.Context, start *pb.Start, answer func(conte
 		m, err := stream.Recv()
 		if err != nil {
 			cancel()
-			return nil, err
+			return nil, called, err
 		}
 		switch msg := m.Msg.(type) {
 		case *pb.ServerMessage_Call:
+			called = true
 			wg.Add(1)
 			go func(call *pb.Call) {
 				defer wg.Done()
@@ -283,7 +309,7 @@ func (c *Client) program(ctx context.Context, start *pb.Start, answer func(conte
 		case *pb.ServerMessage_Result:
 			stream.CloseSend()
 			cancel() // answers still running are for a finished program
-			return msg.Result, nil
+			return msg.Result, called, nil
 		}
 	}
 }

@@ -61,6 +61,23 @@ func (r *recorder) all() []byte {
 	return bytes.Join(r.got, nil)
 }
 
+// benchDaemon serves on 127.0.0.1 until the benchmark ends.
+func benchDaemon(b *testing.B) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	g := grpc.NewServer()
+	srv := remote.NewServer(remote.ServerOptions{})
+	srv.Register(g)
+	go g.Serve(ln)
+	b.Cleanup(func() {
+		g.Stop()
+		srv.Close()
+	})
+	return ln.Addr().String()
+}
+
 // daemon serves on 127.0.0.1 until the test ends.
 func daemon(t *testing.T, opts remote.ServerOptions, sopts ...grpc.ServerOption) (string, *recorder) {
 	t.Helper()

@@ -34,6 +34,13 @@ type ServerOptions struct {
 	Executor []codemode.Option
 	// Logger logs each program with its request id (default: discard).
 	Logger *slog.Logger
+	// MaxPrograms bounds the programs in flight (default
+	// codemode.DefaultSlots); one more is refused at once with
+	// RESOURCE_EXHAUSTED, so a client can try another daemon instead of
+	// queueing past its deadline.
+	MaxPrograms int
+	// Metrics, when set, counts what the daemon does (see NewMetrics).
+	Metrics *Metrics
 }
 
 // Server serves programs (the Executor service of remote.proto).
@@ -43,6 +50,7 @@ type Server struct {
 	max  codemode.Limits
 	log  *slog.Logger
 
+	admit chan struct{}
 	mu    sync.Mutex
 	execs map[execKey]*codemode.Executor
 	seq   uint64
@@ -72,7 +80,11 @@ func NewServer(opts ServerOptions) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Server{opts: opts, max: max, log: log, execs: map[execKey]*codemode.Executor{}}
+	n := opts.MaxPrograms
+	if n <= 0 {
+		n = codemode.DefaultSlots
+	}
+	return &Server{opts: opts, max: max, log: log, admit: make(chan struct{}, n), execs: map[execKey]*codemode.Executor{}}
 }
 
 // Close closes the daemon's executors (runs in progress end).
@@ -109,6 +121,15 @@ func (s *Server) grant(l *pb.Limits) codemode.Limits {
 // Program serves one program's stream.
 func (s *Server) Program(stream pb.Executor_ProgramServer) error {
 	ctx := stream.Context()
+	select {
+	case s.admit <- struct{}{}:
+		defer func() { <-s.admit }()
+	default:
+		s.opts.Metrics.refused()
+		return status.Error(codes.ResourceExhausted, "the daemon is full: try another")
+	}
+	s.opts.Metrics.started()
+	defer s.opts.Metrics.finished()
 	first, err := stream.Recv()
 	if err != nil {
 		return err
@@ -170,6 +191,7 @@ func (s *Server) Program(stream pb.Executor_ProgramServer) error {
 		return status.FromContextError(ctx.Err()).Err()
 	}
 	log.Info("program", "kind", orOK(res.Kind), "elapsed", time.Since(began), "host_calls", res.Stats.GetHostCalls())
+	s.opts.Metrics.ran(orOK(res.Kind), time.Since(began), res.Stats.GetHostCalls())
 	if err := p.send(&pb.ServerMessage{Msg: &pb.ServerMessage_Result{Result: res}}); err != nil {
 		return err
 	}

@@ -44,7 +44,12 @@ func TestMCPHTTP(t *testing.T) {
 		done <- Main(ctx, []string{"mcp", "--config", cfg, "--http", "127.0.0.1:0"}, nil, io.Discard, pw)
 		pw.Close()
 	}()
-	url := addressIn(t, pr, `serving streamable HTTP on (http://\S+)`)
+	lines := logLines(pr)
+	url := addressIn(t, lines, `serving streamable HTTP on (http://\S+)`)
+	go func() {
+		for range lines { // keep draining
+		}
+	}()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
 	require.NoError(t, err)
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_js", Arguments: map[string]any{"code": "return (await remote.whoami()).token"}})

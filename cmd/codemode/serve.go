@@ -10,14 +10,19 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/codemode-go/codemode"
 	"github.com/codemode-go/codemode/remote"
 )
 
@@ -48,6 +53,8 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
 	key := fs.String("tls-key", "", "the TLS key (PEM)")
 	clientCA := fs.String("client-ca", "", "require client certificates signed by this CA (PEM): mTLS")
 	grace := fs.Duration("grace", 30*time.Second, "how long a drain waits for the programs in flight")
+	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics on this address (/metrics)")
+	maxPrograms := fs.Int("max-programs", codemode.DefaultSlots, "programs in flight; one more is refused with RESOURCE_EXHAUSTED")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -92,7 +99,25 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
 		ln.Close()
 		return exitFor(stderr, usagef("refusing to serve %s without TLS or a token: give --tls-cert/--tls-key or --token-file (or listen on loopback)", ln.Addr()))
 	}
-	srv := remote.NewServer(remote.ServerOptions{Max: lf.l, Logger: log})
+	opts := remote.ServerOptions{Max: lf.l, Logger: log, MaxPrograms: *maxPrograms,
+		Executor: []codemode.Option{codemode.WithSlots(*maxPrograms)}}
+	if *metricsAddr != "" {
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		opts.Metrics = remote.NewMetrics(reg)
+		mln, err := net.Listen("tcp", *metricsAddr)
+		if err != nil {
+			ln.Close()
+			return exitFor(stderr, usagef("--metrics: %v", err))
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		ms := &http.Server{Handler: mux}
+		go ms.Serve(mln)
+		defer ms.Close()
+		fmt.Fprintf(stderr, "codemode serve: metrics on http://%s/metrics\n", mln.Addr())
+	}
+	srv := remote.NewServer(opts)
 	defer srv.Close()
 	g := grpc.NewServer(append(sopts, grpc.MaxRecvMsgSize(64<<20))...)
 	health := srv.Register(g)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,26 +18,38 @@ import (
 	"github.com/codemode-go/codemode/remote"
 )
 
-// addressIn reads r until a line matches pattern and returns its group
-// (a server's address from its log), or fails after 30 s.
-func addressIn(t *testing.T, r io.Reader, pattern string) string {
-	t.Helper()
-	addr := make(chan string, 1)
+// logLines reads r to its end and hands over its lines (a server's
+// stderr, which must keep draining).
+func logLines(r io.Reader) <-chan string {
+	ch := make(chan string, 64)
 	go func() {
+		defer close(ch)
 		sc := bufio.NewScanner(r)
-		re := regexp.MustCompile(pattern)
 		for sc.Scan() {
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				addr <- m[1]
-			}
+			ch <- sc.Text()
 		}
 	}()
-	select {
-	case a := <-addr:
-		return a
-	case <-time.After(30 * time.Second):
-		t.Fatal("the server did not start")
-		return ""
+	return ch
+}
+
+// addressIn takes lines until one matches pattern and returns its group
+// (a server's address from its log), or fails after 30 s.
+func addressIn(t *testing.T, lines <-chan string, pattern string) string {
+	t.Helper()
+	re := regexp.MustCompile(pattern)
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatal("the server ended before it said where it listens")
+			}
+			if m := re.FindStringSubmatch(l); m != nil {
+				return m[1]
+			}
+		case <-timeout:
+			t.Fatal("the server did not start")
+		}
 	}
 }
 
@@ -49,10 +62,16 @@ func TestServe(t *testing.T) {
 	pr, pw := io.Pipe()
 	done := make(chan int, 1)
 	go func() {
-		done <- Main(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--token-file", token, "--grace", "5s"}, nil, io.Discard, pw)
+		done <- Main(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--token-file", token, "--grace", "5s", "--metrics", "127.0.0.1:0"}, nil, io.Discard, pw)
 		pw.Close()
 	}()
-	a := addressIn(t, pr, `listening on (\S+)`)
+	lines := logLines(pr)
+	metrics := addressIn(t, lines, `metrics on (http://\S+)`)
+	a := addressIn(t, lines, `listening on (\S+)`)
+	go func() {
+		for range lines { // keep draining
+		}
+	}()
 	c, err := remote.Dial(a, remote.WithToken("tok"))
 	require.NoError(t, err)
 	defer c.Close()
@@ -64,6 +83,12 @@ func TestServe(t *testing.T) {
 	require.NoError(t, err)
 	defer bad.Close()
 	assert.Contains(t, bad.Execute(ctx, codemode.Request{Code: "async () => 1"}).Error, "Unauthenticated")
+	resp, err := http.Get(metrics)
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Contains(t, string(body), `codemode_programs_total{kind="ok"} 1`)
+	assert.Contains(t, string(body), `codemode_tool_calls_total 1`)
 	cancel()
 	select {
 	case code := <-done:

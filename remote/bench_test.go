@@ -1,0 +1,45 @@
+package remote_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/codemode-go/codemode"
+	"github.com/codemode-go/codemode/remote"
+)
+
+// BenchmarkRemote is the daemon's overhead over loopback against the same
+// programs in process: one Execute with one tool call, and with ten (the
+// difference over nine is the cost of each further call).
+func BenchmarkRemote(b *testing.B) {
+	ln := benchDaemon(b)
+	c, err := remote.Dial(ln)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	local, err := codemode.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer local.Close()
+	answer := func(context.Context, string, string, string) (string, error) { return `{"result":1}`, nil }
+	for _, n := range []int{1, 10} {
+		code := fmt.Sprintf("async () => { let s = 0; for (let i = 0; i < %d; i++) s += await t.x(); return s }", n)
+		for _, r := range []struct {
+			name string
+			r    codemode.Runner
+		}{{"local", local}, {"remote", c}} {
+			b.Run(fmt.Sprintf("%s-%d-calls", r.name, n), func(b *testing.B) {
+				b.ReportAllocs()
+				req := codemode.Request{Code: code, Providers: []codemode.Provider{{Name: "t"}}, Dispatch: answer}
+				for b.Loop() {
+					if res := r.r.Execute(context.Background(), req); res.Error != "" {
+						b.Fatal(res.Error)
+					}
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,59 @@
+package remote
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are a daemon's Prometheus metrics: programs by outcome kind,
+// their latency, those in flight, those refused because the daemon was
+// full, and the tool calls that travelled back.
+type Metrics struct {
+	programs  *prometheus.CounterVec
+	latency   prometheus.Histogram
+	inFlight  prometheus.Gauge
+	refusals  prometheus.Counter
+	toolCalls prometheus.Counter
+}
+
+// NewMetrics makes the metrics and registers them with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		programs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "codemode_programs_total",
+			Help: "Programs run, by outcome kind (ok, js, timeout, ...)."}, []string{"kind"}),
+		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "codemode_program_seconds",
+			Help: "Time from a program's start to its result.", Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10)}),
+		inFlight:  prometheus.NewGauge(prometheus.GaugeOpts{Name: "codemode_programs_in_flight", Help: "Programs running now."}),
+		refusals:  prometheus.NewCounter(prometheus.CounterOpts{Name: "codemode_programs_refused_total", Help: "Programs refused because the daemon was full."}),
+		toolCalls: prometheus.NewCounter(prometheus.CounterOpts{Name: "codemode_tool_calls_total", Help: "Tool and capability calls sent back to clients."}),
+	}
+	reg.MustRegister(m.programs, m.latency, m.inFlight, m.refusals, m.toolCalls)
+	return m
+}
+
+func (m *Metrics) started() {
+	if m != nil {
+		m.inFlight.Inc()
+	}
+}
+
+func (m *Metrics) finished() {
+	if m != nil {
+		m.inFlight.Dec()
+	}
+}
+
+func (m *Metrics) refused() {
+	if m != nil {
+		m.refusals.Inc()
+	}
+}
+
+func (m *Metrics) ran(kind string, d time.Duration, calls int64) {
+	if m != nil {
+		m.programs.WithLabelValues(kind).Inc()
+		m.latency.Observe(d.Seconds())
+		m.toolCalls.Add(float64(calls))
+	}
+}
