@@ -43,3 +43,38 @@ func BenchmarkRemote(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkThroughput is programs per second from GOMAXPROCS goroutines,
+// in process (the suite's W6, through Execute) and through one daemon over
+// loopback.
+func BenchmarkThroughput(b *testing.B) {
+	addr := benchDaemon(b)
+	c, err := remote.Dial(addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	local, err := codemode.New()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer local.Close()
+	req := codemode.Request{Code: "async () => ({ok: true, n: 2, s: 'hi'})"}
+	for _, r := range []struct {
+		name string
+		r    codemode.Runner
+	}{{"local", local}, {"remote", c}} {
+		b.Run(r.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if res := r.r.Execute(context.Background(), req); res.Error != "" {
+						b.Error(res.Error)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "programs/s")
+		})
+	}
+}

@@ -281,9 +281,13 @@ func (c *Client) attempt(ctx context.Context, start *pb.Start, answer func(conte
 		return nil, false, err
 	}
 	var smu sync.Mutex
+	sendClosed := false
 	send := func(m *pb.ClientMessage) error {
 		smu.Lock()
 		defer smu.Unlock()
+		if sendClosed {
+			return nil // the program has its result: a late answer goes nowhere
+		}
 		return stream.Send(m)
 	}
 	if err := send(&pb.ClientMessage{Msg: &pb.ClientMessage_Start{Start: start}}); err != nil {
@@ -307,7 +311,10 @@ func (c *Client) attempt(ctx context.Context, start *pb.Start, answer func(conte
 				send(&pb.ClientMessage{Msg: &pb.ClientMessage_Answer{Answer: a}})
 			}(msg.Call)
 		case *pb.ServerMessage_Result:
+			smu.Lock()
+			sendClosed = true
 			stream.CloseSend()
+			smu.Unlock()
 			cancel() // answers still running are for a finished program
 			return msg.Result, called, nil
 		}

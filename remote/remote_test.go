@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/codemode-go/codemode"
+	"github.com/codemode-go/codemode/internal/spectest"
 	"github.com/codemode-go/codemode/remote"
 	pb "github.com/codemode-go/codemode/remote/remotepb"
 )
@@ -290,4 +291,11 @@ func TestLimitsCapped(t *testing.T) {
 	require.NotNil(t, res.Err)
 	assert.Equal(t, codemode.KindTimeout, res.Err.Kind)
 	assert.Equal(t, int64(100), res.Err.DeadlineMS)
+}
+
+// TestSpecExamplesRemote: every example of providers-and-dispatch.txt
+// through the daemon, with the outputs it has in process.
+func TestSpecExamplesRemote(t *testing.T) {
+	addr, _ := daemon(t, remote.ServerOptions{})
+	spectest.Examples(t, dial(t, addr))
 }

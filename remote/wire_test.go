@@ -1,0 +1,75 @@
+package remote_test
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/codemode-go/codemode"
+	"github.com/codemode-go/codemode/remote"
+	pb "github.com/codemode-go/codemode/remote/remotepb"
+)
+
+// rawCodec sends bytes as they are: frames that are no protobuf.
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) ([]byte, error) { return v.([]byte), nil }
+func (rawCodec) Unmarshal(b []byte, v any) error {
+	*(v.(*[]byte)) = append([]byte(nil), b...)
+	return nil
+}
+func (rawCodec) Name() string { return "proto" }
+
+// TestGarbageOnTheWire: an oversized message, frames that are no protobuf
+// and bytes that are no HTTP/2 each fail their own stream or connection;
+// the daemon serves the next program.
+func TestGarbageOnTheWire(t *testing.T) {
+	addr, _ := daemon(t, remote.ServerOptions{})
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(64<<20)))
+	require.NoError(t, err)
+	defer conn.Close()
+	ctx := context.Background()
+
+	// Oversized: a 5 MiB program past the daemon's 4 MiB default.
+	st, err := pb.NewExecutorClient(conn).Program(ctx)
+	require.NoError(t, err)
+	st.Send(&pb.ClientMessage{Msg: &pb.ClientMessage_Start{Start: &pb.Start{Code: strings.Repeat("x", 5<<20)}}})
+	_, err = st.Recv()
+	assert.Equal(t, codes.ResourceExhausted, status.Code(err), err)
+
+	// Frames that are no protobuf.
+	for _, frame := range [][]byte{{0xff, 0xff, 0xff, 0xff}, []byte("not a protobuf at all"), {0x0a, 0xff, 0x01}} {
+		cs, err := conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true, ClientStreams: true},
+			"/codemode.remote.v1.Executor/Program", grpc.ForceCodec(rawCodec{}))
+		require.NoError(t, err)
+		require.NoError(t, cs.SendMsg(frame))
+		var reply []byte
+		err = cs.RecvMsg(&reply)
+		assert.Error(t, err)
+	}
+
+	// Bytes that are no HTTP/2.
+	for _, junk := range []string{"GET / HTTP/1.1\r\n\r\n", "\x00\x01\x02\x03 garbage", strings.Repeat("\xff", 4096)} {
+		c, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		c.Write([]byte(junk))
+		buf := make([]byte, 512)
+		c.Read(buf)
+		c.Close()
+	}
+
+	res := dial(t, addr).Execute(ctx, codemode.Request{Code: "async () => 'still here'"})
+	require.Empty(t, res.Error)
+	assert.Equal(t, `"still here"`, string(res.Result))
+}
