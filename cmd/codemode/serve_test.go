@@ -6,8 +6,10 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
+	"syscall"
 	"testing"
 	"time"
 
@@ -96,4 +98,41 @@ func TestServe(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("codemode serve did not drain")
 	}
+}
+
+// TestServeDrainsOnSIGTERM: a `codemode serve` process told SIGTERM with a
+// program in flight lets it finish (its tool call answered after the
+// signal), then exits 0.
+func TestServeDrainsOnSIGTERM(t *testing.T) {
+	cmd := exec.Command(selfAs(t, "codemode"), "serve", "--listen", "127.0.0.1:0", "--grace", "20s")
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	lines := logLines(stderr)
+	a := addressIn(t, lines, `listening on (\S+)`)
+	go func() {
+		for range lines {
+		}
+	}()
+	c, err := remote.Dial(a)
+	require.NoError(t, err)
+	defer c.Close()
+	arrived, release := make(chan struct{}), make(chan struct{})
+	done := make(chan codemode.ExecuteResult, 1)
+	go func() {
+		done <- c.Execute(context.Background(), codemode.Request{Code: "async () => await db.slow()", Providers: []codemode.Provider{{Name: "db"}},
+			Dispatch: func(context.Context, string, string, string) (string, error) {
+				close(arrived)
+				<-release
+				return `{"result":"finished after the signal"}`, nil
+			}})
+	}()
+	<-arrived
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	time.Sleep(100 * time.Millisecond) // let the drain begin; the program is still waiting
+	close(release)
+	res := <-done
+	require.Empty(t, res.Error)
+	assert.Equal(t, `"finished after the signal"`, string(res.Result))
+	require.NoError(t, cmd.Wait())
 }
