@@ -57,4 +57,7 @@ type RunStats struct {
 	// PeakMemory is the most engine heap the run held, in bytes,
 	// including the sandbox's own (some 110 KiB).
 	PeakMemory int64
+	// Limits are the limits the run ran under: the executor's, or for a
+	// remote run the daemon's grant (a request above its maxima gets them).
+	Limits Limits
 }

@@ -91,6 +91,7 @@ func TestRunStats(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 3, res.Stats.HostCalls)
 	assert.Positive(t, res.Stats.Elapsed)
+	assert.Equal(t, e.Limits(), res.Stats.Limits)
 	small := res.Stats.PeakMemory
 	assert.Greater(t, small, int64(50<<10), "the sandbox's own heap counts")
 

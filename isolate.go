@@ -623,6 +623,7 @@ func (c *call) finish(ctx context.Context, st C.int32_t, out *C.bridge_out) outc
 	defer C.bridge_out_free(out)
 	o := outcome{status: st}
 	o.stats.PeakMemory = int64(out.peak_heap)
+	o.stats.Limits = c.ex.limits
 	if c.host != nil {
 		o.stats.HostCalls = int(c.host.calls.Load())
 	}

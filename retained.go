@@ -56,7 +56,24 @@ type Retained struct {
 	stop sync.Once
 
 	err error // why it closed; set before done is closed
+
+	backend RetainedBackend // a sandbox kept elsewhere (NewRetained), or nil
 }
+
+// RetainedBackend is a retained sandbox kept somewhere else — the daemon of
+// package github.com/codemode-go/codemode/remote — behind a [Retained]
+// ([NewRetained]); its methods are Retained's.
+type RetainedBackend interface {
+	Call(ctx context.Context, h Handle, args []any) (any, error)
+	Logs() []string
+	Close() error
+	Done() <-chan struct{}
+	Err() error
+}
+
+// NewRetained returns a Retained served by b, for a [Runner] whose
+// sandboxes live elsewhere.
+func NewRetained(b RetainedBackend) *Retained { return &Retained{backend: b} }
 
 type retainedReq struct {
 	logs     bool // hand over the logs instead of calling
@@ -101,6 +118,9 @@ func (r *Retained) Call(ctx context.Context, h Handle, args ...any) (any, error)
 	if args == nil {
 		args = []any{}
 	}
+	if r.backend != nil {
+		return r.backend.Call(ctx, h, args)
+	}
 	argsJSON, err := StringifyForDispatch(args)
 	if err != nil {
 		return nil, fmt.Errorf("codemode: retained call: %w", err)
@@ -121,6 +141,9 @@ func (r *Retained) Call(ctx context.Context, h Handle, args ...any) (any, error)
 // Logs returns the console lines the sandbox wrote since Execute returned
 // or since the last Logs.
 func (r *Retained) Logs() []string {
+	if r.backend != nil {
+		return r.backend.Logs()
+	}
 	rep, err := r.request(context.Background(), retainedReq{logs: true})
 	if err != nil {
 		return nil
@@ -130,16 +153,27 @@ func (r *Retained) Logs() []string {
 
 // Close frees the sandbox. It is idempotent and returns nil.
 func (r *Retained) Close() error {
+	if r.backend != nil {
+		return r.backend.Close()
+	}
 	r.stop.Do(func() { close(r.quit) })
 	<-r.done
 	return nil
 }
 
 // Done is closed once the sandbox is gone; Err then says why.
-func (r *Retained) Done() <-chan struct{} { return r.done }
+func (r *Retained) Done() <-chan struct{} {
+	if r.backend != nil {
+		return r.backend.Done()
+	}
+	return r.done
+}
 
 // Err returns why the sandbox closed, or nil while it lives.
 func (r *Retained) Err() error {
+	if r.backend != nil {
+		return r.backend.Err()
+	}
 	select {
 	case <-r.done:
 		return r.err

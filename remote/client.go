@@ -137,13 +137,16 @@ func (c *Client) pbLimits() *pb.Limits {
 func (c *Client) Execute(ctx context.Context, req codemode.Request) codemode.ExecuteResult {
 	start := &pb.Start{Mode: pb.Start_MODE_EXECUTE, Code: req.Code, Limits: c.pbLimits()}
 	for _, p := range req.Providers {
-		start.Providers = append(start.Providers, &pb.Provider{Name: p.Name, Tools: p.Tools, ObjectArgs: p.ObjectArgs,
-			Prelude: p.Prelude, ProxySource: p.ProxySource})
+		pp := &pb.Provider{Name: p.Name, Tools: p.Tools, ObjectArgs: p.ObjectArgs, Prelude: p.Prelude, ProxySource: p.ProxySource}
+		for _, api := range p.APIs {
+			pp.Apis = append(pp.Apis, &pb.ToolDoc{Name: api.Name, Description: api.Description, ParamsJson: string(api.Params),
+				ReturnsJson: string(api.Returns)})
+		}
+		start.Providers = append(start.Providers, pp)
 	}
-	if req.RetainHandles {
-		return failed("execute", errors.New("remote: RetainHandles is not served by the daemon"))
-	}
-	res, err := c.program(ctx, start, func(ctx context.Context, call *pb.Call) *pb.Answer {
+	start.RetainHandles = req.RetainHandles
+	var kept *remoteRetained
+	res, err := c.program(ctx, start, &kept, func(ctx context.Context, call *pb.Call) *pb.Answer {
 		a := &pb.Answer{Id: call.Id}
 		if req.Dispatch == nil {
 			a.Outcome = &pb.Answer_Failure{Failure: codemode.ToolNotFoundError{Tool: call.Tool}.Error()}
@@ -160,7 +163,7 @@ func (c *Client) Execute(ctx context.Context, req codemode.Request) codemode.Exe
 	if err != nil {
 		return failed("execute", err)
 	}
-	out := codemode.ExecuteResult{Logs: res.Logs, Error: res.Error, Stats: fromStats(res.Stats)}
+	out := codemode.ExecuteResult{Logs: res.Logs, Error: res.Error, Stats: fromStats(res.Stats, res.Limits)}
 	if out.Logs == nil {
 		out.Logs = []string{}
 	}
@@ -172,6 +175,9 @@ func (c *Client) Execute(ctx context.Context, req codemode.Request) codemode.Exe
 		if json.Unmarshal([]byte(res.ErrorJson), ee) == nil {
 			out.Err = ee
 		}
+	}
+	if kept != nil {
+		out.Retained = codemode.NewRetained(kept)
 	}
 	return out
 }
@@ -193,7 +199,7 @@ func (c *Client) Run(ctx context.Context, script string) (*codemode.Result, erro
 		start.Capabilities = append(start.Capabilities, &pb.Capability{Name: cp.Name, Description: cp.Description,
 			ParamsJson: string(cp.Params), Async: cp.Async})
 	}
-	res, err := c.program(ctx, start, func(ctx context.Context, call *pb.Call) *pb.Answer {
+	res, err := c.program(ctx, start, nil, func(ctx context.Context, call *pb.Call) *pb.Answer {
 		a := &pb.Answer{Id: call.Id}
 		i := slices.IndexFunc(c.caps, func(cp codemode.Capability) bool { return cp.Name == call.Tool })
 		if !call.Capability || i < 0 {
@@ -219,7 +225,7 @@ func (c *Client) Run(ctx context.Context, script string) (*codemode.Result, erro
 	if err != nil {
 		return nil, failed(codemode.RunJSToolName, err).Err
 	}
-	r := &codemode.Result{Logs: res.Logs, Stats: fromStats(res.Stats)}
+	r := &codemode.Result{Logs: res.Logs, Stats: fromStats(res.Stats, res.Limits)}
 	if r.Logs == nil {
 		r.Logs = []string{}
 	}
@@ -251,9 +257,9 @@ const retries = 3
 // refused (RESOURCE_EXHAUSTED) or unreachable (UNAVAILABLE) before its
 // first tool call. A program that made a tool call is never sent again,
 // so no side effect runs twice.
-func (c *Client) program(ctx context.Context, start *pb.Start, answer func(context.Context, *pb.Call) *pb.Answer) (*pb.Result, error) {
+func (c *Client) program(ctx context.Context, start *pb.Start, kept **remoteRetained, answer func(context.Context, *pb.Call) *pb.Answer) (*pb.Result, error) {
 	for attempt := 0; ; attempt++ {
-		res, called, err := c.attempt(ctx, start, answer)
+		res, called, err := c.attempt(ctx, start, kept, answer)
 		code := status.Code(err)
 		if err == nil || called || attempt >= retries || ctx.Err() != nil ||
 			(code != codes.ResourceExhausted && code != codes.Unavailable) {
@@ -270,13 +276,29 @@ func (c *Client) program(ctx context.Context, start *pb.Start, answer func(conte
 // attempt runs one program's stream: it sends the start, answers each
 // call (on a goroutine of its own: calls overlap), and returns the result;
 // called says whether the daemon made a tool call.
-func (c *Client) attempt(ctx context.Context, start *pb.Start, answer func(context.Context, *pb.Call) *pb.Answer) (res *pb.Result, called bool, err error) {
+func (c *Client) attempt(ctx context.Context, start *pb.Start, kept **remoteRetained, answer func(context.Context, *pb.Call) *pb.Answer) (res *pb.Result, called bool, err error) {
 	if c.isClosed() {
 		return nil, false, codemode.ErrClosed
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stream, err := c.client.Program(ctx)
+	// A retained sandbox's stream outlives this call (and ctx): until the
+	// result, ctx's end still ends it.
+	var sctx context.Context
+	var cancel context.CancelFunc
+	stopWatch := func() bool { return true }
+	if start.RetainHandles {
+		sctx, cancel = context.WithCancel(context.WithoutCancel(ctx))
+		stopWatch = context.AfterFunc(ctx, cancel)
+	} else {
+		sctx, cancel = context.WithCancel(ctx)
+	}
+	keep := false
+	defer func() {
+		if !keep {
+			stopWatch()
+			cancel()
+		}
+	}()
+	stream, err := c.client.Program(sctx)
 	if err != nil {
 		return nil, false, err
 	}
@@ -307,10 +329,15 @@ func (c *Client) attempt(ctx context.Context, start *pb.Start, answer func(conte
 			wg.Add(1)
 			go func(call *pb.Call) {
 				defer wg.Done()
-				a := answer(ctx, call)
+				a := answer(sctx, call)
 				send(&pb.ClientMessage{Msg: &pb.ClientMessage_Answer{Answer: a}})
 			}(msg.Call)
 		case *pb.ServerMessage_Result:
+			if msg.Result.Retained && kept != nil && stopWatch() {
+				keep = true
+				*kept = newRemoteRetained(stream, send, cancel)
+				return msg.Result, called, nil
+			}
 			smu.Lock()
 			sendClosed = true
 			stream.CloseSend()
@@ -339,11 +366,16 @@ func failed(name string, err error) codemode.ExecuteResult {
 	return codemode.ExecuteResult{Logs: []string{}, Error: msg, Err: ee}
 }
 
-func fromStats(s *pb.Stats) codemode.RunStats {
-	if s == nil {
-		return codemode.RunStats{}
+func fromStats(s *pb.Stats, l *pb.Limits) codemode.RunStats {
+	var st codemode.RunStats
+	if s != nil {
+		st = codemode.RunStats{Elapsed: time.Duration(s.ElapsedUs) * time.Microsecond, HostCalls: int(s.HostCalls), PeakMemory: s.PeakMemory}
 	}
-	return codemode.RunStats{Elapsed: time.Duration(s.ElapsedUs) * time.Microsecond, HostCalls: int(s.HostCalls), PeakMemory: s.PeakMemory}
+	if l != nil {
+		st.Limits = codemode.Limits{Memory: int(l.Memory), Stack: int(l.Stack), Payload: int(l.Payload), Logs: int(l.Logs),
+			Deadline: time.Duration(l.DeadlineMs) * time.Millisecond}
+	}
+	return st
 }
 
 var _ codemode.Runner = (*Client)(nil)

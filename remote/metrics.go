@@ -7,14 +7,16 @@ import (
 )
 
 // Metrics are a daemon's Prometheus metrics: programs by outcome kind,
-// their latency, those in flight, those refused because the daemon was
-// full, and the tool calls that travelled back.
+// their latency, those in flight (each holds a sandbox, a retained one
+// until it is released), those refused because the daemon was full, the
+// tool calls that travelled back, and the bytes of the messages each way.
 type Metrics struct {
 	programs  *prometheus.CounterVec
 	latency   prometheus.Histogram
 	inFlight  prometheus.Gauge
 	refusals  prometheus.Counter
 	toolCalls prometheus.Counter
+	bytes     *prometheus.CounterVec
 }
 
 // NewMetrics makes the metrics and registers them with reg.
@@ -27,8 +29,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		inFlight:  prometheus.NewGauge(prometheus.GaugeOpts{Name: "codemode_programs_in_flight", Help: "Programs running now."}),
 		refusals:  prometheus.NewCounter(prometheus.CounterOpts{Name: "codemode_programs_refused_total", Help: "Programs refused because the daemon was full."}),
 		toolCalls: prometheus.NewCounter(prometheus.CounterOpts{Name: "codemode_tool_calls_total", Help: "Tool and capability calls sent back to clients."}),
+		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "codemode_message_bytes_total",
+			Help: "Bytes of the program streams' messages, by direction (in: from clients, out: to them)."}, []string{"direction"}),
 	}
-	reg.MustRegister(m.programs, m.latency, m.inFlight, m.refusals, m.toolCalls)
+	reg.MustRegister(m.programs, m.latency, m.inFlight, m.refusals, m.toolCalls, m.bytes)
 	return m
 }
 
@@ -55,5 +59,11 @@ func (m *Metrics) ran(kind string, d time.Duration, calls int64) {
 		m.programs.WithLabelValues(kind).Inc()
 		m.latency.Observe(d.Seconds())
 		m.toolCalls.Add(float64(calls))
+	}
+}
+
+func (m *Metrics) moved(direction string, n int) {
+	if m != nil {
+		m.bytes.WithLabelValues(direction).Add(float64(n))
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"sync"
 
+	"google.golang.org/protobuf/proto"
+
 	pb "github.com/codemode-go/codemode/remote/remotepb"
 )
 
@@ -14,8 +16,9 @@ import (
 // waiting for it. An answer for an id no call waits on (unknown, or one
 // whose call gave up) is dropped.
 type peer struct {
-	stream pb.Executor_ProgramServer
-	smu    sync.Mutex
+	stream  pb.Executor_ProgramServer
+	smu     sync.Mutex
+	metrics *Metrics
 
 	mu      sync.Mutex
 	next    uint64
@@ -23,13 +26,16 @@ type peer struct {
 	gone    chan struct{} // the client stopped sending (or broke the stream)
 	err     error
 	done    chan struct{}
+	control chan *pb.ClientMessage // Invoke, LogsRequest, Release (a retained sandbox's)
 }
 
 func newPeer(stream pb.Executor_ProgramServer) *peer {
-	return &peer{stream: stream, pending: map[uint64]chan *pb.Answer{}, gone: make(chan struct{}), done: make(chan struct{})}
+	return &peer{stream: stream, pending: map[uint64]chan *pb.Answer{}, gone: make(chan struct{}), done: make(chan struct{}),
+		control: make(chan *pb.ClientMessage, 16)}
 }
 
 func (p *peer) send(m *pb.ServerMessage) error {
+	p.metrics.moved("out", proto.Size(m))
 	p.smu.Lock()
 	defer p.smu.Unlock()
 	return p.stream.Send(m)
@@ -46,8 +52,16 @@ func (p *peer) receive() {
 			p.mu.Unlock()
 			return
 		}
+		p.metrics.moved("in", proto.Size(m))
 		a := m.GetAnswer()
 		if a == nil {
+			if m.GetInvoke() != nil || m.GetLogs() != nil || m.GetRelease() != nil {
+				select {
+				case p.control <- m:
+				case <-p.done:
+					return
+				}
+			}
 			continue // a second start, or an empty message: nothing to do
 		}
 		p.mu.Lock()

@@ -177,11 +177,13 @@ func TestSecretStaysHome(t *testing.T) {
 		return `{"result":"` + hex.EncodeToString(m.Sum(nil)) + `"}`, nil
 	}
 	res := dial(t, addr).Execute(context.Background(), codemode.Request{Code: `async () => await vault.sign("hello")`,
-		Providers: []codemode.Provider{{Name: "vault"}}, Dispatch: sign})
+		Providers: []codemode.Provider{{Name: "vault", APIs: []codemode.ProviderTool{{Name: "sign", Description: "Signs with the client's key."}}}},
+		Dispatch:  sign})
 	require.Empty(t, res.Error)
 	assert.Len(t, string(res.Result), 66)
 	assert.NotContains(t, string(rec.all()), string(secret))
 	assert.Contains(t, string(rec.all()), "vault.sign", "the program itself crossed") // sanity: the recorder sees the stream
+	assert.Contains(t, string(rec.all()), "Signs with the client's key.", "the providers' tool docs travel with the program")
 }
 
 // TestRunRemote: a run_js script on the daemon calls capabilities served
@@ -291,6 +293,8 @@ func TestLimitsCapped(t *testing.T) {
 	require.NotNil(t, res.Err)
 	assert.Equal(t, codemode.KindTimeout, res.Err.Kind)
 	assert.Equal(t, int64(100), res.Err.DeadlineMS)
+	assert.Equal(t, 100*time.Millisecond, res.Stats.Limits.Deadline, "the grant is reported")
+	assert.Equal(t, codemode.DefaultMemory, res.Stats.Limits.Memory)
 }
 
 // TestSpecExamplesRemote: every example of providers-and-dispatch.txt

@@ -19,6 +19,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/codemode-go/codemode"
 	pb "github.com/codemode-go/codemode/remote/remotepb"
@@ -145,6 +146,8 @@ func (s *Server) Program(stream pb.Executor_ProgramServer) error {
 	log := s.log.With("request", reqID, "mode", start.Mode.String())
 	limits := s.grant(start.Limits)
 	p := newPeer(stream)
+	p.metrics = s.opts.Metrics
+	p.metrics.moved("in", proto.Size(first))
 	go p.receive()
 	defer p.stop()
 
@@ -175,15 +178,29 @@ func (s *Server) Program(stream pb.Executor_ProgramServer) error {
 		if err != nil {
 			return status.Error(codes.InvalidArgument, err.Error())
 		}
-		req := codemode.Request{Code: start.Code, Dispatch: p.dispatch}
+		req := codemode.Request{Code: start.Code, Dispatch: p.dispatch, RetainHandles: start.RetainHandles}
 		for _, pr := range start.Providers {
-			req.Providers = append(req.Providers, codemode.Provider{Name: pr.Name, Tools: pr.Tools, ObjectArgs: pr.ObjectArgs,
-				Prelude: pr.Prelude, ProxySource: pr.ProxySource})
+			p := codemode.Provider{Name: pr.Name, Tools: pr.Tools, ObjectArgs: pr.ObjectArgs, Prelude: pr.Prelude, ProxySource: pr.ProxySource}
+			for _, d := range pr.Apis {
+				p.APIs = append(p.APIs, codemode.ProviderTool{Name: d.Name, Description: d.Description,
+					Params: rawJSON(d.ParamsJson), Returns: rawJSON(d.ReturnsJson)})
+			}
+			req.Providers = append(req.Providers, p)
 		}
 		r := e.Execute(ctx, req)
 		res.ResultJson, res.Logs, res.Error, res.Stats = string(r.Result), r.Logs, r.Error, stats(r.Stats)
 		if r.Err != nil {
 			res.ErrorJson, res.Kind = r.Err.LLMJSON(), string(r.Err.Kind)
+		}
+		if r.Retained != nil {
+			res.Retained = true
+			defer r.Retained.Close()
+			if ctx.Err() == nil {
+				if err := p.send(&pb.ServerMessage{Msg: &pb.ServerMessage_Result{Result: res}}); err != nil {
+					return err
+				}
+				return serveRetained(ctx, p, r.Retained)
+			}
 		}
 	}
 	if ctx.Err() != nil {
@@ -196,6 +213,85 @@ func (s *Server) Program(stream pb.Executor_ProgramServer) error {
 		return err
 	}
 	return nil
+}
+
+// serveRetained serves a retained sandbox's handles over the program's
+// stream until the client releases it, leaves, or the sandbox closes.
+func serveRetained(ctx context.Context, p *peer, r *codemode.Retained) error {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	for {
+		select {
+		case m := <-p.control:
+			switch {
+			case m.GetInvoke() != nil:
+				inv := m.GetInvoke()
+				wg.Add(1)
+				go func() { // calls run one at a time in the sandbox; answers in order of finishing
+					defer wg.Done()
+					p.send(&pb.ServerMessage{Msg: &pb.ServerMessage_InvokeResult{InvokeResult: invoke(ctx, r, inv)}})
+				}()
+			case m.GetLogs() != nil:
+				p.send(&pb.ServerMessage{Msg: &pb.ServerMessage_Logs{Logs: &pb.LogsReply{Id: m.GetLogs().Id, Logs: r.Logs()}}})
+			case m.GetRelease() != nil:
+				r.Close()
+				wg.Wait()
+				return p.send(&pb.ServerMessage{Msg: &pb.ServerMessage_Closed{Closed: &pb.Closed{}}})
+			}
+		case <-r.Done():
+			wg.Wait()
+			msg := ""
+			if err := r.Err(); err != nil {
+				msg = err.Error()
+			}
+			return p.send(&pb.ServerMessage{Msg: &pb.ServerMessage_Closed{Closed: &pb.Closed{Error: msg}}})
+		case <-p.gone:
+			return nil
+		case <-ctx.Done():
+			return status.FromContextError(ctx.Err()).Err()
+		}
+	}
+}
+
+// invoke runs one handle call.
+func invoke(ctx context.Context, r *codemode.Retained, inv *pb.Invoke) *pb.InvokeResult {
+	out := &pb.InvokeResult{Id: inv.Id}
+	var h codemode.Handle
+	if err := json.Unmarshal([]byte(inv.HandleJson), &h); err != nil {
+		out.Error = "not a handle: " + err.Error()
+		return out
+	}
+	parsed, err := codemode.ParseForDispatch(inv.ArgsJson)
+	args, ok := parsed.([]any)
+	if err != nil || !ok {
+		out.Error = "the arguments are not a JSON array"
+		return out
+	}
+	v, err := r.Call(ctx, h, args...)
+	if err != nil {
+		out.Error = err.Error()
+		var ee *codemode.ExecError
+		if errors.As(err, &ee) {
+			out.ErrorJson = ee.LLMJSON()
+		}
+		out.Closed = errors.Is(err, codemode.ErrRetainedClosed)
+		return out
+	}
+	b, err := codemode.StringifyForDispatch(v)
+	if err != nil {
+		out.Error = "the result does not encode: " + err.Error()
+		return out
+	}
+	out.ValueJson = b
+	return out
+}
+
+// rawJSON is s as JSON, nil when empty.
+func rawJSON(s string) json.RawMessage {
+	if s == "" {
+		return nil
+	}
+	return json.RawMessage(s)
 }
 
 func orOK(kind string) string {

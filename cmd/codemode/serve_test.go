@@ -91,6 +91,8 @@ func TestServe(t *testing.T) {
 	resp.Body.Close()
 	assert.Contains(t, string(body), `codemode_programs_total{kind="ok"} 1`)
 	assert.Contains(t, string(body), `codemode_tool_calls_total 1`)
+	assert.Contains(t, string(body), `codemode_message_bytes_total{direction="in"}`)
+	assert.Contains(t, string(body), `codemode_message_bytes_total{direction="out"}`)
 	cancel()
 	select {
 	case code := <-done:

@@ -77,6 +77,9 @@ type ClientMessage struct {
 	//
 	//	*ClientMessage_Start
 	//	*ClientMessage_Answer
+	//	*ClientMessage_Invoke
+	//	*ClientMessage_Logs
+	//	*ClientMessage_Release
 	Msg           isClientMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -137,6 +140,33 @@ func (x *ClientMessage) GetAnswer() *Answer {
 	return nil
 }
 
+func (x *ClientMessage) GetInvoke() *Invoke {
+	if x != nil {
+		if x, ok := x.Msg.(*ClientMessage_Invoke); ok {
+			return x.Invoke
+		}
+	}
+	return nil
+}
+
+func (x *ClientMessage) GetLogs() *LogsRequest {
+	if x != nil {
+		if x, ok := x.Msg.(*ClientMessage_Logs); ok {
+			return x.Logs
+		}
+	}
+	return nil
+}
+
+func (x *ClientMessage) GetRelease() *Release {
+	if x != nil {
+		if x, ok := x.Msg.(*ClientMessage_Release); ok {
+			return x.Release
+		}
+	}
+	return nil
+}
+
 type isClientMessage_Msg interface {
 	isClientMessage_Msg()
 }
@@ -149,9 +179,29 @@ type ClientMessage_Answer struct {
 	Answer *Answer `protobuf:"bytes,2,opt,name=answer,proto3,oneof"`
 }
 
+type ClientMessage_Invoke struct {
+	// After a Result with retained set: call a handle, ask for the logs,
+	// or release the sandbox.
+	Invoke *Invoke `protobuf:"bytes,3,opt,name=invoke,proto3,oneof"`
+}
+
+type ClientMessage_Logs struct {
+	Logs *LogsRequest `protobuf:"bytes,4,opt,name=logs,proto3,oneof"`
+}
+
+type ClientMessage_Release struct {
+	Release *Release `protobuf:"bytes,5,opt,name=release,proto3,oneof"`
+}
+
 func (*ClientMessage_Start) isClientMessage_Msg() {}
 
 func (*ClientMessage_Answer) isClientMessage_Msg() {}
+
+func (*ClientMessage_Invoke) isClientMessage_Msg() {}
+
+func (*ClientMessage_Logs) isClientMessage_Msg() {}
+
+func (*ClientMessage_Release) isClientMessage_Msg() {}
 
 type ServerMessage struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -159,6 +209,9 @@ type ServerMessage struct {
 	//
 	//	*ServerMessage_Call
 	//	*ServerMessage_Result
+	//	*ServerMessage_InvokeResult
+	//	*ServerMessage_Logs
+	//	*ServerMessage_Closed
 	Msg           isServerMessage_Msg `protobuf_oneof:"msg"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -219,6 +272,33 @@ func (x *ServerMessage) GetResult() *Result {
 	return nil
 }
 
+func (x *ServerMessage) GetInvokeResult() *InvokeResult {
+	if x != nil {
+		if x, ok := x.Msg.(*ServerMessage_InvokeResult); ok {
+			return x.InvokeResult
+		}
+	}
+	return nil
+}
+
+func (x *ServerMessage) GetLogs() *LogsReply {
+	if x != nil {
+		if x, ok := x.Msg.(*ServerMessage_Logs); ok {
+			return x.Logs
+		}
+	}
+	return nil
+}
+
+func (x *ServerMessage) GetClosed() *Closed {
+	if x != nil {
+		if x, ok := x.Msg.(*ServerMessage_Closed); ok {
+			return x.Closed
+		}
+	}
+	return nil
+}
+
 type isServerMessage_Msg interface {
 	isServerMessage_Msg()
 }
@@ -231,9 +311,28 @@ type ServerMessage_Result struct {
 	Result *Result `protobuf:"bytes,2,opt,name=result,proto3,oneof"`
 }
 
+type ServerMessage_InvokeResult struct {
+	InvokeResult *InvokeResult `protobuf:"bytes,3,opt,name=invoke_result,json=invokeResult,proto3,oneof"`
+}
+
+type ServerMessage_Logs struct {
+	Logs *LogsReply `protobuf:"bytes,4,opt,name=logs,proto3,oneof"`
+}
+
+type ServerMessage_Closed struct {
+	// The retained sandbox is gone (released, idle, killed): the stream ends.
+	Closed *Closed `protobuf:"bytes,5,opt,name=closed,proto3,oneof"`
+}
+
 func (*ServerMessage_Call) isServerMessage_Msg() {}
 
 func (*ServerMessage_Result) isServerMessage_Msg() {}
+
+func (*ServerMessage_InvokeResult) isServerMessage_Msg() {}
+
+func (*ServerMessage_Logs) isServerMessage_Msg() {}
+
+func (*ServerMessage_Closed) isServerMessage_Msg() {}
 
 // Start is the program: an Execute request (code, providers) or a Run
 // script with the capabilities the client serves.
@@ -245,7 +344,10 @@ type Start struct {
 	Capabilities []*Capability          `protobuf:"bytes,4,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
 	// The limits the client asks for; zero fields take the daemon's. A field
 	// above the daemon's maximum gets the maximum (Result.limits says).
-	Limits        *Limits `protobuf:"bytes,5,opt,name=limits,proto3" json:"limits,omitempty"`
+	Limits *Limits `protobuf:"bytes,5,opt,name=limits,proto3" json:"limits,omitempty"`
+	// Keep the sandbox after the program settles (Execute's RetainHandles):
+	// the stream then stays open for Invoke until Release or Closed.
+	RetainHandles bool `protobuf:"varint,6,opt,name=retain_handles,json=retainHandles,proto3" json:"retain_handles,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -315,13 +417,23 @@ func (x *Start) GetLimits() *Limits {
 	return nil
 }
 
+func (x *Start) GetRetainHandles() bool {
+	if x != nil {
+		return x.RetainHandles
+	}
+	return false
+}
+
 type Provider struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Tools         []string               `protobuf:"bytes,2,rep,name=tools,proto3" json:"tools,omitempty"`
-	ObjectArgs    bool                   `protobuf:"varint,3,opt,name=object_args,json=objectArgs,proto3" json:"object_args,omitempty"`
-	Prelude       string                 `protobuf:"bytes,4,opt,name=prelude,proto3" json:"prelude,omitempty"`
-	ProxySource   string                 `protobuf:"bytes,5,opt,name=proxy_source,json=proxySource,proto3" json:"proxy_source,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Name        string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Tools       []string               `protobuf:"bytes,2,rep,name=tools,proto3" json:"tools,omitempty"`
+	ObjectArgs  bool                   `protobuf:"varint,3,opt,name=object_args,json=objectArgs,proto3" json:"object_args,omitempty"`
+	Prelude     string                 `protobuf:"bytes,4,opt,name=prelude,proto3" json:"prelude,omitempty"`
+	ProxySource string                 `protobuf:"bytes,5,opt,name=proxy_source,json=proxySource,proto3" json:"proxy_source,omitempty"`
+	// The tools' docs (codemode.ProviderTool): carried with the program, for
+	// a daemon that describes or checks them.
+	Apis          []*ToolDoc `protobuf:"bytes,6,rep,name=apis,proto3" json:"apis,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -391,6 +503,81 @@ func (x *Provider) GetProxySource() string {
 	return ""
 }
 
+func (x *Provider) GetApis() []*ToolDoc {
+	if x != nil {
+		return x.Apis
+	}
+	return nil
+}
+
+type ToolDoc struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Description   string                 `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	ParamsJson    string                 `protobuf:"bytes,3,opt,name=params_json,json=paramsJson,proto3" json:"params_json,omitempty"`
+	ReturnsJson   string                 `protobuf:"bytes,4,opt,name=returns_json,json=returnsJson,proto3" json:"returns_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolDoc) Reset() {
+	*x = ToolDoc{}
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolDoc) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolDoc) ProtoMessage() {}
+
+func (x *ToolDoc) ProtoReflect() protoreflect.Message {
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolDoc.ProtoReflect.Descriptor instead.
+func (*ToolDoc) Descriptor() ([]byte, []int) {
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ToolDoc) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ToolDoc) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *ToolDoc) GetParamsJson() string {
+	if x != nil {
+		return x.ParamsJson
+	}
+	return ""
+}
+
+func (x *ToolDoc) GetReturnsJson() string {
+	if x != nil {
+		return x.ReturnsJson
+	}
+	return ""
+}
+
 type Capability struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -403,7 +590,7 @@ type Capability struct {
 
 func (x *Capability) Reset() {
 	*x = Capability{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[4]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -415,7 +602,7 @@ func (x *Capability) String() string {
 func (*Capability) ProtoMessage() {}
 
 func (x *Capability) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[4]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -428,7 +615,7 @@ func (x *Capability) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capability.ProtoReflect.Descriptor instead.
 func (*Capability) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{4}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Capability) GetName() string {
@@ -472,7 +659,7 @@ type Limits struct {
 
 func (x *Limits) Reset() {
 	*x = Limits{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[5]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -484,7 +671,7 @@ func (x *Limits) String() string {
 func (*Limits) ProtoMessage() {}
 
 func (x *Limits) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[5]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -497,7 +684,7 @@ func (x *Limits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limits.ProtoReflect.Descriptor instead.
 func (*Limits) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{5}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Limits) GetMemory() int64 {
@@ -550,7 +737,7 @@ type Call struct {
 
 func (x *Call) Reset() {
 	*x = Call{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[6]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -562,7 +749,7 @@ func (x *Call) String() string {
 func (*Call) ProtoMessage() {}
 
 func (x *Call) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[6]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -575,7 +762,7 @@ func (x *Call) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Call.ProtoReflect.Descriptor instead.
 func (*Call) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{6}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Call) GetId() uint64 {
@@ -630,7 +817,7 @@ type Answer struct {
 
 func (x *Answer) Reset() {
 	*x = Answer{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[7]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -642,7 +829,7 @@ func (x *Answer) String() string {
 func (*Answer) ProtoMessage() {}
 
 func (x *Answer) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[7]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -655,7 +842,7 @@ func (x *Answer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Answer.ProtoReflect.Descriptor instead.
 func (*Answer) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{7}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Answer) GetId() uint64 {
@@ -732,14 +919,16 @@ type Result struct {
 	Kind      string `protobuf:"bytes,5,opt,name=kind,proto3" json:"kind,omitempty"`
 	Stats     *Stats `protobuf:"bytes,6,opt,name=stats,proto3" json:"stats,omitempty"`
 	// limits are the limits the program ran under.
-	Limits        *Limits `protobuf:"bytes,7,opt,name=limits,proto3" json:"limits,omitempty"`
+	Limits *Limits `protobuf:"bytes,7,opt,name=limits,proto3" json:"limits,omitempty"`
+	// retained says the sandbox lives on (retain_handles, and it did not die).
+	Retained      bool `protobuf:"varint,8,opt,name=retained,proto3" json:"retained,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[8]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -751,7 +940,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[8]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -764,7 +953,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{8}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Result) GetResultJson() string {
@@ -816,6 +1005,329 @@ func (x *Result) GetLimits() *Limits {
 	return nil
 }
 
+func (x *Result) GetRetained() bool {
+	if x != nil {
+		return x.Retained
+	}
+	return false
+}
+
+// Invoke calls the function behind a handle the program handed out, with
+// the codec's JSON of the handle and of the argument array.
+type Invoke struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	HandleJson    string                 `protobuf:"bytes,2,opt,name=handle_json,json=handleJson,proto3" json:"handle_json,omitempty"`
+	ArgsJson      string                 `protobuf:"bytes,3,opt,name=args_json,json=argsJson,proto3" json:"args_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Invoke) Reset() {
+	*x = Invoke{}
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Invoke) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Invoke) ProtoMessage() {}
+
+func (x *Invoke) ProtoReflect() protoreflect.Message {
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Invoke.ProtoReflect.Descriptor instead.
+func (*Invoke) Descriptor() ([]byte, []int) {
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *Invoke) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *Invoke) GetHandleJson() string {
+	if x != nil {
+		return x.HandleJson
+	}
+	return ""
+}
+
+func (x *Invoke) GetArgsJson() string {
+	if x != nil {
+		return x.ArgsJson
+	}
+	return ""
+}
+
+type InvokeResult struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Id        uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	ValueJson string                 `protobuf:"bytes,2,opt,name=value_json,json=valueJson,proto3" json:"value_json,omitempty"`
+	// error_json is the failure's error JSON (error its text); closed says the
+	// failure closed the sandbox.
+	ErrorJson     string `protobuf:"bytes,3,opt,name=error_json,json=errorJson,proto3" json:"error_json,omitempty"`
+	Error         string `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	Closed        bool   `protobuf:"varint,5,opt,name=closed,proto3" json:"closed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InvokeResult) Reset() {
+	*x = InvokeResult{}
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InvokeResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InvokeResult) ProtoMessage() {}
+
+func (x *InvokeResult) ProtoReflect() protoreflect.Message {
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InvokeResult.ProtoReflect.Descriptor instead.
+func (*InvokeResult) Descriptor() ([]byte, []int) {
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *InvokeResult) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *InvokeResult) GetValueJson() string {
+	if x != nil {
+		return x.ValueJson
+	}
+	return ""
+}
+
+func (x *InvokeResult) GetErrorJson() string {
+	if x != nil {
+		return x.ErrorJson
+	}
+	return ""
+}
+
+func (x *InvokeResult) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *InvokeResult) GetClosed() bool {
+	if x != nil {
+		return x.Closed
+	}
+	return false
+}
+
+type LogsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LogsRequest) Reset() {
+	*x = LogsRequest{}
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LogsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LogsRequest) ProtoMessage() {}
+
+func (x *LogsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LogsRequest.ProtoReflect.Descriptor instead.
+func (*LogsRequest) Descriptor() ([]byte, []int) {
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *LogsRequest) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+type LogsReply struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Logs          []string               `protobuf:"bytes,2,rep,name=logs,proto3" json:"logs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LogsReply) Reset() {
+	*x = LogsReply{}
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LogsReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LogsReply) ProtoMessage() {}
+
+func (x *LogsReply) ProtoReflect() protoreflect.Message {
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LogsReply.ProtoReflect.Descriptor instead.
+func (*LogsReply) Descriptor() ([]byte, []int) {
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *LogsReply) GetId() uint64 {
+	if x != nil {
+		return x.Id
+	}
+	return 0
+}
+
+func (x *LogsReply) GetLogs() []string {
+	if x != nil {
+		return x.Logs
+	}
+	return nil
+}
+
+type Release struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Release) Reset() {
+	*x = Release{}
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Release) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Release) ProtoMessage() {}
+
+func (x *Release) ProtoReflect() protoreflect.Message {
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Release.ProtoReflect.Descriptor instead.
+func (*Release) Descriptor() ([]byte, []int) {
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{14}
+}
+
+type Closed struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Error         string                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Closed) Reset() {
+	*x = Closed{}
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Closed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Closed) ProtoMessage() {}
+
+func (x *Closed) ProtoReflect() protoreflect.Message {
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Closed.ProtoReflect.Descriptor instead.
+func (*Closed) Descriptor() ([]byte, []int) {
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *Closed) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
 type Stats struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ElapsedUs     int64                  `protobuf:"varint,1,opt,name=elapsed_us,json=elapsedUs,proto3" json:"elapsed_us,omitempty"`
@@ -827,7 +1339,7 @@ type Stats struct {
 
 func (x *Stats) Reset() {
 	*x = Stats{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[9]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -839,7 +1351,7 @@ func (x *Stats) String() string {
 func (*Stats) ProtoMessage() {}
 
 func (x *Stats) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[9]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -852,7 +1364,7 @@ func (x *Stats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stats.ProtoReflect.Descriptor instead.
 func (*Stats) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{9}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Stats) GetElapsedUs() int64 {
@@ -880,31 +1392,45 @@ var File_codemode_remote_v1_remote_proto protoreflect.FileDescriptor
 
 const file_codemode_remote_v1_remote_proto_rawDesc = "" +
 	"\n" +
-	"\x1fcodemode/remote/v1/remote.proto\x12\x12codemode.remote.v1\"\x7f\n" +
+	"\x1fcodemode/remote/v1/remote.proto\x12\x12codemode.remote.v1\"\xa5\x02\n" +
 	"\rClientMessage\x121\n" +
 	"\x05start\x18\x01 \x01(\v2\x19.codemode.remote.v1.StartH\x00R\x05start\x124\n" +
-	"\x06answer\x18\x02 \x01(\v2\x1a.codemode.remote.v1.AnswerH\x00R\x06answerB\x05\n" +
-	"\x03msg\"|\n" +
+	"\x06answer\x18\x02 \x01(\v2\x1a.codemode.remote.v1.AnswerH\x00R\x06answer\x124\n" +
+	"\x06invoke\x18\x03 \x01(\v2\x1a.codemode.remote.v1.InvokeH\x00R\x06invoke\x125\n" +
+	"\x04logs\x18\x04 \x01(\v2\x1f.codemode.remote.v1.LogsRequestH\x00R\x04logs\x127\n" +
+	"\arelease\x18\x05 \x01(\v2\x1b.codemode.remote.v1.ReleaseH\x00R\areleaseB\x05\n" +
+	"\x03msg\"\xb0\x02\n" +
 	"\rServerMessage\x12.\n" +
 	"\x04call\x18\x01 \x01(\v2\x18.codemode.remote.v1.CallH\x00R\x04call\x124\n" +
-	"\x06result\x18\x02 \x01(\v2\x1a.codemode.remote.v1.ResultH\x00R\x06resultB\x05\n" +
-	"\x03msg\"\xab\x02\n" +
+	"\x06result\x18\x02 \x01(\v2\x1a.codemode.remote.v1.ResultH\x00R\x06result\x12G\n" +
+	"\rinvoke_result\x18\x03 \x01(\v2 .codemode.remote.v1.InvokeResultH\x00R\finvokeResult\x123\n" +
+	"\x04logs\x18\x04 \x01(\v2\x1d.codemode.remote.v1.LogsReplyH\x00R\x04logs\x124\n" +
+	"\x06closed\x18\x05 \x01(\v2\x1a.codemode.remote.v1.ClosedH\x00R\x06closedB\x05\n" +
+	"\x03msg\"\xd2\x02\n" +
 	"\x05Start\x122\n" +
 	"\x04mode\x18\x01 \x01(\x0e2\x1e.codemode.remote.v1.Start.ModeR\x04mode\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\tR\x04code\x12:\n" +
 	"\tproviders\x18\x03 \x03(\v2\x1c.codemode.remote.v1.ProviderR\tproviders\x12B\n" +
 	"\fcapabilities\x18\x04 \x03(\v2\x1e.codemode.remote.v1.CapabilityR\fcapabilities\x122\n" +
-	"\x06limits\x18\x05 \x01(\v2\x1a.codemode.remote.v1.LimitsR\x06limits\"&\n" +
+	"\x06limits\x18\x05 \x01(\v2\x1a.codemode.remote.v1.LimitsR\x06limits\x12%\n" +
+	"\x0eretain_handles\x18\x06 \x01(\bR\rretainHandles\"&\n" +
 	"\x04Mode\x12\x10\n" +
 	"\fMODE_EXECUTE\x10\x00\x12\f\n" +
-	"\bMODE_RUN\x10\x01\"\x92\x01\n" +
+	"\bMODE_RUN\x10\x01\"\xc3\x01\n" +
 	"\bProvider\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05tools\x18\x02 \x03(\tR\x05tools\x12\x1f\n" +
 	"\vobject_args\x18\x03 \x01(\bR\n" +
 	"objectArgs\x12\x18\n" +
 	"\aprelude\x18\x04 \x01(\tR\aprelude\x12!\n" +
-	"\fproxy_source\x18\x05 \x01(\tR\vproxySource\"y\n" +
+	"\fproxy_source\x18\x05 \x01(\tR\vproxySource\x12/\n" +
+	"\x04apis\x18\x06 \x03(\v2\x1b.codemode.remote.v1.ToolDocR\x04apis\"\x83\x01\n" +
+	"\aToolDoc\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x1f\n" +
+	"\vparams_json\x18\x03 \x01(\tR\n" +
+	"paramsJson\x12!\n" +
+	"\freturns_json\x18\x04 \x01(\tR\vreturnsJson\"y\n" +
 	"\n" +
 	"Capability\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
@@ -933,7 +1459,7 @@ const file_codemode_remote_v1_remote_proto_rawDesc = "" +
 	"\vresult_json\x18\x03 \x01(\tH\x00R\n" +
 	"resultJson\x12\x1a\n" +
 	"\afailure\x18\x04 \x01(\tH\x00R\afailureB\t\n" +
-	"\aoutcome\"\xeb\x01\n" +
+	"\aoutcome\"\x87\x02\n" +
 	"\x06Result\x12\x1f\n" +
 	"\vresult_json\x18\x01 \x01(\tR\n" +
 	"resultJson\x12\x12\n" +
@@ -943,7 +1469,29 @@ const file_codemode_remote_v1_remote_proto_rawDesc = "" +
 	"error_json\x18\x04 \x01(\tR\terrorJson\x12\x12\n" +
 	"\x04kind\x18\x05 \x01(\tR\x04kind\x12/\n" +
 	"\x05stats\x18\x06 \x01(\v2\x19.codemode.remote.v1.StatsR\x05stats\x122\n" +
-	"\x06limits\x18\a \x01(\v2\x1a.codemode.remote.v1.LimitsR\x06limits\"f\n" +
+	"\x06limits\x18\a \x01(\v2\x1a.codemode.remote.v1.LimitsR\x06limits\x12\x1a\n" +
+	"\bretained\x18\b \x01(\bR\bretained\"V\n" +
+	"\x06Invoke\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1f\n" +
+	"\vhandle_json\x18\x02 \x01(\tR\n" +
+	"handleJson\x12\x1b\n" +
+	"\targs_json\x18\x03 \x01(\tR\bargsJson\"\x8a\x01\n" +
+	"\fInvokeResult\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1d\n" +
+	"\n" +
+	"value_json\x18\x02 \x01(\tR\tvalueJson\x12\x1d\n" +
+	"\n" +
+	"error_json\x18\x03 \x01(\tR\terrorJson\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\x12\x16\n" +
+	"\x06closed\x18\x05 \x01(\bR\x06closed\"\x1d\n" +
+	"\vLogsRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\"/\n" +
+	"\tLogsReply\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
+	"\x04logs\x18\x02 \x03(\tR\x04logs\"\t\n" +
+	"\aRelease\"\x1e\n" +
+	"\x06Closed\x12\x14\n" +
+	"\x05error\x18\x01 \x01(\tR\x05error\"f\n" +
 	"\x05Stats\x12\x1d\n" +
 	"\n" +
 	"elapsed_us\x18\x01 \x01(\x03R\telapsedUs\x12\x1d\n" +
@@ -967,38 +1515,52 @@ func file_codemode_remote_v1_remote_proto_rawDescGZIP() []byte {
 }
 
 var file_codemode_remote_v1_remote_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_codemode_remote_v1_remote_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_codemode_remote_v1_remote_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_codemode_remote_v1_remote_proto_goTypes = []any{
 	(Start_Mode)(0),       // 0: codemode.remote.v1.Start.Mode
 	(*ClientMessage)(nil), // 1: codemode.remote.v1.ClientMessage
 	(*ServerMessage)(nil), // 2: codemode.remote.v1.ServerMessage
 	(*Start)(nil),         // 3: codemode.remote.v1.Start
 	(*Provider)(nil),      // 4: codemode.remote.v1.Provider
-	(*Capability)(nil),    // 5: codemode.remote.v1.Capability
-	(*Limits)(nil),        // 6: codemode.remote.v1.Limits
-	(*Call)(nil),          // 7: codemode.remote.v1.Call
-	(*Answer)(nil),        // 8: codemode.remote.v1.Answer
-	(*Result)(nil),        // 9: codemode.remote.v1.Result
-	(*Stats)(nil),         // 10: codemode.remote.v1.Stats
+	(*ToolDoc)(nil),       // 5: codemode.remote.v1.ToolDoc
+	(*Capability)(nil),    // 6: codemode.remote.v1.Capability
+	(*Limits)(nil),        // 7: codemode.remote.v1.Limits
+	(*Call)(nil),          // 8: codemode.remote.v1.Call
+	(*Answer)(nil),        // 9: codemode.remote.v1.Answer
+	(*Result)(nil),        // 10: codemode.remote.v1.Result
+	(*Invoke)(nil),        // 11: codemode.remote.v1.Invoke
+	(*InvokeResult)(nil),  // 12: codemode.remote.v1.InvokeResult
+	(*LogsRequest)(nil),   // 13: codemode.remote.v1.LogsRequest
+	(*LogsReply)(nil),     // 14: codemode.remote.v1.LogsReply
+	(*Release)(nil),       // 15: codemode.remote.v1.Release
+	(*Closed)(nil),        // 16: codemode.remote.v1.Closed
+	(*Stats)(nil),         // 17: codemode.remote.v1.Stats
 }
 var file_codemode_remote_v1_remote_proto_depIdxs = []int32{
 	3,  // 0: codemode.remote.v1.ClientMessage.start:type_name -> codemode.remote.v1.Start
-	8,  // 1: codemode.remote.v1.ClientMessage.answer:type_name -> codemode.remote.v1.Answer
-	7,  // 2: codemode.remote.v1.ServerMessage.call:type_name -> codemode.remote.v1.Call
-	9,  // 3: codemode.remote.v1.ServerMessage.result:type_name -> codemode.remote.v1.Result
-	0,  // 4: codemode.remote.v1.Start.mode:type_name -> codemode.remote.v1.Start.Mode
-	4,  // 5: codemode.remote.v1.Start.providers:type_name -> codemode.remote.v1.Provider
-	5,  // 6: codemode.remote.v1.Start.capabilities:type_name -> codemode.remote.v1.Capability
-	6,  // 7: codemode.remote.v1.Start.limits:type_name -> codemode.remote.v1.Limits
-	10, // 8: codemode.remote.v1.Result.stats:type_name -> codemode.remote.v1.Stats
-	6,  // 9: codemode.remote.v1.Result.limits:type_name -> codemode.remote.v1.Limits
-	1,  // 10: codemode.remote.v1.Executor.Program:input_type -> codemode.remote.v1.ClientMessage
-	2,  // 11: codemode.remote.v1.Executor.Program:output_type -> codemode.remote.v1.ServerMessage
-	11, // [11:12] is the sub-list for method output_type
-	10, // [10:11] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	9,  // 1: codemode.remote.v1.ClientMessage.answer:type_name -> codemode.remote.v1.Answer
+	11, // 2: codemode.remote.v1.ClientMessage.invoke:type_name -> codemode.remote.v1.Invoke
+	13, // 3: codemode.remote.v1.ClientMessage.logs:type_name -> codemode.remote.v1.LogsRequest
+	15, // 4: codemode.remote.v1.ClientMessage.release:type_name -> codemode.remote.v1.Release
+	8,  // 5: codemode.remote.v1.ServerMessage.call:type_name -> codemode.remote.v1.Call
+	10, // 6: codemode.remote.v1.ServerMessage.result:type_name -> codemode.remote.v1.Result
+	12, // 7: codemode.remote.v1.ServerMessage.invoke_result:type_name -> codemode.remote.v1.InvokeResult
+	14, // 8: codemode.remote.v1.ServerMessage.logs:type_name -> codemode.remote.v1.LogsReply
+	16, // 9: codemode.remote.v1.ServerMessage.closed:type_name -> codemode.remote.v1.Closed
+	0,  // 10: codemode.remote.v1.Start.mode:type_name -> codemode.remote.v1.Start.Mode
+	4,  // 11: codemode.remote.v1.Start.providers:type_name -> codemode.remote.v1.Provider
+	6,  // 12: codemode.remote.v1.Start.capabilities:type_name -> codemode.remote.v1.Capability
+	7,  // 13: codemode.remote.v1.Start.limits:type_name -> codemode.remote.v1.Limits
+	5,  // 14: codemode.remote.v1.Provider.apis:type_name -> codemode.remote.v1.ToolDoc
+	17, // 15: codemode.remote.v1.Result.stats:type_name -> codemode.remote.v1.Stats
+	7,  // 16: codemode.remote.v1.Result.limits:type_name -> codemode.remote.v1.Limits
+	1,  // 17: codemode.remote.v1.Executor.Program:input_type -> codemode.remote.v1.ClientMessage
+	2,  // 18: codemode.remote.v1.Executor.Program:output_type -> codemode.remote.v1.ServerMessage
+	18, // [18:19] is the sub-list for method output_type
+	17, // [17:18] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_codemode_remote_v1_remote_proto_init() }
@@ -1009,12 +1571,18 @@ func file_codemode_remote_v1_remote_proto_init() {
 	file_codemode_remote_v1_remote_proto_msgTypes[0].OneofWrappers = []any{
 		(*ClientMessage_Start)(nil),
 		(*ClientMessage_Answer)(nil),
+		(*ClientMessage_Invoke)(nil),
+		(*ClientMessage_Logs)(nil),
+		(*ClientMessage_Release)(nil),
 	}
 	file_codemode_remote_v1_remote_proto_msgTypes[1].OneofWrappers = []any{
 		(*ServerMessage_Call)(nil),
 		(*ServerMessage_Result)(nil),
+		(*ServerMessage_InvokeResult)(nil),
+		(*ServerMessage_Logs)(nil),
+		(*ServerMessage_Closed)(nil),
 	}
-	file_codemode_remote_v1_remote_proto_msgTypes[7].OneofWrappers = []any{
+	file_codemode_remote_v1_remote_proto_msgTypes[8].OneofWrappers = []any{
 		(*Answer_Envelope)(nil),
 		(*Answer_ResultJson)(nil),
 		(*Answer_Failure)(nil),
@@ -1025,7 +1593,7 @@ func file_codemode_remote_v1_remote_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_codemode_remote_v1_remote_proto_rawDesc), len(file_codemode_remote_v1_remote_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   10,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
