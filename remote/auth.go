@@ -7,9 +7,11 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
+	grpcpeer "google.golang.org/grpc/peer"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 
@@ -31,6 +33,38 @@ func TokenAuth(token string) (grpc.UnaryServerInterceptor, grpc.StreamServerInte
 			}
 		}
 		return status.Error(codes.Unauthenticated, "a valid bearer token is required")
+	}
+	unary := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if err := check(ctx, info.FullMethod); err != nil {
+			return nil, err
+		}
+		return h(ctx, req)
+	}
+	stream := func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+		if err := check(ss.Context(), info.FullMethod); err != nil {
+			return err
+		}
+		return h(srv, ss)
+	}
+	return unary, stream
+}
+
+// ClientCertAuth returns interceptors that refuse, with Unauthenticated,
+// every call (but the health service's) whose TLS peer presented no
+// verified client certificate. Pair it with tls.VerifyClientCertIfGiven
+// (and ClientCAs): a handshake without a certificate then succeeds and the
+// call is refused with a code the client can tell from a network failure.
+func ClientCertAuth() (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
+	check := func(ctx context.Context, method string) error {
+		if strings.HasPrefix(method, "/grpc.health.v1.Health/") {
+			return nil
+		}
+		if p, ok := grpcpeer.FromContext(ctx); ok {
+			if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(ti.State.VerifiedChains) > 0 {
+				return nil
+			}
+		}
+		return status.Error(codes.Unauthenticated, "a client certificate signed by the daemon's CA is required")
 	}
 	unary := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 		if err := check(ctx, info.FullMethod); err != nil {

@@ -74,6 +74,10 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
 			return exitFor(stderr, err)
 		}
 		sopts = append(sopts, grpc.Creds(creds))
+		if *clientCA != "" { // a client without a certificate is Unauthenticated, not a failed handshake
+			u, st := remote.ClientCertAuth()
+			sopts = append(sopts, grpc.ChainUnaryInterceptor(u), grpc.ChainStreamInterceptor(st))
+		}
 		secured = true
 	} else if *clientCA != "" {
 		return exitFor(stderr, usagef("--client-ca needs --tls-cert and --tls-key"))
@@ -175,7 +179,7 @@ func serverTLS(cert, key, ca string) (credentials.TransportCredentials, error) {
 		if !pool.AppendCertsFromPEM(pem) {
 			return nil, usagef("--client-ca: no certificate in %s", ca)
 		}
-		cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
+		cfg.ClientCAs, cfg.ClientAuth = pool, tls.VerifyClientCertIfGiven // refused with Unauthenticated by remote.ClientCertAuth
 	}
 	return credentials.NewTLS(cfg), nil
 }
