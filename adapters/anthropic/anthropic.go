@@ -1,0 +1,90 @@
+// Package anthropic puts code mode into the Anthropic Go SDK
+// (github.com/anthropics/anthropic-sdk-go/v2, the SDK's current major): the
+// run_js tool as a ToolParam for the Messages API, the tool_result blocks
+// answering the model's tool_use blocks of it (a failed program's result
+// has is_error set and the model-readable error JSON with the logs as its
+// content), and the tool as the SDK's BetaTool for its tool runner. Other
+// tool uses — an agent's stop tools, a hand-off — are left to the caller's
+// loop, so it can still end.
+package anthropic
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+
+	"github.com/codemode-go/codemode"
+)
+
+// schema is run_js's input schema as the SDK takes it.
+func schema() (props any, required []string) {
+	var s struct {
+		Properties map[string]any `json:"properties"`
+		Required   []string       `json:"required"`
+	}
+	json.Unmarshal(codemode.RunJSParameters(), &s)
+	return s.Properties, s.Required
+}
+
+// Tool is the code tool as a Messages API tool.
+func Tool(cm *codemode.CodeModeTool) anthropic.ToolUnionParam {
+	props, req := schema()
+	t := anthropic.ToolUnionParamOfTool(anthropic.ToolInputSchemaParam{Properties: props, Required: req}, codemode.RunJSToolName)
+	t.OfTool.Description = anthropic.String(cm.Description())
+	return t
+}
+
+// Answers runs the message's tool_use blocks of the code tool and returns
+// their tool_result blocks (for the next user message), with the other
+// tool uses for the caller to answer.
+func Answers(ctx context.Context, cm *codemode.CodeModeTool, msg *anthropic.Message) (results []anthropic.ContentBlockParamUnion, rest []anthropic.ToolUseBlock, err error) {
+	for _, block := range msg.Content {
+		if block.Type != "tool_use" {
+			continue
+		}
+		use := block.AsToolUse()
+		if use.Name != codemode.RunJSToolName {
+			rest = append(rest, use)
+			continue
+		}
+		r, err := cm.Invoke(ctx, use.Input)
+		if err != nil {
+			return nil, nil, err
+		}
+		results = append(results, anthropic.NewToolResultBlock(use.ID, string(r.Output), r.IsError))
+	}
+	return results, rest, nil
+}
+
+// BetaTool is the code tool for the SDK's tool runner
+// (Client.Beta.Messages.NewToolRunner).
+func BetaTool(cm *codemode.CodeModeTool) anthropic.BetaTool { return betaTool{cm} }
+
+type betaTool struct{ cm *codemode.CodeModeTool }
+
+func (betaTool) Name() string          { return codemode.RunJSToolName }
+func (t betaTool) Description() string { return t.cm.Description() }
+
+func (betaTool) InputSchema() anthropic.BetaToolInputSchemaParam {
+	props, req := schema()
+	return anthropic.BetaToolInputSchemaParam{Properties: props, Required: req}
+}
+
+// Execute runs the program; a failed one is an error whose text is the
+// error JSON with the logs (the runner reports it with is_error).
+func (t betaTool) Execute(ctx context.Context, input json.RawMessage) ([]anthropic.BetaToolResultBlockParamContentUnion, error) {
+	r, err := t.cm.Invoke(ctx, input)
+	if err != nil {
+		return nil, err
+	}
+	if r.IsError {
+		return nil, programError(r.Output)
+	}
+	return []anthropic.BetaToolResultBlockParamContentUnion{{OfText: &anthropic.BetaTextBlockParam{Text: string(r.Output)}}}, nil
+}
+
+// programError is a failed program's error JSON as a Go error.
+type programError json.RawMessage
+
+func (e programError) Error() string { return string(e) }
