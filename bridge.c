@@ -3086,17 +3086,10 @@ static int date_watch(bridge_slot *s)
 	JSContext *ctx = s->ctx;
 	JSValue global = JS_GetGlobalObject(ctx);
 	JSValue date = JS_GetPropertyStr(ctx, global, "Date");
-	JSValue get = JS_NewCFunction2(ctx, js_date_watch_get, "get Date", 0, JS_CFUNC_generic, 0);
-	JSValue set = JS_NewCFunction2(ctx, js_date_watch_set, "set Date", 1, JS_CFUNC_generic, 0);
-	JSAtom atom = JS_NewAtom(ctx, "Date");
-	int rc = -1;
-	if (!JS_IsException(date) && !JS_IsException(get) && !JS_IsException(set) && atom != JS_ATOM_NULL) {
-		rc = JS_DefinePropertyGetSet(ctx, global, atom, get, set, JS_PROP_CONFIGURABLE) < 0 ? -1 : 0;
-	} else {
-		JS_FreeValue(ctx, get);
-		JS_FreeValue(ctx, set);
-	}
-	JS_FreeAtom(ctx, atom);
+	int rc = JS_IsException(date)
+	             ? -1
+	             : lazy_define(ctx, global, "Date", JS_NewCFunction2(ctx, js_date_watch_get, "get Date", 0, JS_CFUNC_generic, 0),
+	                           JS_NewCFunction2(ctx, js_date_watch_set, "set Date", 1, JS_CFUNC_generic, 0));
 	JS_FreeValue(ctx, global);
 	if (rc < 0) {
 		JS_FreeValue(ctx, date);
