@@ -18,22 +18,9 @@ import (
 	pb "github.com/codemode-go/codemode/remote/remotepb"
 )
 
-// TokenAuth returns interceptors that refuse every call without
-// "authorization: Bearer <token>" with Unauthenticated, before anything
-// runs (the health service included only if it is not exempt: it is).
-func TokenAuth(token string) (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
-	check := func(ctx context.Context, method string) error {
-		if strings.HasPrefix(method, "/grpc.health.v1.Health/") {
-			return nil // probes carry no token
-		}
-		md, _ := metadata.FromIncomingContext(ctx)
-		for _, v := range md.Get("authorization") {
-			if got, ok := strings.CutPrefix(v, "Bearer "); ok && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1 {
-				return nil
-			}
-		}
-		return status.Error(codes.Unauthenticated, "a valid bearer token is required")
-	}
+// interceptors makes the unary and stream interceptors of one check of a
+// call's context and method.
+func interceptors(check func(ctx context.Context, method string) error) (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
 	unary := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 		if err := check(ctx, info.FullMethod); err != nil {
 			return nil, err
@@ -49,6 +36,29 @@ func TokenAuth(token string) (grpc.UnaryServerInterceptor, grpc.StreamServerInte
 	return unary, stream
 }
 
+// exempt reports the health service's methods, which probes call without
+// credentials.
+func exempt(method string) bool { return strings.HasPrefix(method, "/grpc.health.v1.Health/") }
+
+// TokenAuth returns interceptors that refuse every call without
+// "authorization: Bearer <token>" with Unauthenticated, before anything
+// runs (the health service included only if it is not exempt: it is).
+func TokenAuth(token string) (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
+	check := func(ctx context.Context, method string) error {
+		if exempt(method) {
+			return nil
+		}
+		md, _ := metadata.FromIncomingContext(ctx)
+		for _, v := range md.Get("authorization") {
+			if got, ok := strings.CutPrefix(v, "Bearer "); ok && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1 {
+				return nil
+			}
+		}
+		return status.Error(codes.Unauthenticated, "a valid bearer token is required")
+	}
+	return interceptors(check)
+}
+
 // ClientCertAuth returns interceptors that refuse, with Unauthenticated,
 // every call (but the health service's) whose TLS peer presented no
 // verified client certificate. Pair it with tls.VerifyClientCertIfGiven
@@ -56,7 +66,7 @@ func TokenAuth(token string) (grpc.UnaryServerInterceptor, grpc.StreamServerInte
 // call is refused with a code the client can tell from a network failure.
 func ClientCertAuth() (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor) {
 	check := func(ctx context.Context, method string) error {
-		if strings.HasPrefix(method, "/grpc.health.v1.Health/") {
+		if exempt(method) {
 			return nil
 		}
 		if p, ok := grpcpeer.FromContext(ctx); ok {
@@ -66,19 +76,7 @@ func ClientCertAuth() (grpc.UnaryServerInterceptor, grpc.StreamServerInterceptor
 		}
 		return status.Error(codes.Unauthenticated, "a client certificate signed by the daemon's CA is required")
 	}
-	unary := func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-		if err := check(ctx, info.FullMethod); err != nil {
-			return nil, err
-		}
-		return h(ctx, req)
-	}
-	stream := func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-		if err := check(ss.Context(), info.FullMethod); err != nil {
-			return err
-		}
-		return h(srv, ss)
-	}
-	return unary, stream
+	return interceptors(check)
 }
 
 // Register registers the daemon's service on g, with the gRPC health

@@ -24,7 +24,6 @@ type peer struct {
 	next    uint64
 	pending map[uint64]chan *pb.Answer
 	gone    chan struct{} // the client stopped sending (or broke the stream)
-	err     error
 	done    chan struct{}
 	control chan *pb.ClientMessage // Invoke, LogsRequest, Release (a retained sandbox's)
 }
@@ -47,9 +46,6 @@ func (p *peer) receive() {
 	for {
 		m, err := p.stream.Recv()
 		if err != nil {
-			p.mu.Lock()
-			p.err = err
-			p.mu.Unlock()
 			return
 		}
 		p.metrics.moved("in", proto.Size(m))

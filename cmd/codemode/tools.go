@@ -133,7 +133,6 @@ func (tb *toolbox) serve(ctx context.Context, provider, tool, args string) (stri
 // job is one run's view of the toolbox: its dispatch (recording or
 // replaying) and, when replaying, whether it diverged.
 type job struct {
-	id       string
 	dispatch codemode.DispatchFunc
 	det      *codemode.Determinism
 	replay   *jobReplay
@@ -143,7 +142,7 @@ type job struct {
 // seed and the current time, which the tape keeps; a replayed one gets the
 // tape's.
 func (tb *toolbox) forJob(id string, providers []string) (*job, error) {
-	j := &job{id: id, dispatch: tb.serve}
+	j := &job{dispatch: tb.serve}
 	switch {
 	case tb.tape != nil:
 		r, err := tb.tape.start(id)
