@@ -3,10 +3,7 @@ package anthropic_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,28 +14,8 @@ import (
 
 	"github.com/codemode-go/codemode"
 	cmanthropic "github.com/codemode-go/codemode/adapters/anthropic"
+	"github.com/codemode-go/codemode/internal/fakeapi"
 )
-
-// fakeAPI answers the SDK's requests with canned Messages responses in
-// turn and keeps what the SDK sent.
-type fakeAPI struct {
-	mu      sync.Mutex
-	replies []string
-	bodies  []map[string]any
-}
-
-func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	b, _ := io.ReadAll(r.Body)
-	var body map[string]any
-	json.Unmarshal(b, &body)
-	f.mu.Lock()
-	f.bodies = append(f.bodies, body)
-	reply := f.replies[0]
-	f.replies = f.replies[1:]
-	f.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
-	io.WriteString(w, reply)
-}
 
 func message(content string, stop string) string {
 	return `{"id":"msg","type":"message","role":"assistant","model":"claude","stop_reason":"` + stop + `","content":` + content +
@@ -49,11 +26,11 @@ func message(content string, stop string) string {
 // the wire), its repair, the result, the final text; a stop tool beside
 // the code tool is left to the loop.
 func TestMessages(t *testing.T) {
-	f := &fakeAPI{replies: []string{
+	f := fakeapi.New(
 		message(`[{"type":"tool_use","id":"tu_1","name":"run_js","input":{"code":"return notDefined + 1"}}]`, "tool_use"),
 		message(`[{"type":"text","text":"fixing"},{"type":"tool_use","id":"tu_2","name":"run_js","input":{"code":"console.log('x'); return [1, 2].map((n) => n * 10)"}},{"type":"tool_use","id":"tu_3","name":"final_answer","input":{}}]`, "tool_use"),
 		message(`[{"type":"text","text":"10 and 20"}]`, "end_turn"),
-	}}
+	)
 	srv := httptest.NewServer(f)
 	defer srv.Close()
 	c := anthropic.NewClient(option.WithBaseURL(srv.URL), option.WithAPIKey("test"), option.WithMaxRetries(0))
@@ -82,22 +59,22 @@ func TestMessages(t *testing.T) {
 	}
 	assert.Equal(t, "10 and 20", final)
 	assert.Equal(t, []string{"final_answer"}, stops)
-	require.Len(t, f.bodies, 3)
-	tool := f.bodies[0]["tools"].([]any)[0].(map[string]any)
+	require.Len(t, f.Bodies(), 3)
+	tool := f.Bodies()[0]["tools"].([]any)[0].(map[string]any)
 	assert.Equal(t, "run_js", tool["name"])
 	assert.Equal(t, []any{"code"}, tool["input_schema"].(map[string]any)["required"])
 	lastUser := func(body map[string]any) []any {
 		msgs := body["messages"].([]any)
 		return msgs[len(msgs)-1].(map[string]any)["content"].([]any)
 	}
-	bad := lastUser(f.bodies[1])[0].(map[string]any)
+	bad := lastUser(f.Bodies()[1])[0].(map[string]any)
 	assert.Equal(t, "tool_result", bad["type"])
 	assert.Equal(t, "tu_1", bad["tool_use_id"])
 	assert.Equal(t, true, bad["is_error"])
 	text := bad["content"].([]any)[0].(map[string]any)["text"].(string)
 	assert.Contains(t, text, `"kind":"js"`)
 	assert.Contains(t, text, "notDefined is not defined")
-	good := lastUser(f.bodies[2])[0].(map[string]any)
+	good := lastUser(f.Bodies()[2])[0].(map[string]any)
 	assert.Equal(t, "tu_2", good["tool_use_id"])
 	assert.Equal(t, false, good["is_error"])
 	assert.Equal(t, `{"result":[10,20],"logs":["x"]}`, good["content"].([]any)[0].(map[string]any)["text"])

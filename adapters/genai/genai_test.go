@@ -2,11 +2,7 @@ package genai_test
 
 import (
 	"context"
-	"encoding/json"
-	"io"
-	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,28 +12,8 @@ import (
 
 	"github.com/codemode-go/codemode"
 	cmgenai "github.com/codemode-go/codemode/adapters/genai"
+	"github.com/codemode-go/codemode/internal/fakeapi"
 )
-
-// fakeAPI answers generateContent with canned responses in turn and keeps
-// what the SDK sent.
-type fakeAPI struct {
-	mu      sync.Mutex
-	replies []string
-	bodies  []map[string]any
-}
-
-func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	b, _ := io.ReadAll(r.Body)
-	var body map[string]any
-	json.Unmarshal(b, &body)
-	f.mu.Lock()
-	f.bodies = append(f.bodies, body)
-	reply := f.replies[0]
-	f.replies = f.replies[1:]
-	f.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
-	io.WriteString(w, reply)
-}
 
 func reply(parts string) string {
 	return `{"candidates":[{"content":{"role":"model","parts":` + parts + `},"finishReason":"STOP"}]}`
@@ -46,11 +22,11 @@ func reply(parts string) string {
 // TestGenerateContent: a failing program answered with "error", its repair
 // answered with "output", then the final text; as the SDK sent them.
 func TestGenerateContent(t *testing.T) {
-	f := &fakeAPI{replies: []string{
+	f := fakeapi.New(
 		reply(`[{"functionCall":{"id":"f1","name":"run_js","args":{"code":"return missing()"}}}]`),
 		reply(`[{"functionCall":{"id":"f2","name":"run_js","args":{"code":"return {n: 3}"}}}]`),
 		reply(`[{"text":"n is 3"}]`),
-	}}
+	)
 	srv := httptest.NewServer(f)
 	defer srv.Close()
 	ctx := context.Background()
@@ -76,8 +52,8 @@ func TestGenerateContent(t *testing.T) {
 		contents = append(contents, resp.Candidates[0].Content, &genai.Content{Role: genai.RoleUser, Parts: parts})
 	}
 	assert.Equal(t, "n is 3", final)
-	require.Len(t, f.bodies, 3)
-	decl := f.bodies[0]["tools"].([]any)[0].(map[string]any)["functionDeclarations"].([]any)[0].(map[string]any)
+	require.Len(t, f.Bodies(), 3)
+	decl := f.Bodies()[0]["tools"].([]any)[0].(map[string]any)["functionDeclarations"].([]any)[0].(map[string]any)
 	assert.Equal(t, "run_js", decl["name"])
 	assert.NotNil(t, decl["parametersJsonSchema"])
 	lastPart := func(body map[string]any) map[string]any {
@@ -85,12 +61,12 @@ func TestGenerateContent(t *testing.T) {
 		parts := cs[len(cs)-1].(map[string]any)["parts"].([]any)
 		return parts[0].(map[string]any)["functionResponse"].(map[string]any)
 	}
-	bad := lastPart(f.bodies[1])
+	bad := lastPart(f.Bodies()[1])
 	assert.Equal(t, "f1", bad["id"])
 	errv := bad["response"].(map[string]any)["error"].(map[string]any)
 	assert.Equal(t, "js", errv["kind"])
 	assert.Contains(t, errv["message"], "missing is not defined")
-	good := lastPart(f.bodies[2])
+	good := lastPart(f.Bodies()[2])
 	assert.Equal(t, "f2", good["id"])
 	assert.Equal(t, map[string]any{"output": map[string]any{"result": map[string]any{"n": float64(3)}}}, good["response"])
 }

@@ -3,10 +3,7 @@ package openai_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,30 +15,10 @@ import (
 
 	"github.com/codemode-go/codemode"
 	cmopenai "github.com/codemode-go/codemode/adapters/openai"
+	"github.com/codemode-go/codemode/internal/fakeapi"
 )
 
-// fakeAPI answers the SDK's requests with canned responses in turn and
-// keeps the request bodies (what the SDK sent on the wire).
-type fakeAPI struct {
-	mu      sync.Mutex
-	replies []string
-	bodies  []map[string]any
-}
-
-func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	b, _ := io.ReadAll(r.Body)
-	var body map[string]any
-	json.Unmarshal(b, &body)
-	f.mu.Lock()
-	f.bodies = append(f.bodies, body)
-	reply := f.replies[0]
-	f.replies = f.replies[1:]
-	f.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
-	io.WriteString(w, reply)
-}
-
-func client(t *testing.T, f *fakeAPI) openai.Client {
+func client(t *testing.T, f *fakeapi.Server) openai.Client {
 	srv := httptest.NewServer(f)
 	t.Cleanup(srv.Close)
 	return openai.NewClient(option.WithBaseURL(srv.URL), option.WithAPIKey("test"), option.WithMaxRetries(0))
@@ -66,11 +43,11 @@ func chatReply(toolCalls string, content string) string {
 // gets the error JSON, fixes it, gets the result, and answers; each tool
 // message is checked as the SDK sent it.
 func TestChatCompletions(t *testing.T) {
-	f := &fakeAPI{replies: []string{
+	f := fakeapi.New(
 		chatReply(`[{"id":"call_1","type":"function","function":{"name":"run_js","arguments":"{\"code\":\"return undefinedThing * 2\"}"}}]`, ""),
 		chatReply(`[{"id":"call_2","type":"function","function":{"name":"run_js","arguments":"{\"code\":\"console.log('ok'); return 6 * 7\"}"}}]`, ""),
 		chatReply("", `"The answer is 42."`),
-	}}
+	)
 	c := client(t, f)
 	cm := codeTool(t)
 	ctx := context.Background()
@@ -92,8 +69,8 @@ func TestChatCompletions(t *testing.T) {
 		params.Messages = append(params.Messages, answers...)
 	}
 	assert.Equal(t, "The answer is 42.", final)
-	require.Len(t, f.bodies, 3)
-	tools := f.bodies[0]["tools"].([]any)
+	require.Len(t, f.Bodies(), 3)
+	tools := f.Bodies()[0]["tools"].([]any)
 	fn := tools[0].(map[string]any)["function"].(map[string]any)
 	assert.Equal(t, "run_js", fn["name"])
 	assert.Contains(t, fn["description"], "Run JavaScript")
@@ -101,12 +78,12 @@ func TestChatCompletions(t *testing.T) {
 		msgs := body["messages"].([]any)
 		return msgs[len(msgs)-1].(map[string]any)
 	}
-	first := last(f.bodies[1])
+	first := last(f.Bodies()[1])
 	assert.Equal(t, "tool", first["role"])
 	assert.Equal(t, "call_1", first["tool_call_id"])
 	assert.Contains(t, first["content"], `"kind":"js"`)
 	assert.Contains(t, first["content"], "undefinedThing is not defined")
-	second := last(f.bodies[2])
+	second := last(f.Bodies()[2])
 	assert.Equal(t, "call_2", second["tool_call_id"])
 	assert.Equal(t, `{"result":42,"logs":["ok"]}`, second["content"])
 }
@@ -118,10 +95,10 @@ func responsesReply(output string) string {
 // TestResponsesCustomTool: the model sends raw JavaScript to the custom
 // tool; the adapter answers with custom_tool_call_output.
 func TestResponsesCustomTool(t *testing.T) {
-	f := &fakeAPI{replies: []string{
+	f := fakeapi.New(
 		responsesReply(`[{"type":"custom_tool_call","id":"ct","call_id":"call_9","name":"run_js","input":"const xs = [1, 2, 3];\nreturn xs.map((x) => x * 2)"}]`),
 		responsesReply(`[{"type":"message","id":"m","role":"assistant","status":"completed","content":[{"type":"output_text","text":"done","annotations":[]}]}]`),
-	}}
+	)
 	c := client(t, f)
 	cm := codeTool(t)
 	ctx := context.Background()
@@ -135,10 +112,10 @@ func TestResponsesCustomTool(t *testing.T) {
 	resp, err = c.Responses.New(ctx, responses.ResponseNewParams{Model: "m", Input: responses.ResponseNewParamsInputUnion{OfInputItemList: answers}})
 	require.NoError(t, err)
 	assert.Equal(t, "done", resp.OutputText())
-	tool := f.bodies[0]["tools"].([]any)[0].(map[string]any)
+	tool := f.Bodies()[0]["tools"].([]any)[0].(map[string]any)
 	assert.Equal(t, "custom", tool["type"])
 	assert.Equal(t, "run_js", tool["name"])
-	item := f.bodies[1]["input"].([]any)[0].(map[string]any)
+	item := f.Bodies()[1]["input"].([]any)[0].(map[string]any)
 	assert.Equal(t, "custom_tool_call_output", item["type"])
 	assert.Equal(t, "call_9", item["call_id"])
 	assert.Equal(t, `{"result":[2,4,6]}`, item["output"])
@@ -147,9 +124,9 @@ func TestResponsesCustomTool(t *testing.T) {
 // TestResponsesFunctionTool: the function form answers with
 // function_call_output.
 func TestResponsesFunctionTool(t *testing.T) {
-	f := &fakeAPI{replies: []string{
+	f := fakeapi.New(
 		responsesReply(`[{"type":"function_call","id":"fc","call_id":"call_3","name":"run_js","arguments":"{\"code\":\"return 'hi'\"}"}, {"type":"function_call","id":"fd","call_id":"call_4","name":"final_answer","arguments":"{}"}]`),
-	}}
+	)
 	c := client(t, f)
 	cm := codeTool(t)
 	ctx := context.Background()
@@ -164,7 +141,7 @@ func TestResponsesFunctionTool(t *testing.T) {
 	b, err := json.Marshal(answers[0])
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"type":"function_call_output","call_id":"call_3","output":"{\"result\":\"hi\"}"}`, string(b))
-	tool := f.bodies[0]["tools"].([]any)[0].(map[string]any)
+	tool := f.Bodies()[0]["tools"].([]any)[0].(map[string]any)
 	assert.Equal(t, "function", tool["type"])
 	assert.Equal(t, "run_js", tool["name"])
 }

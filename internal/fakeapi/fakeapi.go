@@ -1,0 +1,48 @@
+// Package fakeapi is the stand-in vendor API of the SDK adapters' tests: an
+// http.Handler answering each request with the next canned JSON reply and
+// keeping every request body, so a test can check exactly what the SDK
+// sent on the wire.
+package fakeapi
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"sync"
+)
+
+// Server replies with Replies in turn and records the request bodies.
+type Server struct {
+	mu      sync.Mutex
+	replies []string
+	bodies  []map[string]any
+}
+
+// New returns a server that answers with replies, one per request.
+func New(replies ...string) *Server { return &Server{replies: replies} }
+
+// ServeHTTP answers with the next reply (500 when none is left).
+func (f *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	var body map[string]any
+	json.Unmarshal(b, &body)
+	f.mu.Lock()
+	f.bodies = append(f.bodies, body)
+	if len(f.replies) == 0 {
+		f.mu.Unlock()
+		http.Error(w, `{"error":"no reply left"}`, http.StatusInternalServerError)
+		return
+	}
+	reply := f.replies[0]
+	f.replies = f.replies[1:]
+	f.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, reply)
+}
+
+// Bodies returns the request bodies received so far.
+func (f *Server) Bodies() []map[string]any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]map[string]any(nil), f.bodies...)
+}
