@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -26,6 +28,18 @@ type peer struct {
 	gone    chan struct{} // the client stopped sending (or broke the stream)
 	done    chan struct{}
 	control chan *pb.ClientMessage // Invoke, LogsRequest, Release (a retained sandbox's)
+	sent    atomic.Int64           // calls whose Call message has gone out (or failed to)
+}
+
+// flush waits, a bounded time, until the calls the run started (n, its
+// HostCalls) have had their Call messages sent: a call the program did
+// not await starts on a goroutine of its own, and its Call must reach the
+// client before the Result does, as in process it enters the dispatch
+// before Execute returns.
+func (p *peer) flush(n int64) {
+	for limit := time.Now().Add(time.Second); p.sent.Load() < n && time.Now().Before(limit); {
+		time.Sleep(20 * time.Microsecond)
+	}
 }
 
 func newPeer(stream pb.Executor_ProgramServer) *peer {
@@ -88,7 +102,9 @@ func (p *peer) call(ctx context.Context, c *pb.Call) (*pb.Answer, error) {
 		delete(p.pending, c.Id)
 		p.mu.Unlock()
 	}
-	if err := p.send(&pb.ServerMessage{Msg: &pb.ServerMessage_Call{Call: c}}); err != nil {
+	err := p.send(&pb.ServerMessage{Msg: &pb.ServerMessage_Call{Call: c}})
+	p.sent.Add(1)
+	if err != nil {
 		forget()
 		return nil, errNoAnswer
 	}

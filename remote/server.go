@@ -162,6 +162,7 @@ func (s *Server) Program(stream pb.Executor_ProgramServer) error {
 		}
 		r, rerr := e.Run(withPeer(ctx, p), start.Code)
 		if r != nil {
+			p.flush(int64(r.Stats.HostCalls))
 			res.ResultJson, res.Logs, res.Stats = string(r.Value), r.Logs, stats(r.Stats)
 		}
 		if rerr != nil {
@@ -188,6 +189,7 @@ func (s *Server) Program(stream pb.Executor_ProgramServer) error {
 			req.Providers = append(req.Providers, p)
 		}
 		r := e.Execute(ctx, req)
+		p.flush(int64(r.Stats.HostCalls))
 		res.ResultJson, res.Logs, res.Error, res.Stats = string(r.Result), r.Logs, r.Error, stats(r.Stats)
 		if r.Err != nil {
 			res.ErrorJson, res.Kind = r.Err.LLMJSON(), string(r.Err.Kind)
