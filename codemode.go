@@ -373,6 +373,24 @@ type Tool interface {
 	Call(ctx context.Context, args json.RawMessage) (json.RawMessage, error)
 }
 
+// NewTool is a [Tool] with the given definition whose calls are served by
+// call: the seam the SDK adapters wrap a vendor's tool types through (a
+// definition the SDK holds, an execution the agent loop already has).
+func NewTool(def ToolDefinition, call func(ctx context.Context, args json.RawMessage) (json.RawMessage, error)) Tool {
+	return definedTool{def, call}
+}
+
+type definedTool struct {
+	def  ToolDefinition
+	call func(context.Context, json.RawMessage) (json.RawMessage, error)
+}
+
+func (t definedTool) Definition() ToolDefinition { return t.def }
+
+func (t definedTool) Call(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+	return t.call(ctx, args)
+}
+
 // CodeModeTool packages Code Mode as one tool named run_js: the host tools
 // become async capabilities of its executor (a Promise.all over them runs
 // them at once; a tool that ignores its context is abandoned at the

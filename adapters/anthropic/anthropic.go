@@ -6,6 +6,16 @@
 // content), and the tool as the SDK's BetaTool for its tool runner. Other
 // tool uses — an agent's stop tools, a hand-off — are left to the caller's
 // loop, so it can still end.
+//
+// The other direction: [FromBetaTool] wraps a tool-runner tool the agent
+// already has as a [codemode.Tool], and [CodeMode] turns an agent's whole
+// tool set into the code tool over it, with the tools named plain (the
+// stop tools) kept beside it unchanged.
+//
+// Anthropic's own programmatic tool calling (allowed_callers on a tool,
+// naming its server-side code execution) is a different sandbox; the
+// returned ToolParam leaves AllowedCallers unset, so run_js is called
+// directly, and a caller may set it.
 package anthropic
 
 import (
@@ -15,6 +25,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 
 	"github.com/codemode-go/codemode"
+	"github.com/codemode-go/codemode/internal/adapt"
 )
 
 // schema is run_js's input schema as the SDK takes it.
@@ -88,3 +99,44 @@ func (t betaTool) Execute(ctx context.Context, input json.RawMessage) ([]anthrop
 type programError json.RawMessage
 
 func (e programError) Error() string { return string(e) }
+
+// FromBetaTool wraps a tool-runner tool as a [codemode.Tool]: its name,
+// description and input schema are its definition; its result reaches the
+// script as the text of a single text block (parsed as JSON when it is
+// JSON), or as the JSON of its blocks otherwise; its error is the tool's
+// failure.
+func FromBetaTool(t anthropic.BetaTool) codemode.Tool {
+	params, _ := json.Marshal(t.InputSchema())
+	def := codemode.ToolDefinition{Name: t.Name(), Description: t.Description(), Parameters: params}
+	return codemode.NewTool(def, func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+		blocks, err := t.Execute(ctx, args)
+		if err != nil {
+			return nil, err
+		}
+		if len(blocks) == 1 && blocks[0].OfText != nil {
+			return json.RawMessage(blocks[0].OfText.Text), nil
+		}
+		return json.Marshal(blocks)
+	})
+}
+
+// CodeMode is an agent's tool set in code mode, for the tool runner: the
+// tools not named in plain become the API of a new code tool (closed by
+// the caller), and the runner's tools are that tool's [BetaTool] followed
+// by the plain ones, unchanged. A name in plain that no tool has is an
+// error.
+func CodeMode(tools []anthropic.BetaTool, plain []string, limits codemode.Limits, opts ...codemode.Option) (*codemode.CodeModeTool, []anthropic.BetaTool, error) {
+	api, kept, err := adapt.Split(tools, anthropic.BetaTool.Name, plain)
+	if err != nil {
+		return nil, nil, err
+	}
+	wrapped := make([]codemode.Tool, len(api))
+	for i, t := range api {
+		wrapped[i] = FromBetaTool(t)
+	}
+	cm, err := codemode.NewCodeModeTool(wrapped, limits, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cm, append([]anthropic.BetaTool{BetaTool(cm)}, kept...), nil
+}

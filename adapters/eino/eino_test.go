@@ -2,17 +2,23 @@ package eino_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/cloudwego/eino/components/model"
 	"github.com/cloudwego/eino/components/tool"
+	"github.com/cloudwego/eino/components/tool/utils"
 	"github.com/cloudwego/eino/compose"
+	"github.com/cloudwego/eino/flow/agent/react"
 	"github.com/cloudwego/eino/schema"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/codemode-go/codemode"
 	cmeino "github.com/codemode-go/codemode/adapters/eino"
+	"github.com/codemode-go/codemode/internal/fakeapi"
 )
 
 // finalAnswer is an agent's stop tool, kept plain beside the code tool.
@@ -58,4 +64,86 @@ func TestToolsNode(t *testing.T) {
 	assert.Contains(t, byID["c1"], "nope is not defined")
 	assert.Equal(t, `{"result":2,"logs":["hi"]}`, byID["c2"])
 	assert.Equal(t, "done", byID["c3"])
+}
+
+// scripted is a tool-calling chat model answering with its messages in
+// turn, keeping what it was asked and the tools it was bound to.
+type scripted struct {
+	replies []*schema.Message
+	inputs  *[][]*schema.Message
+	bound   *[]string // the names of the tools it was last bound to
+}
+
+func (m *scripted) Generate(_ context.Context, in []*schema.Message, _ ...model.Option) (*schema.Message, error) {
+	*m.inputs = append(*m.inputs, in)
+	if len(*m.inputs) > len(m.replies) {
+		return nil, errors.New("no reply left")
+	}
+	return m.replies[len(*m.inputs)-1], nil
+}
+
+func (m *scripted) Stream(context.Context, []*schema.Message, ...model.Option) (*schema.StreamReader[*schema.Message], error) {
+	return nil, errors.New("not streamed")
+}
+
+func (m *scripted) WithTools(tools []*schema.ToolInfo) (model.ToolCallingChatModel, error) {
+	*m.bound = nil
+	for _, t := range tools {
+		*m.bound = append(*m.bound, t.Name)
+	}
+	c := *m
+	return &c, nil
+}
+
+type cityInput struct {
+	City string `json:"city" jsonschema:"required"`
+}
+
+// TestReactAgent: Eino's react agent runs an agent whose tools went
+// through CodeMode: run_js over the two wrapped tools (called at once by a
+// program with Promise.all) and the plain stop tool, returned directly.
+func TestReactAgent(t *testing.T) {
+	ctx := context.Background()
+	overlap := fakeapi.Overlap(2)
+	weather, err := utils.InferTool("get_weather", "Current weather of a city.", func(_ context.Context, in cityInput) (map[string]any, error) {
+		return map[string]any{"city": in.City, "celsius": 21}, overlap()
+	})
+	require.NoError(t, err)
+	population, err := utils.InferTool("population", "Population of a city.", func(_ context.Context, in cityInput) (int, error) {
+		return 2100000, overlap()
+	})
+	require.NoError(t, err)
+	final, err := utils.InferTool("final_answer", "Ends the task.", func(_ context.Context, in struct {
+		Answer string `json:"answer"`
+	}) (string, error) {
+		return "answer: " + in.Answer, nil
+	})
+	require.NoError(t, err)
+
+	_, _, err = cmeino.CodeMode(ctx, []tool.BaseTool{weather}, []string{"final"}, codemode.Limits{})
+	require.EqualError(t, err, `codemode: plain tool "final" is not among the tools`)
+	cm, tools, err := cmeino.CodeMode(ctx, []tool.BaseTool{weather, population, final}, []string{"final_answer"},
+		codemode.Limits{Deadline: 30 * time.Second})
+	require.NoError(t, err)
+	defer cm.Close()
+
+	program, _ := json.Marshal(map[string]string{"code": `const [w, p] = await Promise.all([get_weather({city: "Paris"}), population({city: "Paris"})]);
+return {city: w.city, celsius: w.celsius, population: p};`})
+	var inputs [][]*schema.Message
+	m := &scripted{inputs: &inputs, bound: new([]string), replies: []*schema.Message{
+		schema.AssistantMessage("", []schema.ToolCall{{ID: "c1", Function: schema.FunctionCall{Name: "run_js", Arguments: string(program)}}}),
+		schema.AssistantMessage("", []schema.ToolCall{{ID: "c2", Function: schema.FunctionCall{Name: "final_answer", Arguments: `{"answer":"21 °C"}`}}}),
+	}}
+	agent, err := react.NewAgent(ctx, &react.AgentConfig{ToolCallingModel: m, ToolsConfig: compose.ToolsNodeConfig{Tools: tools},
+		ToolReturnDirectly: map[string]struct{}{"final_answer": {}}, MaxStep: 10})
+	require.NoError(t, err)
+	out, err := agent.Generate(ctx, []*schema.Message{schema.UserMessage("Paris?")})
+	require.NoError(t, err)
+	assert.Equal(t, "answer: 21 °C", out.Content)
+	assert.Equal(t, []string{"run_js", "final_answer"}, *m.bound)
+	require.Len(t, inputs, 2)
+	seen := inputs[1][len(inputs[1])-1]
+	assert.Equal(t, schema.Tool, seen.Role)
+	assert.Equal(t, "c1", seen.ToolCallID)
+	assert.Equal(t, `{"result":{"city":"Paris","celsius":21,"population":2100000}}`, seen.Content)
 }

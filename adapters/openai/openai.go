@@ -4,17 +4,26 @@
 // model sends raw JavaScript to, without escaping it into JSON), and the
 // answers to the model's calls of it. Other tool calls — an agent's stop
 // tools, a hand-off — are left to the caller's loop, so it can still end.
+//
+// The other direction: the SDK has tool definitions but no tool type that
+// runs, so an agent's tools are its definitions plus the [Handler] its
+// loop already dispatches calls with. [FromChatTools] and
+// [FromResponsesTools] wrap them as [codemode.Tool]s; [ChatCodeMode] and
+// [ResponsesCodeMode] turn the whole set into the code tool over them,
+// with the tools named plain (the stop tools) kept beside it unchanged.
 package openai
 
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/responses"
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/codemode-go/codemode"
+	"github.com/codemode-go/codemode/internal/adapt"
 )
 
 // parameters is run_js's schema as the SDK takes it.
@@ -93,4 +102,109 @@ func ResponsesAnswers(ctx context.Context, cm *codemode.CodeModeTool, resp *resp
 		}
 	}
 	return answers, rest, nil
+}
+
+// Handler runs one of the agent's own tools: the function name and its
+// JSON arguments as the model sent them, the tool message's content back.
+// A wrapped tool's result reaches the script parsed as JSON when it is
+// JSON (a string otherwise); its error is the tool's failure.
+type Handler func(ctx context.Context, name, arguments string) (string, error)
+
+// wrap is one function tool as a codemode.Tool served by handle.
+func wrap(name, description string, params map[string]any, handle Handler) codemode.Tool {
+	schema, _ := json.Marshal(params)
+	if params == nil {
+		schema = []byte(`{"type":"object"}`)
+	}
+	def := codemode.ToolDefinition{Name: name, Description: description, Parameters: schema}
+	return codemode.NewTool(def, func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+		out, err := handle(ctx, name, string(args))
+		return json.RawMessage(out), err
+	})
+}
+
+// FromChatTools wraps Chat Completions function tools as codemode.Tools
+// served by handle. A custom tool is an error: it takes text, not JSON.
+func FromChatTools(tools []openai.ChatCompletionToolUnionParam, handle Handler) ([]codemode.Tool, error) {
+	out := make([]codemode.Tool, 0, len(tools))
+	for _, t := range tools {
+		if t.OfFunction == nil {
+			return nil, fmt.Errorf("codemode: tool %q is not a function tool", chatName(t))
+		}
+		f := t.OfFunction.Function
+		out = append(out, wrap(f.Name, f.Description.Value, f.Parameters, handle))
+	}
+	return out, nil
+}
+
+func chatName(t openai.ChatCompletionToolUnionParam) string {
+	switch {
+	case t.OfFunction != nil:
+		return t.OfFunction.Function.Name
+	case t.OfCustom != nil:
+		return t.OfCustom.Custom.Name
+	}
+	return ""
+}
+
+// ChatCodeMode is an agent's Chat Completions tool set in code mode: the
+// tools not named in plain become the API of a new code tool (closed by
+// the caller) served by handle, and the request's tools are [ChatTool]
+// followed by the plain ones, unchanged ([ChatAnswers] returns their calls
+// to the loop). A name in plain that no tool has is an error.
+func ChatCodeMode(tools []openai.ChatCompletionToolUnionParam, handle Handler, plain []string, limits codemode.Limits, opts ...codemode.Option) (*codemode.CodeModeTool, []openai.ChatCompletionToolUnionParam, error) {
+	api, kept, err := adapt.Split(tools, chatName, plain)
+	if err != nil {
+		return nil, nil, err
+	}
+	wrapped, err := FromChatTools(api, handle)
+	if err != nil {
+		return nil, nil, err
+	}
+	cm, err := codemode.NewCodeModeTool(wrapped, limits, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cm, append([]openai.ChatCompletionToolUnionParam{ChatTool(cm)}, kept...), nil
+}
+
+// FromResponsesTools wraps Responses function tools as codemode.Tools
+// served by handle. Any other tool (custom, or one the API hosts) is an
+// error.
+func FromResponsesTools(tools []responses.ToolUnionParam, handle Handler) ([]codemode.Tool, error) {
+	out := make([]codemode.Tool, 0, len(tools))
+	for _, t := range tools {
+		if t.OfFunction == nil {
+			return nil, fmt.Errorf("codemode: tool %q is not a function tool", responsesName(t))
+		}
+		f := t.OfFunction
+		out = append(out, wrap(f.Name, f.Description.Value, f.Parameters, handle))
+	}
+	return out, nil
+}
+
+func responsesName(t responses.ToolUnionParam) string {
+	if n := t.GetName(); n != nil {
+		return *n
+	}
+	return ""
+}
+
+// ResponsesCodeMode is [ChatCodeMode] for Responses: the request's tools
+// are [ResponsesTool] followed by the plain ones (swap the first for
+// [ResponsesCustomTool] to take raw JavaScript).
+func ResponsesCodeMode(tools []responses.ToolUnionParam, handle Handler, plain []string, limits codemode.Limits, opts ...codemode.Option) (*codemode.CodeModeTool, []responses.ToolUnionParam, error) {
+	api, kept, err := adapt.Split(tools, responsesName, plain)
+	if err != nil {
+		return nil, nil, err
+	}
+	wrapped, err := FromResponsesTools(api, handle)
+	if err != nil {
+		return nil, nil, err
+	}
+	cm, err := codemode.NewCodeModeTool(wrapped, limits, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cm, append([]responses.ToolUnionParam{ResponsesTool(cm)}, kept...), nil
 }

@@ -6,9 +6,11 @@ package fakeapi
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"sync"
+	"time"
 )
 
 // Server replies with Replies in turn and records the request bodies.
@@ -45,4 +47,27 @@ func (f *Server) Bodies() []map[string]any {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]map[string]any(nil), f.bodies...)
+}
+
+// Overlap returns a function each of n concurrent callers calls once: it
+// returns nil when all n have arrived, and an error if they have not
+// within 10 s — proof that n tool calls ran at once, not one after
+// another.
+func Overlap(n int) func() error {
+	var wg sync.WaitGroup
+	wg.Add(n)
+	all := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(all)
+	}()
+	return func() error {
+		wg.Done()
+		select {
+		case <-all:
+			return nil
+		case <-time.After(10 * time.Second):
+			return errors.New("the other calls did not start: the calls ran one after another")
+		}
+	}
 }
