@@ -341,3 +341,28 @@ func ExampleWithDeterminism() {
 	// ["2026-01-02T03:04:05.000Z",false]
 	// true 0
 }
+
+// NewTool wraps a tool an agent already has — a definition and the code
+// that serves it — for NewCodeModeTool.
+func ExampleNewTool() {
+	lookup := codemode.NewTool(codemode.ToolDefinition{Name: "lookup", Description: "Looks a word up.",
+		Parameters: json.RawMessage(`{"type":"object","properties":{"word":{"type":"string"}},"required":["word"]}`)},
+		func(_ context.Context, args json.RawMessage) (json.RawMessage, error) {
+			var in struct{ Word string }
+			if err := json.Unmarshal(args, &in); err != nil {
+				return nil, err
+			}
+			return json.Marshal(strings.ToUpper(in.Word))
+		})
+	cm, err := codemode.NewCodeModeTool([]codemode.Tool{lookup}, codemode.Limits{Deadline: 5 * time.Second})
+	if err != nil {
+		panic(err)
+	}
+	defer cm.Close()
+	out, err := cm.Call(context.Background(), json.RawMessage(`{"code":"const [a, b] = await Promise.all([lookup({word: 'go'}), lookup({word: 'js'})]); return a + b"}`))
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(string(out))
+	// Output: {"result":"GOJS"}
+}

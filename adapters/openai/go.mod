@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	github.com/codemode-go/codemode v0.0.0
-	github.com/openai/openai-go/v3 v3.98.0
+	github.com/openai/openai-go/v3 v3.99.0
 	github.com/stretchr/testify v1.11.1
 )
 

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/codemode-go/codemode/internal/fakeapi"
+)
+
+func chat(toolCalls string) string {
+	return `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"tool_calls":` +
+		toolCalls + `}}]}`
+}
+
+// TestAgentLoop runs the example's react agent against a fake Chat
+// Completions API: the program, its result on the wire, the stop tool
+// returned directly.
+func TestAgentLoop(t *testing.T) {
+	args, _ := json.Marshal(map[string]string{"code": `return Promise.all(["Paris", "Tokyo"].map(async (city) => {
+  const [w, p] = await Promise.all([get_weather({city}), population({city})]);
+  return {city, celsius: w.celsius, population: p};
+}));`})
+	quoted, _ := json.Marshal(string(args))
+	f := fakeapi.New(
+		chat(`[{"id":"call_1","type":"function","function":{"name":"run_js","arguments":`+string(quoted)+`}}]`),
+		chat(`[{"id":"call_2","type":"function","function":{"name":"final_answer","arguments":"{\"answer\":\"Tokyo is warmer and bigger.\"}"}}]`),
+	)
+	srv := httptest.NewServer(f)
+	defer srv.Close()
+	t.Setenv("OPENAI_BASE_URL", srv.URL)
+	t.Setenv("OPENAI_API_KEY", "test")
+	var out strings.Builder
+	require.NoError(t, run(context.Background(), &out))
+	assert.Equal(t, "Tokyo is warmer and bigger.\n", out.String())
+	bodies := f.Bodies()
+	require.Len(t, bodies, 2)
+	var names []any
+	for _, tool := range bodies[0]["tools"].([]any) {
+		names = append(names, tool.(map[string]any)["function"].(map[string]any)["name"])
+	}
+	assert.Equal(t, []any{"run_js", "final_answer"}, names)
+	msgs := bodies[1]["messages"].([]any)
+	assert.Equal(t, map[string]any{"role": "tool", "tool_call_id": "call_1",
+		"content": `{"result":[{"city":"Paris","celsius":18,"population":2100000},{"city":"Tokyo","celsius":24,"population":14000000}]}`},
+		msgs[len(msgs)-1])
+}
+
+// TestLive runs the example against the real API when a key is set.
+func TestLive(t *testing.T) {
+	if os.Getenv("OPENAI_API_KEY") == "" || os.Getenv("CODEMODE_LIVE") == "" {
+		t.Skip("set CODEMODE_LIVE=1 and OPENAI_API_KEY to run against the real API")
+	}
+	var out strings.Builder
+	require.NoError(t, run(context.Background(), &out))
+	t.Log(out.String())
+	assert.NotEmpty(t, strings.TrimSpace(out.String()))
+}
