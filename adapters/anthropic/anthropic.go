@@ -126,15 +126,13 @@ func FromBetaTool(t anthropic.BetaTool) codemode.Tool {
 // by the plain ones, unchanged. A name in plain that no tool has is an
 // error.
 func CodeMode(tools []anthropic.BetaTool, plain []string, limits codemode.Limits, opts ...codemode.Option) (*codemode.CodeModeTool, []anthropic.BetaTool, error) {
-	api, kept, err := adapt.Split(tools, anthropic.BetaTool.Name, plain)
-	if err != nil {
-		return nil, nil, err
-	}
-	wrapped := make([]codemode.Tool, len(api))
-	for i, t := range api {
-		wrapped[i] = FromBetaTool(t)
-	}
-	cm, err := codemode.NewCodeModeTool(wrapped, limits, opts...)
+	cm, kept, err := adapt.CodeMode(tools, anthropic.BetaTool.Name, plain, func(api []anthropic.BetaTool) ([]codemode.Tool, error) {
+		wrapped := make([]codemode.Tool, len(api))
+		for i, t := range api {
+			wrapped[i] = FromBetaTool(t)
+		}
+		return wrapped, nil
+	}, limits, opts...)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -99,21 +99,20 @@ func CodeMode(ctx context.Context, tools []tool.BaseTool, plain []string, limits
 		}
 		all[i] = named{info, t}
 	}
-	api, kept, err := adapt.Split(all, func(n named) string { return n.info.Name }, plain)
-	if err != nil {
-		return nil, nil, err
-	}
-	wrapped := make([]codemode.Tool, len(api))
-	for i, n := range api {
-		inv, ok := n.tool.(tool.InvokableTool)
-		if !ok {
-			return nil, nil, fmt.Errorf("codemode: tool %q is not invokable", n.info.Name)
+	cm, kept, err := adapt.CodeMode(all, func(n named) string { return n.info.Name }, plain, func(api []named) ([]codemode.Tool, error) {
+		wrapped := make([]codemode.Tool, len(api))
+		for i, n := range api {
+			inv, ok := n.tool.(tool.InvokableTool)
+			if !ok {
+				return nil, fmt.Errorf("codemode: tool %q is not invokable", n.info.Name)
+			}
+			var err error
+			if wrapped[i], err = fromInfo(n.info, inv); err != nil {
+				return nil, err
+			}
 		}
-		if wrapped[i], err = fromInfo(n.info, inv); err != nil {
-			return nil, nil, err
-		}
-	}
-	cm, err := codemode.NewCodeModeTool(wrapped, limits, opts...)
+		return wrapped, nil
+	}, limits, opts...)
 	if err != nil {
 		return nil, nil, err
 	}

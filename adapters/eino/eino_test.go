@@ -122,6 +122,8 @@ func TestReactAgent(t *testing.T) {
 
 	_, _, err = cmeino.CodeMode(ctx, []tool.BaseTool{weather}, []string{"final"}, codemode.Limits{})
 	require.EqualError(t, err, `codemode: plain tool "final" is not among the tools`)
+	_, _, err = cmeino.CodeMode(ctx, []tool.BaseTool{infoOnly{}}, nil, codemode.Limits{})
+	require.EqualError(t, err, `codemode: tool "streamer" is not invokable`)
 	cm, tools, err := cmeino.CodeMode(ctx, []tool.BaseTool{weather, population, final}, []string{"final_answer"},
 		codemode.Limits{Deadline: 30 * time.Second})
 	require.NoError(t, err)
@@ -147,3 +149,8 @@ return {city: w.city, celsius: w.celsius, population: p};`})
 	assert.Equal(t, "c1", seen.ToolCallID)
 	assert.Equal(t, `{"result":{"city":"Paris","celsius":21,"population":2100000}}`, seen.Content)
 }
+
+// infoOnly is a tool that is not invokable (a streaming-only one, say).
+type infoOnly struct{}
+
+func (infoOnly) Info(context.Context) (*schema.ToolInfo, error) { return &schema.ToolInfo{Name: "streamer"}, nil }

@@ -86,6 +86,9 @@ type Handler func(ctx context.Context, name string, args map[string]any) (map[st
 // FromDeclarations wraps function declarations as codemode.Tools served by
 // handle.
 func FromDeclarations(decls []*genai.FunctionDeclaration, handle Handler) ([]codemode.Tool, error) {
+	if handle == nil {
+		return nil, errors.New("codemode: no Handler for the declarations")
+	}
 	out := make([]codemode.Tool, 0, len(decls))
 	for _, d := range decls {
 		params, err := parameters(d)
@@ -176,15 +179,8 @@ func jsonSchema(m map[string]any) map[string]any {
 // plain ones, unchanged ([Answers] returns their calls to the loop). A
 // name in plain that no declaration has is an error.
 func CodeMode(decls []*genai.FunctionDeclaration, handle Handler, plain []string, limits codemode.Limits, opts ...codemode.Option) (*codemode.CodeModeTool, *genai.Tool, error) {
-	api, kept, err := adapt.Split(decls, func(d *genai.FunctionDeclaration) string { return d.Name }, plain)
-	if err != nil {
-		return nil, nil, err
-	}
-	wrapped, err := FromDeclarations(api, handle)
-	if err != nil {
-		return nil, nil, err
-	}
-	cm, err := codemode.NewCodeModeTool(wrapped, limits, opts...)
+	cm, kept, err := adapt.CodeMode(decls, func(d *genai.FunctionDeclaration) string { return d.Name }, plain,
+		func(api []*genai.FunctionDeclaration) ([]codemode.Tool, error) { return FromDeclarations(api, handle) }, limits, opts...)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -154,3 +154,8 @@ func TestHandlerError(t *testing.T) {
 		assert.Equal(t, string(want), string(out))
 	}
 }
+
+func TestNoHandler(t *testing.T) {
+	_, err := cmgenai.FromDeclarations(nil, nil)
+	assert.EqualError(t, err, "codemode: no Handler for the declarations")
+}

@@ -16,6 +16,7 @@ package openai
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/openai/openai-go/v3"
@@ -110,6 +111,9 @@ func ResponsesAnswers(ctx context.Context, cm *codemode.CodeModeTool, resp *resp
 // JSON (a string otherwise); its error is the tool's failure.
 type Handler func(ctx context.Context, name, arguments string) (string, error)
 
+// errNoHandler refuses a nil Handler at wrap time, not at the first call.
+var errNoHandler = errors.New("codemode: no Handler for the tools")
+
 // wrap is one function tool as a codemode.Tool served by handle.
 func wrap(name, description string, params map[string]any, handle Handler) codemode.Tool {
 	schema, _ := json.Marshal(params)
@@ -126,6 +130,9 @@ func wrap(name, description string, params map[string]any, handle Handler) codem
 // FromChatTools wraps Chat Completions function tools as codemode.Tools
 // served by handle. A custom tool is an error: it takes text, not JSON.
 func FromChatTools(tools []openai.ChatCompletionToolUnionParam, handle Handler) ([]codemode.Tool, error) {
+	if handle == nil {
+		return nil, errNoHandler
+	}
 	out := make([]codemode.Tool, 0, len(tools))
 	for _, t := range tools {
 		if t.OfFunction == nil {
@@ -153,15 +160,9 @@ func chatName(t openai.ChatCompletionToolUnionParam) string {
 // followed by the plain ones, unchanged ([ChatAnswers] returns their calls
 // to the loop). A name in plain that no tool has is an error.
 func ChatCodeMode(tools []openai.ChatCompletionToolUnionParam, handle Handler, plain []string, limits codemode.Limits, opts ...codemode.Option) (*codemode.CodeModeTool, []openai.ChatCompletionToolUnionParam, error) {
-	api, kept, err := adapt.Split(tools, chatName, plain)
-	if err != nil {
-		return nil, nil, err
-	}
-	wrapped, err := FromChatTools(api, handle)
-	if err != nil {
-		return nil, nil, err
-	}
-	cm, err := codemode.NewCodeModeTool(wrapped, limits, opts...)
+	cm, kept, err := adapt.CodeMode(tools, chatName, plain, func(api []openai.ChatCompletionToolUnionParam) ([]codemode.Tool, error) {
+		return FromChatTools(api, handle)
+	}, limits, opts...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -172,6 +173,9 @@ func ChatCodeMode(tools []openai.ChatCompletionToolUnionParam, handle Handler, p
 // served by handle. Any other tool (custom, or one the API hosts) is an
 // error.
 func FromResponsesTools(tools []responses.ToolUnionParam, handle Handler) ([]codemode.Tool, error) {
+	if handle == nil {
+		return nil, errNoHandler
+	}
 	out := make([]codemode.Tool, 0, len(tools))
 	for _, t := range tools {
 		if t.OfFunction == nil {
@@ -194,15 +198,9 @@ func responsesName(t responses.ToolUnionParam) string {
 // are [ResponsesTool] followed by the plain ones (swap the first for
 // [ResponsesCustomTool] to take raw JavaScript).
 func ResponsesCodeMode(tools []responses.ToolUnionParam, handle Handler, plain []string, limits codemode.Limits, opts ...codemode.Option) (*codemode.CodeModeTool, []responses.ToolUnionParam, error) {
-	api, kept, err := adapt.Split(tools, responsesName, plain)
-	if err != nil {
-		return nil, nil, err
-	}
-	wrapped, err := FromResponsesTools(api, handle)
-	if err != nil {
-		return nil, nil, err
-	}
-	cm, err := codemode.NewCodeModeTool(wrapped, limits, opts...)
+	cm, kept, err := adapt.CodeMode(tools, responsesName, plain, func(api []responses.ToolUnionParam) ([]codemode.Tool, error) {
+		return FromResponsesTools(api, handle)
+	}, limits, opts...)
 	if err != nil {
 		return nil, nil, err
 	}

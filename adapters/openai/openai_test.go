@@ -267,3 +267,10 @@ func TestResponsesCodeMode(t *testing.T) {
 	assert.Equal(t, []any{map[string]any{"type": "function_call_output", "call_id": "call_5",
 		"output": `{"result":{"celsius":21,"population":2100000}}`}}, f.Bodies()[1]["input"])
 }
+
+func TestNoHandler(t *testing.T) {
+	_, err := cmopenai.FromChatTools(nil, nil)
+	assert.EqualError(t, err, "codemode: no Handler for the tools")
+	_, _, err = cmopenai.ResponsesCodeMode(nil, nil, nil, codemode.Limits{})
+	assert.EqualError(t, err, "codemode: no Handler for the tools")
+}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"net/http/httptest"
 	"os"
 	"strings"
@@ -14,23 +13,18 @@ import (
 	"github.com/codemode-go/codemode/internal/fakeapi"
 )
 
-func chat(toolCalls string) string {
-	return `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"tool_calls":` +
-		toolCalls + `}}]}`
-}
 
 // TestAgentLoop runs the example's react agent against a fake Chat
 // Completions API: the program, its result on the wire, the stop tool
 // returned directly.
 func TestAgentLoop(t *testing.T) {
-	args, _ := json.Marshal(map[string]string{"code": `return Promise.all(["Paris", "Tokyo"].map(async (city) => {
+	args := map[string]string{"code": `return Promise.all(["Paris", "Tokyo"].map(async (city) => {
   const [w, p] = await Promise.all([get_weather({city}), population({city})]);
   return {city, celsius: w.celsius, population: p};
-}));`})
-	quoted, _ := json.Marshal(string(args))
+}));`}
 	f := fakeapi.New(
-		chat(`[{"id":"call_1","type":"function","function":{"name":"run_js","arguments":`+string(quoted)+`}}]`),
-		chat(`[{"id":"call_2","type":"function","function":{"name":"final_answer","arguments":"{\"answer\":\"Tokyo is warmer and bigger.\"}"}}]`),
+		fakeapi.ChatToolCalls("["+fakeapi.ChatToolCall("call_1", "run_js", args)+"]"),
+		fakeapi.ChatToolCalls("["+fakeapi.ChatToolCall("call_2", "final_answer", map[string]string{"answer": "Tokyo is warmer and bigger."})+"]"),
 	)
 	srv := httptest.NewServer(f)
 	defer srv.Close()

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"net/http/httptest"
 	"os"
 	"strings"
@@ -23,19 +22,14 @@ const rows = await Promise.all(cities.map(async (city) => {
 }));
 return rows;`
 
-func chat(toolCalls string) string {
-	return `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"tool_calls":` +
-		toolCalls + `}}]}`
-}
 
 // TestAgentLoop runs the example against a fake Chat Completions API: the
 // model's program, the answer on the wire, the stop tool ending the loop.
 func TestAgentLoop(t *testing.T) {
-	args, _ := json.Marshal(map[string]string{"code": program})
-	quoted, _ := json.Marshal(string(args))
+	args := map[string]string{"code": program}
 	f := fakeapi.New(
-		chat(`[{"id":"call_1","type":"function","function":{"name":"run_js","arguments":`+string(quoted)+`}}]`),
-		chat(`[{"id":"call_2","type":"function","function":{"name":"final_answer","arguments":"{\"answer\":\"Tokyo is warmer and bigger.\"}"}}]`),
+		fakeapi.ChatToolCalls("["+fakeapi.ChatToolCall("call_1", "run_js", args)+"]"),
+		fakeapi.ChatToolCalls("["+fakeapi.ChatToolCall("call_2", "final_answer", map[string]string{"answer": "Tokyo is warmer and bigger."})+"]"),
 	)
 	srv := httptest.NewServer(f)
 	defer srv.Close()

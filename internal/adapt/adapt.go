@@ -36,3 +36,23 @@ func Split[T any](tools []T, name func(T) string, plain []string) (api, kept []T
 	}
 	return api, kept, nil
 }
+
+// CodeMode is an adapter's CodeMode: tools split by plain ([Split]), the
+// sandbox's share made codemode.Tools by wrap, and a new code tool over
+// them, with the plain tools to set beside it.
+func CodeMode[T any](tools []T, name func(T) string, plain []string, wrap func([]T) ([]codemode.Tool, error),
+	limits codemode.Limits, opts ...codemode.Option) (*codemode.CodeModeTool, []T, error) {
+	api, kept, err := Split(tools, name, plain)
+	if err != nil {
+		return nil, nil, err
+	}
+	wrapped, err := wrap(api)
+	if err != nil {
+		return nil, nil, err
+	}
+	cm, err := codemode.NewCodeModeTool(wrapped, limits, opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cm, kept, nil
+}

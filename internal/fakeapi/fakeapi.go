@@ -71,3 +71,18 @@ func Overlap(n int) func() error {
 		}
 	}
 }
+
+// ChatToolCalls is a Chat Completions response whose one choice is an
+// assistant message making the given tool calls (their JSON array).
+func ChatToolCalls(toolCalls string) string {
+	return `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"finish_reason":"tool_calls","message":{"role":"assistant","content":null,"tool_calls":` +
+		toolCalls + `}}]}`
+}
+
+// ChatToolCall is one function tool call, its arguments encoded for the
+// wire (a JSON string holding JSON).
+func ChatToolCall(id, name string, args any) string {
+	a, _ := json.Marshal(args)
+	quoted, _ := json.Marshal(string(a))
+	return `{"id":"` + id + `","type":"function","function":{"name":"` + name + `","arguments":` + string(quoted) + `}}`
+}
