@@ -153,4 +153,6 @@ return {city: w.city, celsius: w.celsius, population: p};`})
 // infoOnly is a tool that is not invokable (a streaming-only one, say).
 type infoOnly struct{}
 
-func (infoOnly) Info(context.Context) (*schema.ToolInfo, error) { return &schema.ToolInfo{Name: "streamer"}, nil }
+func (infoOnly) Info(context.Context) (*schema.ToolInfo, error) {
+	return &schema.ToolInfo{Name: "streamer"}, nil
+}

@@ -13,7 +13,6 @@ import (
 	"github.com/codemode-go/codemode/internal/fakeapi"
 )
 
-
 // TestAgentLoop runs the example's react agent against a fake Chat
 // Completions API: the program, its result on the wire, the stop tool
 // returned directly.

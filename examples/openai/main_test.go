@@ -22,7 +22,6 @@ const rows = await Promise.all(cities.map(async (city) => {
 }));
 return rows;`
 
-
 // TestAgentLoop runs the example against a fake Chat Completions API: the
 // model's program, the answer on the wire, the stop tool ending the loop.
 func TestAgentLoop(t *testing.T) {
