@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -236,6 +237,9 @@ func (t *tool) argsProblem(args json.RawMessage) string {
 	if err := json.Unmarshal(args, &obj); err != nil || obj == nil {
 		return "the arguments must be a JSON object"
 	}
+	if n := outOfRange(args); n != "" {
+		return "the number " + n + " is out of range: JavaScript cannot represent it"
+	}
 	var missing []string
 	for _, name := range t.params.required {
 		if _, ok := obj[name]; !ok {
@@ -281,6 +285,37 @@ func (p *params) violations(args json.RawMessage) string {
 	walk(verr)
 	sort.Strings(problems) // the library reports in map order
 	return strings.Join(problems, "; ")
+}
+
+// outOfRange returns the first number of a valid JSON text that a
+// float64 (JavaScript's number) cannot hold, or "": the engine would read
+// 1e400 as Infinity, which is not what the caller sent. Only numbers with
+// an exponent or of 300 digits and more can overflow.
+func outOfRange(text []byte) string {
+	for i := 0; i < len(text); i++ {
+		switch c := text[i]; {
+		case c == '"':
+			for i++; i < len(text) && text[i] != '"'; i++ {
+				if text[i] == '\\' {
+					i++
+				}
+			}
+		case c == '-' || c >= '0' && c <= '9':
+			j := i
+			exp := false
+			for j < len(text) && strings.IndexByte("+-0123456789.eE", text[j]) >= 0 {
+				exp = exp || text[j] == 'e' || text[j] == 'E'
+				j++
+			}
+			if exp || j-i >= 300 {
+				if _, err := strconv.ParseFloat(string(text[i:j]), 64); err != nil {
+					return string(text[i:j])
+				}
+			}
+			i = j - 1
+		}
+	}
+	return ""
 }
 
 // utf8Problem says where text is not valid UTF-8, or "". The engine's

@@ -634,3 +634,28 @@ func TestToolCapabilityFailures(t *testing.T) {
 		SelfTest: "tool({})"})
 	assert.Equal(t, `{"stage":"self_test","message":"upstream exploded"}`, registerErr(t, err).LLMJSON())
 }
+
+// TestCallRefusesUnrepresentableNumbers: a number a float64 cannot hold
+// would reach the tool as Infinity; it is refused instead (found by
+// FuzzCall). Numbers inside strings are text, not numbers.
+func TestCallRefusesUnrepresentableNumbers(t *testing.T) {
+	e := newExecutor(t)
+	_, err := e.Register(context.Background(), ToolSource{Name: "echo", Params: json.RawMessage(`{"type":"object"}`), Source: "(a) => a"})
+	require.NoError(t, err)
+	for _, c := range []struct{ args, reason string }{
+		{`{"n":1e400}`, "the number 1e400 is out of range: JavaScript cannot represent it"},
+		{`{"xs":[1,{"m":-2E+999}]}`, "the number -2E+999 is out of range: JavaScript cannot represent it"},
+		{`{"s":"1e400","t":"\"2e999"}`, ""},
+		{`{"n":1e308,"small":1e-400}`, ""},
+	} {
+		_, err := e.Call(context.Background(), "echo", json.RawMessage(c.args))
+		if c.reason == "" {
+			assert.NoError(t, err, c.args)
+			continue
+		}
+		var ee *ExecError
+		require.ErrorAs(t, err, &ee, c.args)
+		assert.Equal(t, KindInvalidArgs, ee.Kind)
+		assert.Equal(t, c.reason, ee.Reason)
+	}
+}
