@@ -29,7 +29,11 @@ func (lr *lineReader) next() ([]byte, error) {
 	for {
 		chunk, err := lr.r.ReadSlice('\n')
 		if !long {
-			if len(lr.buf)+len(chunk) > lr.max+1 {
+			n := len(lr.buf) + len(chunk)
+			if len(chunk) > 0 && chunk[len(chunk)-1] == '\n' {
+				n-- // the line's end is not the line's
+			}
+			if n > lr.max {
 				long = true
 				lr.buf = lr.buf[:0]
 			} else {
