@@ -80,7 +80,7 @@ func benchDaemon(b *testing.B) string {
 }
 
 // daemon serves on 127.0.0.1 until the test ends.
-func daemon(t *testing.T, opts remote.ServerOptions, sopts ...grpc.ServerOption) (string, *recorder) {
+func daemon(t testing.TB, opts remote.ServerOptions, sopts ...grpc.ServerOption) (string, *recorder) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -96,7 +96,7 @@ func daemon(t *testing.T, opts remote.ServerOptions, sopts ...grpc.ServerOption)
 	return ln.Addr().String(), rec
 }
 
-func dial(t *testing.T, addr string, opts ...remote.Option) *remote.Client {
+func dial(t testing.TB, addr string, opts ...remote.Option) *remote.Client {
 	t.Helper()
 	c, err := remote.Dial(addr, opts...)
 	require.NoError(t, err)

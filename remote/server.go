@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -132,6 +133,9 @@ func (s *Server) Program(stream pb.Executor_ProgramServer) error {
 	s.opts.Metrics.started()
 	defer s.opts.Metrics.finished()
 	first, err := stream.Recv()
+	if errors.Is(err, io.EOF) {
+		return status.Error(codes.InvalidArgument, "the stream ended before the program's start")
+	}
 	if err != nil {
 		return err
 	}

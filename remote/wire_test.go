@@ -73,3 +73,19 @@ func TestGarbageOnTheWire(t *testing.T) {
 	require.Empty(t, res.Error)
 	assert.Equal(t, `"still here"`, string(res.Result))
 }
+
+// TestStreamEndsBeforeStart: a stream the client ends before sending
+// anything is refused with InvalidArgument saying so, not an Unknown "EOF"
+// (found by FuzzDaemonFrames).
+func TestStreamEndsBeforeStart(t *testing.T) {
+	addr, _ := daemon(t, remote.ServerOptions{})
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	st, err := pb.NewExecutorClient(conn).Program(context.Background())
+	require.NoError(t, err)
+	require.NoError(t, st.CloseSend())
+	_, err = st.Recv()
+	assert.Equal(t, codes.InvalidArgument, status.Code(err), err)
+	assert.Equal(t, "the stream ended before the program's start", status.Convert(err).Message())
+}
