@@ -15,7 +15,7 @@ BUF ?= github.com/bufbuild/buf/cmd/buf@v1.75.0
 PROTOC_GEN_GO ?= google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 PROTOC_GEN_GO_GRPC ?= google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.0
 
-.PHONY: test bench bench-callgrind microbench fuzz leakcheck lint fmt check proto
+.PHONY: test bench bench-callgrind microbench fuzz fuzz-all soak leakcheck lint fmt check proto
 
 # vet, then every test under the race detector, in both modes: snapshot
 # slots (the default) and checked (every sandbox built and freed on libc,
@@ -44,6 +44,25 @@ microbench:
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^$(FUZZ)$$' -fuzztime $(FUZZTIME) .
+
+# Every fuzz target, as module-directory:package:Target; fuzz-all runs
+# them in turn for FUZZTIME each (FUZZPARALLEL workers, 5 s to minimize a
+# find) and prints, per target, the last progress line: executions and
+# new interesting inputs. A failure stops it with the crasher written to
+# the package's testdata/fuzz/<Target>/ (make it a regression test).
+FUZZ_TARGETS = .:.:FuzzRun .:.:FuzzExecute .:.:FuzzDispatchCodec .:.:FuzzDispatchAnswer .:.:FuzzValidate .:.:FuzzCall \
+	.:.:FuzzShapes .:.:FuzzArgPlan .:.:FuzzPlainJSON .:.:FuzzJSIdentifier .:./internal/jspos:FuzzInstrument \
+	typescript:.:FuzzDeclarations typescript:.:FuzzShapes cmd/codemode:.:FuzzBatchInput mcp:.:FuzzUnwrap remote:.:FuzzDaemonFrames
+FUZZPARALLEL ?= 1
+fuzz-all:
+	@for t in $(FUZZ_TARGETS); do \
+		dir=$${t%%:*}; rest=$${t#*:}; pkg=$${rest%%:*}; name=$${rest#*:}; \
+		echo "== $$dir $$pkg $$name ($(FUZZTIME))"; \
+		(cd $$dir && $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) -fuzzminimizetime 5s \
+			-parallel $(FUZZPARALLEL) $$pkg >/tmp/codemode-fuzz-$$$$.log 2>&1; status=$$?; \
+			grep -v '^fuzz: elapsed' /tmp/codemode-fuzz-$$$$.log; grep '^fuzz: elapsed' /tmp/codemode-fuzz-$$$$.log | tail -1; \
+			rm -f /tmp/codemode-fuzz-$$$$.log; exit $$status) || exit 1; \
+	done
 
 # The tests under AddressSanitizer; LeakSanitizer checks at exit (go -asan).
 leakcheck:
