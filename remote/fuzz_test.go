@@ -88,7 +88,7 @@ func FuzzDaemonFrames(f *testing.F) {
 		if !errors.Is(ended, io.EOF) {
 			st := status.Convert(ended)
 			switch st.Code() {
-			case codes.InvalidArgument, codes.Internal, codes.ResourceExhausted, codes.FailedPrecondition, codes.Canceled:
+			case codes.InvalidArgument, codes.Internal, codes.ResourceExhausted, codes.FailedPrecondition, codes.Canceled, codes.DeadlineExceeded:
 				if st.Message() == "" {
 					t.Fatalf("frames %x, %x: %v without a message", first, second, st.Code())
 				}

@@ -43,6 +43,10 @@ type ServerOptions struct {
 	MaxPrograms int
 	// Metrics, when set, counts what the daemon does (see NewMetrics).
 	Metrics *Metrics
+	// StartTimeout bounds the wait for a stream's first message, its
+	// Start (default 10 s): a client that opens streams and sends nothing
+	// cannot hold the daemon's program slots.
+	StartTimeout time.Duration
 }
 
 // Server serves programs (the Executor service of remote.proto).
@@ -132,7 +136,7 @@ func (s *Server) Program(stream pb.Executor_ProgramServer) error {
 	}
 	s.opts.Metrics.started()
 	defer s.opts.Metrics.finished()
-	first, err := stream.Recv()
+	first, err := s.first(stream)
 	if errors.Is(err, io.EOF) {
 		return status.Error(codes.InvalidArgument, "the stream ended before the program's start")
 	}
@@ -219,6 +223,32 @@ func (s *Server) Program(stream pb.Executor_ProgramServer) error {
 		return err
 	}
 	return nil
+}
+
+// first receives a stream's first message within StartTimeout.
+func (s *Server) first(stream pb.Executor_ProgramServer) (*pb.ClientMessage, error) {
+	type received struct {
+		m   *pb.ClientMessage
+		err error
+	}
+	ch := make(chan received, 1)
+	go func() {
+		m, err := stream.Recv()
+		ch <- received{m, err}
+	}()
+	wait := s.opts.StartTimeout
+	if wait <= 0 {
+		wait = 10 * time.Second
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case r := <-ch:
+		return r.m, r.err
+	case <-t.C:
+		// Returning ends the stream, and with it the pending Recv.
+		return nil, status.Errorf(codes.DeadlineExceeded, "no program start within %v", wait)
+	}
 }
 
 // serveRetained serves a retained sandbox's handles over the program's

@@ -89,3 +89,19 @@ func TestStreamEndsBeforeStart(t *testing.T) {
 	assert.Equal(t, codes.InvalidArgument, status.Code(err), err)
 	assert.Equal(t, "the stream ended before the program's start", status.Convert(err).Message())
 }
+
+// TestStartTimeout: a stream that sends nothing is ended after
+// StartTimeout with DeadlineExceeded, freeing its program slot.
+func TestStartTimeout(t *testing.T) {
+	addr, _ := daemon(t, remote.ServerOptions{StartTimeout: 100 * time.Millisecond, MaxPrograms: 1})
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	st, err := pb.NewExecutorClient(conn).Program(context.Background())
+	require.NoError(t, err)
+	_, err = st.Recv() // sends nothing
+	assert.Equal(t, codes.DeadlineExceeded, status.Code(err), err)
+	assert.Equal(t, "no program start within 100ms", status.Convert(err).Message())
+	res := dial(t, addr).Execute(context.Background(), codemode.Request{Code: "async () => 1"})
+	require.Empty(t, res.Error, "the slot is free again")
+}
