@@ -23,6 +23,7 @@ PROTOC_GEN_GO_GRPC ?= google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.0
 # cgocheck2, which traps any unpinned Go pointer stored in C memory.
 test:
 	$(GO) vet ./...
+	$(GO) vet -tags soak . && cd remote && $(GO) vet -tags soak .
 	$(GO) test -race ./...
 	$(GO) test -race -tags codemode_checked ./...
 	GOEXPERIMENT=cgocheck2 $(GO) test .
@@ -63,6 +64,14 @@ fuzz-all:
 			grep -v '^fuzz: elapsed' /tmp/codemode-fuzz-$$$$.log; grep '^fuzz: elapsed' /tmp/codemode-fuzz-$$$$.log | tail -1; \
 			rm -f /tmp/codemode-fuzz-$$$$.log; exit $$status) || exit 1; \
 	done
+
+# The soak: 1,000,000 mixed runs on one executor from 8 goroutines, then
+# 100,000 programs through one daemon with clients dropping mid-run; each
+# asserts RSS, goroutines and descriptors at the end (SOAK_RUNS and
+# SOAK_PROGRAMS shorten them).
+soak:
+	$(GO) test -tags soak -run '^TestSoak$$' -v -count=1 -timeout 60m .
+	cd remote && $(GO) test -tags soak -run '^TestDaemonSoak$$' -v -count=1 -timeout 60m .
 
 # The tests under AddressSanitizer; LeakSanitizer checks at exit (go -asan).
 leakcheck:
