@@ -301,3 +301,47 @@ func FuzzShapes(f *testing.F) {
 		fuzzcheck.Shapes(t, e, body)
 	})
 }
+
+// TestNonASCIIIdentifierEnds: a body whose statements end in identifiers
+// that are not ASCII or are escaped (the parser measures those in its own
+// encoding) is shaped at the right offsets: the crasher FuzzExecute found,
+// and its relatives.
+func TestNonASCIIIdentifierEnds(t *testing.T) {
+	e := newTestExecutor(t)
+	for _, c := range []struct{ src, value, err string }{
+		{"A0ʋ\rԦ", "", "ReferenceError: A0ʋ is not defined"},
+		{"const ʋ = 1\nʋ", "1", ""},
+		{"const 中文字 = 2\n中文字", "2", ""},
+		{"const \\u0041 = 3\n\\u0041", "3", ""},
+		{"const \\u{42}\\u{43} = 4\nBC", "4", ""},
+		{"const x = {ʋʋʋ: 5}\nx.ʋʋʋ", "5", ""},
+		{"const 𝑥 = 6\n𝑥", "6", ""},
+		{"(ʋ) => ʋ", "null", ""},
+		{"const f = (中) => 中 * 2;\nf(3.5)", "7", ""},
+	} {
+		res, err := e.Run(context.Background(), c.src)
+		if c.err != "" {
+			var ee *codemode.ExecError
+			if !errors.As(err, &ee) || ee.Kind != codemode.KindJS || !strings.HasPrefix(ee.Message, c.err) {
+				t.Errorf("Run(%q) = %v, want %s", c.src, err, c.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("Run(%q): %v", c.src, err)
+			continue
+		}
+		if string(res.Value) != c.value {
+			t.Errorf("Run(%q) = %s, want %s", c.src, res.Value, c.value)
+		}
+	}
+}
+
+func newTestExecutor(t *testing.T) *codemode.Executor {
+	e, err := codemode.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}

@@ -5,6 +5,7 @@ package codemode
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -18,7 +19,7 @@ import (
 // binary results revived without a prior read.
 func TestLazyTypedArrays(t *testing.T) {
 	t.Parallel()
-	e := newExecutor(t)
+	e := newExecutor(t, WithLimits(Limits{Deadline: 10 * time.Second})) // the slow paths scan 200,000 characters: ASan on a loaded machine took past 500 ms
 	ctx := context.Background()
 	const names = `['ArrayBuffer', 'SharedArrayBuffer', 'Uint8ClampedArray', 'Int8Array', 'Uint8Array', 'Int16Array',
 		'Uint16Array', 'Int32Array', 'Uint32Array', 'BigInt64Array', 'BigUint64Array', 'Float16Array', 'Float32Array',

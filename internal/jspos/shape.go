@@ -195,7 +195,7 @@ func (s *shaped) statements(list []ast.Statement) {
 			case *ast.FunctionLiteral, *ast.ArrowFunctionLiteral:
 				s.form = Function
 				s.start = skipTrivia(s.code, 0)
-				s.end = int(st.Expression.Idx1()) - s.base
+				s.end = s.endOf(st.Expression)
 				s.blanks = append(s.blanks, s.trailingSemicolon(s.end)...)
 				return
 			}
@@ -212,10 +212,85 @@ func (s *shaped) statements(list []ast.Statement) {
 	if _, ok := real[len(real)-1].(*ast.ExpressionStatement); ok {
 		prev := 0
 		if len(real) > 1 {
-			prev = int(real[len(real)-2].Idx1()) - s.base
+			prev = s.endOf(real[len(real)-2])
 		}
 		s.last = skipSeparators(s.code, prev)
 	}
+}
+
+// endOf is n's end offset in s.code. The parser's Idx1 of a node that
+// ends in an identifier counts the identifier's name as the parser holds
+// it (UTF-16 when it is not ASCII, escapes decoded), not its source bytes
+// (a fuzzer's find: `A0ʋ\rԦ` put an insertion past the end): such an end
+// is measured in the source instead, and every end is kept within it.
+func (s *shaped) endOf(n ast.Node) int {
+	e := int(n.Idx1()) - s.base
+	if id := lastIdentifier(reflect.ValueOf(n)); id != nil && id.Idx1() == n.Idx1() {
+		e = identEnd(s.code, int(id.Idx)-s.base)
+	}
+	return min(max(e, 0), len(s.code))
+}
+
+// lastIdentifier is the identifier that starts last in the tree under v.
+func lastIdentifier(v reflect.Value) *ast.Identifier {
+	var last *ast.Identifier
+	var visit func(reflect.Value)
+	visit = func(v reflect.Value) {
+		switch v.Kind() {
+		case reflect.Pointer, reflect.Interface:
+			if v.IsNil() {
+				return
+			}
+			if id, ok := v.Interface().(*ast.Identifier); ok {
+				if last == nil || id.Idx > last.Idx {
+					last = id
+				}
+				return
+			}
+			visit(v.Elem())
+		case reflect.Struct:
+			for i := range v.NumField() {
+				if v.Type().Field(i).IsExported() {
+					visit(v.Field(i))
+				}
+			}
+		case reflect.Slice:
+			for i := range v.Len() {
+				visit(v.Index(i))
+			}
+		}
+	}
+	visit(v)
+	return last
+}
+
+// identEnd is the end of the identifier that starts at i: its source
+// bytes, escapes included.
+func identEnd(code string, i int) int {
+	if i < 0 {
+		return 0
+	}
+	for i < len(code) {
+		if code[i] == '\\' && i+1 < len(code) && code[i+1] == 'u' {
+			j := i + 2
+			if j < len(code) && code[j] == '{' {
+				for j < len(code) && code[j] != '}' {
+					j++
+				}
+				i = j + 1
+			} else {
+				i = min(j+4, len(code))
+			}
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(code[i:])
+		if r != '$' && r != '_' && r != 0x200C && r != 0x200D && !unicode.IsLetter(r) &&
+			!unicode.In(r, unicode.Nd, unicode.Mn, unicode.Mc, unicode.Pc, unicode.Nl, unicode.Other_ID_Start, unicode.Other_ID_Continue) {
+			break
+		}
+		i += n
+	}
+	return min(i, len(code))
 }
 
 // trailingSemicolon finds the semicolon that ends the only statement,
