@@ -20,7 +20,9 @@ PROTOC_GEN_GO_GRPC ?= google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.0
 # vet, then every test under the race detector, in both modes: snapshot
 # slots (the default) and checked (every sandbox built and freed on libc,
 # so JS_FreeRuntime's assertions catch a leaked reference); then once with
-# cgocheck2, which traps any unpinned Go pointer stored in C memory.
+# cgocheck2, which traps any unpinned Go pointer stored in C memory; then
+# every module's tests; then the root module's under ASan and LSan in both
+# modes (leakcheck: about 3 minutes, within CI's budget).
 test:
 	$(GO) vet ./...
 	$(GO) vet -tags soak . && cd remote && $(GO) vet -tags soak .
@@ -28,6 +30,7 @@ test:
 	$(GO) test -race -tags codemode_checked ./...
 	GOEXPERIMENT=cgocheck2 $(GO) test .
 	for m in $(MODULES); do (cd $$m && $(GO) vet ./... && $(GO) test -race ./...) || exit 1; done
+	$(MAKE) leakcheck
 
 # The suite against peers (bench/, its own module): prints one markdown
 # table and writes bench/results/latest.md and latest.svg.
