@@ -213,7 +213,7 @@ func ExampleWithConcurrency() {
 	exec, err := codemode.New(
 		codemode.WithConcurrency(2), // runs executing JavaScript at once
 		codemode.WithSlots(500),     // runs alive at once
-		codemode.WithLimits(codemode.Limits{Deadline: 300 * time.Millisecond}),
+		codemode.WithLimits(codemode.Limits{Deadline: 5 * time.Second}), // room for a slow build (ASan, checked mode)
 		codemode.WithCapability(codemode.Capability{
 			Name:  "lookup",
 			Async: true,
