@@ -9,15 +9,14 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/codemode-go/codemode"
+	"github.com/codemode-go/codemode/internal/proc"
 )
 
 // The soak (make soak): SOAK_RUNS (default 1,000,000) mixed runs on one
@@ -46,43 +45,20 @@ func soakRuns(t *testing.T) int {
 	return n
 }
 
-// procRSS is the process's resident set, from /proc/self/status, after
-// returning Go's free heap to the OS.
 func procRSS(t testing.TB) int64 {
-	debug.FreeOSMemory()
-	b, err := os.ReadFile("/proc/self/status")
+	n, err := proc.RSS()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmRSS")
-	return 0
+	return n
 }
 
 func openFDs(t testing.TB) int {
-	fds, err := os.ReadDir("/proc/self/fd")
+	n, err := proc.OpenFDs()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return len(fds)
-}
-
-// settle waits (up to 30 s) for cond, polling.
-func settle(cond func() bool) bool {
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if cond() {
-			return true
-		}
-	}
-	return cond()
+	return n
 }
 
 type soakCase struct {
@@ -293,10 +269,10 @@ func TestSoak(t *testing.T) {
 	if rssEnd > rss10.Load()+soakRSSBound {
 		t.Errorf("RSS grew from %d to %d bytes, more than %d", rss10.Load(), rssEnd, soakRSSBound)
 	}
-	if !settle(func() bool { return runtime.NumGoroutine() <= baseGoroutines }) {
+	if !proc.Settle(func() bool { return runtime.NumGoroutine() <= baseGoroutines }) {
 		t.Errorf("goroutines: %d at the start, %d at the end", baseGoroutines, runtime.NumGoroutine())
 	}
-	if !settle(func() bool { return openFDs(t) == baseFDs }) {
+	if !proc.Settle(func() bool { return openFDs(t) == baseFDs }) {
 		t.Errorf("open file descriptors: %d at the start, %d at the end", baseFDs, openFDs(t))
 	}
 	t.Logf("goroutines %d → %d, fds %d → %d", baseGoroutines, runtime.NumGoroutine(), baseFDs, openFDs(t))

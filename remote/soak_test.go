@@ -9,15 +9,14 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
-	"runtime/debug"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/codemode-go/codemode"
+	"github.com/codemode-go/codemode/internal/proc"
 	"github.com/codemode-go/codemode/remote"
 )
 
@@ -110,45 +109,28 @@ func TestDaemonSoak(t *testing.T) {
 	// The daemon stops with the function's cleanups only at the test's end;
 	// what must be gone now is every program's and connection's goroutine
 	// but the daemon's own listener.
-	if !waitFor(func() bool { return runtime.NumGoroutine() <= baseGoroutines+3 }) {
+	if !proc.Settle(func() bool { return runtime.NumGoroutine() <= baseGoroutines+3 }) {
 		buf := make([]byte, 1<<20)
 		t.Errorf("goroutines: %d at the start, %d at the end\n%s", baseGoroutines, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
 	}
-	if !waitFor(func() bool { return countFDs(t) <= baseFDs+1 }) { // +1: the daemon's listening socket
+	if !proc.Settle(func() bool { return countFDs(t) <= baseFDs+1 }) { // +1: the daemon's listening socket
 		t.Errorf("open file descriptors: %d at the start, %d at the end", baseFDs, countFDs(t))
 	}
 	t.Logf("goroutines %d → %d, fds %d → %d", baseGoroutines, runtime.NumGoroutine(), baseFDs, countFDs(t))
 }
 
-func waitFor(cond func() bool) bool {
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if cond() {
-			return true
-		}
-	}
-	return cond()
-}
-
 func countFDs(t *testing.T) int {
-	fds, err := os.ReadDir("/proc/self/fd")
+	n, err := proc.OpenFDs()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return len(fds)
+	return n
 }
 
 func residentSet(t *testing.T) int64 {
-	debug.FreeOSMemory()
-	b, err := os.ReadFile("/proc/self/status")
+	n, err := proc.RSS()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmRSS")
-	return 0
+	return n
 }
