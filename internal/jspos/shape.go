@@ -222,13 +222,25 @@ func (s *shaped) statements(list []ast.Statement) {
 // ends in an identifier counts the identifier's name as the parser holds
 // it (UTF-16 when it is not ASCII, escapes decoded), not its source bytes
 // (a fuzzer's find: `A0ʋ\rԦ` put an insertion past the end): such an end
-// is measured in the source instead, and every end is kept within it.
+// is measured in the source instead (ASCII source without a backslash
+// needs no such care), and every end is kept within it.
 func (s *shaped) endOf(n ast.Node) int {
 	e := int(n.Idx1()) - s.base
-	if id := lastIdentifier(reflect.ValueOf(n)); id != nil && id.Idx1() == n.Idx1() {
-		e = identEnd(s.code, int(id.Idx)-s.base)
+	if !asciiOnly(s.code) || strings.IndexByte(s.code, '\\') >= 0 {
+		if id := lastIdentifier(reflect.ValueOf(n)); id != nil && id.Idx1() == n.Idx1() {
+			e = identEnd(s.code, int(id.Idx)-s.base)
+		}
 	}
 	return min(max(e, 0), len(s.code))
+}
+
+func asciiOnly(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // lastIdentifier is the identifier that starts last in the tree under v.
