@@ -72,7 +72,8 @@ func (l *Latch) Close() { l.closed.Store(true) }
 // the codec ([]byte becomes a tagged Uint8Array anywhere in the value; a
 // json.RawMessage result is passed through untouched); an error becomes
 // {"error": message}, which the program catches as an Error carrying
-// exactly that message.
+// exactly that message ("the tool failed" for an error whose message is
+// empty: an empty "error" is falsy and would read as a success).
 func EnvelopeDispatch(l *Latch, respond func(ctx context.Context, provider, tool, argsJSON string) (any, error)) DispatchFunc {
 	return func(ctx context.Context, provider, tool, argsJSON string) (string, error) {
 		if l != nil && !l.Active() {
@@ -80,7 +81,13 @@ func EnvelopeDispatch(l *Latch, respond func(ctx context.Context, provider, tool
 		}
 		v, err := respond(ctx, provider, tool, argsJSON)
 		if err != nil {
-			return errorEnvelope(err.Error()), nil
+			msg := err.Error()
+			if msg == "" {
+				// {"error":""} is falsy: the program would get undefined, as
+				// if the tool had succeeded.
+				msg = "the tool failed"
+			}
+			return errorEnvelope(msg), nil
 		}
 		if raw, ok := v.(json.RawMessage); ok {
 			if len(raw) == 0 {

@@ -146,9 +146,9 @@ func FuzzDispatchCodec(f *testing.F) {
 }
 
 // FuzzDispatchAnswer: any text a dispatch answers with reaches the
-// program as a value, an Error it catches (the {"error"} text, or
-// MsgOutsideEnvelope for a text that is not a JSON object), never
-// anything else.
+// program as a value, an Error it catches (a truthy "error", its text when
+// it is a string; MsgOutsideEnvelope for a text that is not a JSON
+// object), never anything else.
 func FuzzDispatchAnswer(f *testing.F) {
 	for _, s := range []string{`{"result":1}`, `{"error":"no"}`, `{}`, `[]`, `"x"`, `null`, ``, `{"result":`, `{"result":{"__executor_binary_v1__":"Uint8Array","data":"AQID"}}`,
 		`{"result":{"__executor_handle_v1__":1}}`, `{"error":{"nested":true}}`, `{"result":1,"error":"both"}`, "{\"result\":\"\xff\"}", `{"result":1e999}`} {
@@ -187,12 +187,40 @@ func FuzzDispatchAnswer(f *testing.F) {
 			}
 			return
 		}
-		if _, hasErr := obj["error"]; hasErr && out.Caught == nil {
-			if _, hasResult := obj["result"]; !hasResult {
+		raw, hasErr := obj["error"]
+		switch {
+		case hasErr && truthy(raw):
+			if out.Caught == nil {
 				t.Fatalf("answer %q: %s, want a caught error", answer, res.Result)
 			}
+			var msg string
+			if json.Unmarshal(raw, &msg) == nil && *out.Caught != msg {
+				t.Fatalf("answer %q: caught %q, want %q", answer, *out.Caught, msg)
+			}
+		case out.Caught != nil && *out.Caught != codemode.MsgOutsideEnvelope: // the engine's JSON.parse may refuse what Go's reads (nesting)
+			t.Fatalf("answer %q (no truthy error): the program caught %q", answer, *out.Caught)
 		}
 	})
+}
+
+// truthy is JavaScript's truthiness of a JSON value: what makes an
+// envelope's "error" throw.
+func truthy(raw json.RawMessage) bool {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return true // a number past float64 (1e999) is Infinity: truthy
+	}
+	switch x := v.(type) {
+	case nil:
+		return false
+	case bool:
+		return x
+	case string:
+		return x != ""
+	case float64:
+		return x != 0
+	}
+	return true
 }
 
 // FuzzValidate: arbitrary parameter schemas are accepted or refused with

@@ -143,6 +143,8 @@ func TestEnvelopeDispatch(t *testing.T) {
 			return nil, errors.New(`quote " and <tags>`)
 		case "nothing":
 			return nil, nil
+		case "silent":
+			return nil, errors.New("")
 		case "unencodable":
 			return make(chan int), nil
 		}
@@ -154,6 +156,7 @@ func TestEnvelopeDispatch(t *testing.T) {
 		{"struct", `{"result":{"name":"ada","photo":{"__executor_binary_v1__":"Uint8Array","data":"aGk="}}}`},
 		{"fail", `{"error":"quote \" and <tags>"}`},
 		{"nothing", `{"result":null}`},
+		{"silent", `{"error":"the tool failed"}`}, // "" would be falsy: a success
 		{"missing", `{"error":"Tool \"missing\" not found"}`},
 	}
 	for _, tt := range tests {

@@ -15,8 +15,9 @@ import (
 // outcome is what a run came to, compared across shapes: its value, or
 // its error's kind.
 type outcome struct {
-	value string
-	kind  codemode.ErrorKind
+	value  string
+	kind   codemode.ErrorKind
+	syntax bool // a SyntaxError: the source did not parse in that shape
 }
 
 func run(ctx context.Context, t *testing.T, e *codemode.Executor, src string) (outcome, bool) {
@@ -35,7 +36,7 @@ func run(ctx context.Context, t *testing.T, e *codemode.Executor, src string) (o
 	default:
 		t.Fatalf("Run(%q) = %s: a script must not cause this kind", src, ee.LLMJSON())
 	}
-	return outcome{kind: ee.Kind}, true
+	return outcome{kind: ee.Kind, syntax: strings.HasPrefix(ee.Message, "SyntaxError")}, true
 }
 
 // Shapes checks the input-shape normalization differentially: body run as
@@ -66,6 +67,9 @@ func Shapes(t *testing.T, e *codemode.Executor, body string) {
 	}
 	returned, ok1 := run(ctx, t, e, body+"\n;return null")
 	arrow, ok2 := run(ctx, t, e, "async () => {"+body+"\n}")
+	if arrow.syntax {
+		return // wrapping can unmake a body the body shape accepts (a trailing label: "A:")
+	}
 	if ok1 && ok2 && returned != arrow {
 		t.Fatalf("as an arrow %q = %+v, as a body ending in return null %+v", body, arrow, returned)
 	}
