@@ -373,3 +373,27 @@ func newTestExecutor(t *testing.T) *codemode.Executor {
 	t.Cleanup(func() { e.Close() })
 	return e
 }
+
+// TestInvalidUTF8Source: invalid UTF-8 in a source (a comment, a string)
+// does not move the shape's insertions: the arrow is still called (found
+// by FuzzShapes).
+func TestInvalidUTF8Source(t *testing.T) {
+	e := newTestExecutor(t)
+	for _, c := range []struct{ src, want string }{
+		{"async () => {return 0//\xe5\n}", "0"},
+		{"(() => 5)//\xe5", "5"},
+		{"return 0//\xe5", "0"},
+		{"async () => { /* \xff\xfe */ return 3 }", "3"},
+		{"async function main() { return 4 } // \xc3", "4"},
+		{"const x = 1 /*\xc3*/ + 1; x", "2"},
+	} {
+		res, err := e.Run(context.Background(), c.src)
+		if err != nil {
+			t.Errorf("Run(%q): %v", c.src, err)
+			continue
+		}
+		if string(res.Value) != c.want {
+			t.Errorf("Run(%q) = %s, want %s", c.src, res.Value, c.want)
+		}
+	}
+}

@@ -113,6 +113,15 @@ type Map struct {
 // source's. What the fence or `export default` took is blanked, not cut:
 // the map's source ([Map.Original]) has src's length and lines.
 func Instrument(src string, shape Shape) *Map {
+	clean := standIn(src)
+	m := instrument(clean, shape)
+	if clean != src {
+		m.restore(src)
+	}
+	return m
+}
+
+func instrument(src string, shape Shape) *Map {
 	if shape == Expression {
 		return instrumentExpression(src)
 	}
@@ -238,6 +247,50 @@ func splice(code string, ins []insertion) string {
 	}
 	b.WriteString(code[last:])
 	return b.String()
+}
+
+// standIn is src with each invalid UTF-8 byte replaced by \x01, one byte
+// for one. The parser reads an invalid byte as U+FFFD, three bytes where
+// the source has one, so its offsets were not the source's and an arrow's
+// call went in at the wrong place (FuzzShapes: an arrow ending in
+// `//\xe5` returned null). \x01 is as invalid outside strings and
+// comments as the byte it stands for, and as harmless inside them.
+func standIn(src string) string {
+	if utf8.ValidString(src) {
+		return src
+	}
+	b := []byte(src)
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			b[i] = 1
+		}
+		i += n
+	}
+	return string(b)
+}
+
+// restore puts src's invalid bytes back where standIn replaced them (and
+// nothing blanked them), in the map's source and instrumented text alike:
+// the engine reads the source as it was.
+func (m *Map) restore(src string) {
+	source, out := []byte(m.src), []byte(m.out)
+	shift, k := 0, 0 // the text inserted before offset i of the source
+	for i := 0; i < len(src) && i < len(source); {
+		r, n := utf8.DecodeRuneInString(src[i:])
+		if r == utf8.RuneError && n == 1 && source[i] == 1 {
+			for k < len(m.ins) && m.ins[k].at <= i {
+				shift += len(m.ins[k].text)
+				k++
+			}
+			source[i] = src[i]
+			if j := i + shift; j < len(out) && out[j] == 1 {
+				out[j] = src[i]
+			}
+		}
+		i += n
+	}
+	m.src, m.out = string(source), string(out)
 }
 
 // instrumentExpression instruments a tool's source: one expression.
