@@ -54,14 +54,15 @@ type declarer struct {
 	types  []string          // rendered named types, in order
 }
 
-// typePrefix is a tool's type-name prefix: its JS name in PascalCase,
-// made unique among the tools.
+// typePrefix is a tool's type-name prefix: its name in PascalCase (every
+// character that is no letter or digit a word break), made unique among
+// the tools.
 func typePrefix(name string, used map[string]bool) string {
 	var b strings.Builder
 	up := true
 	for _, r := range name {
 		switch {
-		case r == '_' || r == '$' || r == '-':
+		case !unicode.IsLetter(r) && !unicode.IsDigit(r): // '_', '$', '-', and what no identifier holds (a provider tool's name may be any text)
 			up = true
 		case up:
 			b.WriteRune(unicode.ToUpper(r))

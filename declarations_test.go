@@ -164,3 +164,24 @@ func TestDeclarationsHostile(t *testing.T) {
 	assert.Contains(t, got, "y?: unknown;")
 	assert.Contains(t, got, "declare function garbage(args: GarbageInput): unknown;")
 }
+
+// TestProviderToolNamesInTypeNames: a provider tool's name may be any
+// text; its type names take only its letters and digits (a tool named " "
+// made `type P Input`, found by FuzzDeclarations).
+func TestProviderToolNamesInTypeNames(t *testing.T) {
+	got := ProviderDeclarations([]Provider{{Name: "p", ObjectArgs: true, APIs: []ProviderTool{
+		{Name: " ", Params: json.RawMessage(`{"properties":[]}`)},
+		{Name: "get user.v2", Params: json.RawMessage(`{"type":"object","properties":{"id":{"type":"integer"}}}`)}}}})
+	want := `type PInput = Record<string, unknown>;
+type PGetUserV2Input = {
+  id?: number;
+};
+declare const p: {
+  " "(args: PInput): Promise<unknown>;
+  "get user.v2"(args: PGetUserV2Input): Promise<unknown>;
+};
+`
+	if got != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
+}
