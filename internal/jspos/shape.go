@@ -82,37 +82,41 @@ func (s shaped) templateAt(off int) bool {
 		return false
 	}
 	found := false
-	var visit func(v reflect.Value)
-	visit = func(v reflect.Value) {
-		if found {
-			return
+	inspect(reflect.ValueOf(s.root), func(n any) bool {
+		t, ok := n.(*ast.TemplateLiteral)
+		found = ok && int(t.OpenQuote)-s.base == off
+		return !found
+	})
+	return found
+}
+
+// inspect calls f with every node pointer in the tree under v, in document
+// order, until f returns false; it reports whether the walk went through.
+func inspect(v reflect.Value, f func(any) bool) bool {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			return true
 		}
-		switch v.Kind() {
-		case reflect.Pointer:
-			if v.IsNil() {
-				return
+		return f(v.Interface()) && inspect(v.Elem(), f)
+	case reflect.Interface:
+		if !v.IsNil() {
+			return inspect(v.Elem(), f)
+		}
+	case reflect.Struct:
+		for _, i := range plan(v.Type()) {
+			if !inspect(v.Field(i), f) {
+				return false
 			}
-			if t, ok := v.Interface().(*ast.TemplateLiteral); ok && int(t.OpenQuote)-s.base == off {
-				found = true
-				return
-			}
-			visit(v.Elem())
-		case reflect.Interface:
-			if !v.IsNil() {
-				visit(v.Elem())
-			}
-		case reflect.Struct:
-			for _, i := range plan(v.Type()) {
-				visit(v.Field(i))
-			}
-		case reflect.Slice:
-			for i := range v.Len() {
-				visit(v.Index(i))
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			if !inspect(v.Index(i), f) {
+				return false
 			}
 		}
 	}
-	visit(reflect.ValueOf(s.root))
-	return found
+	return true
 }
 
 // errStrayCloser marks a body that closed the wrapper and went on.
@@ -246,33 +250,12 @@ func asciiOnly(s string) bool {
 // lastIdentifier is the identifier that starts last in the tree under v.
 func lastIdentifier(v reflect.Value) *ast.Identifier {
 	var last *ast.Identifier
-	var visit func(reflect.Value)
-	visit = func(v reflect.Value) {
-		switch v.Kind() {
-		case reflect.Pointer, reflect.Interface:
-			if v.IsNil() {
-				return
-			}
-			if id, ok := v.Interface().(*ast.Identifier); ok {
-				if last == nil || id.Idx > last.Idx {
-					last = id
-				}
-				return
-			}
-			visit(v.Elem())
-		case reflect.Struct:
-			for i := range v.NumField() {
-				if v.Type().Field(i).IsExported() {
-					visit(v.Field(i))
-				}
-			}
-		case reflect.Slice:
-			for i := range v.Len() {
-				visit(v.Index(i))
-			}
+	inspect(v, func(n any) bool {
+		if id, ok := n.(*ast.Identifier); ok && (last == nil || id.Idx > last.Idx) {
+			last = id
 		}
-	}
-	visit(v)
+		return true
+	})
 	return last
 }
 
