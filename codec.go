@@ -81,13 +81,7 @@ func EnvelopeDispatch(l *Latch, respond func(ctx context.Context, provider, tool
 		}
 		v, err := respond(ctx, provider, tool, argsJSON)
 		if err != nil {
-			msg := err.Error()
-			if msg == "" {
-				// {"error":""} is falsy: the program would get undefined, as
-				// if the tool had succeeded.
-				msg = "the tool failed"
-			}
-			return errorEnvelope(msg), nil
+			return errorEnvelope(err.Error()), nil
 		}
 		if raw, ok := v.(json.RawMessage); ok {
 			if len(raw) == 0 {
@@ -103,7 +97,12 @@ func EnvelopeDispatch(l *Latch, respond func(ctx context.Context, provider, tool
 	}
 }
 
+// errorEnvelope is {"error": msg}; an empty msg is "the tool failed", since
+// {"error":""} is falsy and the program would read it as a success.
 func errorEnvelope(msg string) string {
+	if msg == "" {
+		msg = "the tool failed"
+	}
 	b, err := marshal(struct {
 		Error string `json:"error"`
 	}{msg})

@@ -428,16 +428,8 @@ func TestDescribeListing(t *testing.T) {
 	assert.Equal(t, []any{"code"}, schema["required"])
 }
 
-// hostTool is a Tool for tests.
-type hostTool struct {
-	def  ToolDefinition
-	call func(context.Context, json.RawMessage) (json.RawMessage, error)
-}
-
-func (h hostTool) Definition() ToolDefinition { return h.def }
-func (h hostTool) Call(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
-	return h.call(ctx, args)
-}
+// hostTool is a Tool for tests: NewTool's own type.
+type hostTool = definedTool
 
 // TestCodeModeToolAsync: by default the tools are async: calls overlap,
 // a tool that ignores its context is abandoned at the deadline, arguments

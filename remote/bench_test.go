@@ -9,21 +9,26 @@ import (
 	"github.com/codemode-go/codemode/remote"
 )
 
+// runners are the two sides the benchmarks compare: an executor in
+// process and a client of a daemon on loopback, both closed at the end.
+func runners(b *testing.B) (local *codemode.Executor, c *remote.Client) {
+	c, err := remote.Dial(benchDaemon(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	if local, err = codemode.New(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { local.Close() })
+	return local, c
+}
+
 // BenchmarkRemote is the daemon's overhead over loopback against the same
 // programs in process: one Execute with one tool call, and with ten (the
 // difference over nine is the cost of each further call).
 func BenchmarkRemote(b *testing.B) {
-	ln := benchDaemon(b)
-	c, err := remote.Dial(ln)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	local, err := codemode.New()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer local.Close()
+	local, c := runners(b)
 	answer := func(context.Context, string, string, string) (string, error) { return `{"result":1}`, nil }
 	for _, n := range []int{1, 10} {
 		code := fmt.Sprintf("async () => { let s = 0; for (let i = 0; i < %d; i++) s += await t.x(); return s }", n)
@@ -48,17 +53,7 @@ func BenchmarkRemote(b *testing.B) {
 // in process (the suite's W6, through Execute) and through one daemon over
 // loopback.
 func BenchmarkThroughput(b *testing.B) {
-	addr := benchDaemon(b)
-	c, err := remote.Dial(addr)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	local, err := codemode.New()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer local.Close()
+	local, c := runners(b)
 	req := codemode.Request{Code: "async () => ({ok: true, n: 2, s: 'hi'})"}
 	for _, r := range []struct {
 		name string
