@@ -19,6 +19,11 @@ var fuzzLimits = codemode.Limits{Memory: 8 << 20, Deadline: 100 * time.Milliseco
 
 const hangBound = 10 * time.Second
 
+// calmLimits are for targets whose programs cannot loop (only the answer,
+// the schema varies): a deadline a loaded machine never reaches, so any
+// timeout would be a hang the fuzzed input caused.
+var calmLimits = codemode.Limits{Memory: 8 << 20, Deadline: 5 * time.Second, Payload: 64 << 10, Logs: 4 << 10}
+
 func fuzzExecutor(f *testing.F, opts ...codemode.Option) *codemode.Executor {
 	e, err := codemode.New(append([]codemode.Option{codemode.WithLimits(fuzzLimits)}, opts...)...)
 	if err != nil {
@@ -154,7 +159,7 @@ func FuzzDispatchAnswer(f *testing.F) {
 		`{"result":{"__executor_handle_v1__":1}}`, `{"error":{"nested":true}}`, `{"result":1,"error":"both"}`, "{\"result\":\"\xff\"}", `{"result":1e999}`} {
 		f.Add(s)
 	}
-	e := fuzzExecutor(f)
+	e := fuzzExecutor(f, codemode.WithLimits(calmLimits))
 	const code = `async () => {
   try {
     const v = await t.call();
@@ -240,7 +245,7 @@ func FuzzValidate(f *testing.F) {
 	} {
 		f.Add(s.schema, s.args)
 	}
-	e := fuzzExecutor(f)
+	e := fuzzExecutor(f, codemode.WithLimits(calmLimits))
 	f.Fuzz(func(t *testing.T, schema, args string) {
 		src := codemode.ToolSource{Name: "t", Description: "t", Params: json.RawMessage(schema), Source: "(a) => a"}
 		start := time.Now()

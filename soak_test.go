@@ -45,22 +45,6 @@ func soakRuns(t *testing.T) int {
 	return n
 }
 
-func procRSS(t testing.TB) int64 {
-	n, err := proc.RSS()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
-func openFDs(t testing.TB) int {
-	n, err := proc.OpenFDs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
 type soakCase struct {
 	name string
 	run  func(ctx context.Context, e *codemode.Executor, i int) error // nil: the outcome was right
@@ -225,7 +209,7 @@ func TestSoak(t *testing.T) {
 	if len(table) != 100 {
 		t.Fatalf("the mix adds up to %d", len(table))
 	}
-	baseGoroutines, baseFDs := runtime.NumGoroutine(), openFDs(t)
+	baseGoroutines, baseFDs := runtime.NumGoroutine(), proc.OpenFDs(t)
 	var next, done atomic.Int64
 	counts := make([]atomic.Int64, len(soakCases))
 	var rss10 atomic.Int64
@@ -250,7 +234,7 @@ func TestSoak(t *testing.T) {
 				}
 				counts[c].Add(1)
 				if d := done.Add(1); d == int64(n/10) {
-					once.Do(func() { rss10.Store(procRSS(t)) })
+					once.Do(func() { rss10.Store(proc.RSS(t)) })
 				}
 			}
 		}()
@@ -260,7 +244,7 @@ func TestSoak(t *testing.T) {
 	if failures.Load() > 0 {
 		t.Fatalf("%d runs of %d came out wrong", failures.Load(), n)
 	}
-	rssEnd := procRSS(t)
+	rssEnd := proc.RSS(t)
 	for c := range soakCases {
 		t.Logf("%-16s %d", soakCases[c].name, counts[c].Load())
 	}
@@ -272,10 +256,10 @@ func TestSoak(t *testing.T) {
 	if !proc.Settle(func() bool { return runtime.NumGoroutine() <= baseGoroutines }) {
 		t.Errorf("goroutines: %d at the start, %d at the end", baseGoroutines, runtime.NumGoroutine())
 	}
-	if !proc.Settle(func() bool { return openFDs(t) == baseFDs }) {
-		t.Errorf("open file descriptors: %d at the start, %d at the end", baseFDs, openFDs(t))
+	if !proc.Settle(func() bool { return proc.OpenFDs(t) == baseFDs }) {
+		t.Errorf("open file descriptors: %d at the start, %d at the end", baseFDs, proc.OpenFDs(t))
 	}
-	t.Logf("goroutines %d → %d, fds %d → %d", baseGoroutines, runtime.NumGoroutine(), baseFDs, openFDs(t))
+	t.Logf("goroutines %d → %d, fds %d → %d", baseGoroutines, runtime.NumGoroutine(), baseFDs, proc.OpenFDs(t))
 	if st := e.CacheStats(); st.Bytes > soakCacheSize {
 		t.Errorf("the bytecode cache holds %d bytes, past its %d bound", st.Bytes, soakCacheSize)
 	} else {

@@ -50,7 +50,7 @@ func FuzzDaemonFrames(f *testing.F) {
 	} {
 		f.Add(s[0], s[1])
 	}
-	addr, _ := daemon(f, remote.ServerOptions{Max: codemode.Limits{Memory: 16 << 20, Deadline: 200 * time.Millisecond}})
+	addr, _ := daemon(f, remote.ServerOptions{Max: codemode.Limits{Memory: 16 << 20, Deadline: 2 * time.Second}}) // room for the check program on a loaded machine
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		f.Fatal(err)

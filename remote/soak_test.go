@@ -42,7 +42,7 @@ func TestDaemonSoak(t *testing.T) {
 		}
 		n = v
 	}
-	baseGoroutines, baseFDs := runtime.NumGoroutine(), countFDs(t)
+	baseGoroutines, baseFDs := runtime.NumGoroutine(), proc.OpenFDs(t)
 	func() {
 		// Not the tests' daemon helper: its recorder keeps every message.
 		// The cache is bounded below what the programs' distinct sources
@@ -82,12 +82,12 @@ func TestDaemonSoak(t *testing.T) {
 						return
 					}
 					if i == n/10 {
-						once.Do(func() { rss10.Store(residentSet(t)) })
+						once.Do(func() { rss10.Store(proc.RSS(t)) })
 					}
 					if i > 0 && i%(n/10) == 0 {
 						var ms runtime.MemStats
 						runtime.ReadMemStats(&ms)
-						t.Logf("%3d %%: RSS %.1f MiB, Go heap in use %.1f MiB, %d goroutines", 100*i/n, float64(residentSet(t))/(1<<20),
+						t.Logf("%3d %%: RSS %.1f MiB, Go heap in use %.1f MiB, %d goroutines", 100*i/n, float64(proc.RSS(t))/(1<<20),
 							float64(ms.HeapInuse)/(1<<20), runtime.NumGoroutine())
 					}
 					dispatch := codemode.EnvelopeDispatch(nil, func(_ context.Context, _, tool, args string) (any, error) {
@@ -124,7 +124,7 @@ func TestDaemonSoak(t *testing.T) {
 			}()
 		}
 		wg.Wait()
-		rssEnd := residentSet(t)
+		rssEnd := proc.RSS(t)
 		t.Logf("%d programs (%d abandoned, %d with the connection dropped); RSS at 10 %%: %.1f MiB, at 100 %%: %.1f MiB",
 			n, abandoned.Load(), redials.Load(), float64(rss10.Load())/(1<<20), float64(rssEnd)/(1<<20))
 		if failures.Load() > 0 {
@@ -140,24 +140,8 @@ func TestDaemonSoak(t *testing.T) {
 		buf := make([]byte, 1<<20)
 		t.Errorf("goroutines: %d at the start, %d at the end\n%s", baseGoroutines, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
 	}
-	if !proc.Settle(func() bool { return countFDs(t) <= baseFDs }) {
-		t.Errorf("open file descriptors: %d at the start, %d at the end", baseFDs, countFDs(t))
+	if !proc.Settle(func() bool { return proc.OpenFDs(t) <= baseFDs }) {
+		t.Errorf("open file descriptors: %d at the start, %d at the end", baseFDs, proc.OpenFDs(t))
 	}
-	t.Logf("goroutines %d → %d, fds %d → %d", baseGoroutines, runtime.NumGoroutine(), baseFDs, countFDs(t))
-}
-
-func countFDs(t *testing.T) int {
-	n, err := proc.OpenFDs()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
-func residentSet(t *testing.T) int64 {
-	n, err := proc.RSS()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
+	t.Logf("goroutines %d → %d, fds %d → %d", baseGoroutines, runtime.NumGoroutine(), baseFDs, proc.OpenFDs(t))
 }

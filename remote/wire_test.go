@@ -91,9 +91,11 @@ func TestStreamEndsBeforeStart(t *testing.T) {
 }
 
 // TestStartTimeout: a stream that sends nothing is ended after
-// StartTimeout with DeadlineExceeded, freeing its program slot.
+// StartTimeout with DeadlineExceeded, freeing its program slot. The
+// timeout is 2 s: the program after it must send its Start within it, on
+// a loaded machine under -race.
 func TestStartTimeout(t *testing.T) {
-	addr, _ := daemon(t, remote.ServerOptions{StartTimeout: 100 * time.Millisecond, MaxPrograms: 1})
+	addr, _ := daemon(t, remote.ServerOptions{StartTimeout: 2 * time.Second, MaxPrograms: 1})
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
 	defer conn.Close()
@@ -101,7 +103,7 @@ func TestStartTimeout(t *testing.T) {
 	require.NoError(t, err)
 	_, err = st.Recv() // sends nothing
 	assert.Equal(t, codes.DeadlineExceeded, status.Code(err), err)
-	assert.Equal(t, "no program start within 100ms", status.Convert(err).Message())
+	assert.Equal(t, "no program start within 2s", status.Convert(err).Message())
 	res := dial(t, addr).Execute(context.Background(), codemode.Request{Code: "async () => 1"})
 	require.Empty(t, res.Error, "the slot is free again")
 }

@@ -34,11 +34,11 @@ func codeTool(t *testing.T) *codemode.CodeModeTool {
 }
 
 func chatReply(toolCalls string, content string) string {
-	msg := `{"role":"assistant","content":` + content + `}`
 	if toolCalls != "" {
-		msg = `{"role":"assistant","content":null,"tool_calls":` + toolCalls + `}`
+		return fakeapi.ChatToolCalls(toolCalls)
 	}
-	return `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"finish_reason":"stop","message":` + msg + `}]}`
+	return `{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":` +
+		content + `}}]}`
 }
 
 // TestChatCompletions: the model calls run_js with a program that throws,

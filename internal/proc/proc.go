@@ -3,35 +3,42 @@
 package proc
 
 import (
-	"fmt"
 	"os"
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 )
 
 // RSS is the process's resident set in bytes, after Go's free heap is
 // returned to the OS (what Go keeps is not the sandboxes' to answer for).
-func RSS() (int64, error) {
+func RSS(t testing.TB) int64 {
 	debug.FreeOSMemory()
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
-		return 0, err
+		t.Fatal(err)
 	}
 	for _, line := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			return kb << 10, err
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/self/status")
+	t.Fatal("no VmRSS in /proc/self/status")
+	return 0
 }
 
 // OpenFDs counts the process's open file descriptors.
-func OpenFDs() (int, error) {
+func OpenFDs(t testing.TB) int {
 	fds, err := os.ReadDir("/proc/self/fd")
-	return len(fds), err
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(fds)
 }
 
 // Settle waits up to 30 s for cond, polling; it reports the last answer.
