@@ -1483,11 +1483,13 @@ static JSValue js_web_fill(JSContext *ctx, JSValueConst this_val, int argc, JSVa
 	return JS_UNDEFINED;
 }
 
-/* Sets native.name to a C function; -1 with native released on failure. */
+/* Defines native.name as a C function (defined, not assigned: native has
+ * no prototype, and no setter a script put on Object.prototype runs); -1
+ * with native released on failure. */
 static int set_native(JSContext *ctx, JSValue *native, const char *name, JSCFunction *fn, int length)
 {
 	JSValue f = JS_NewCFunction2(ctx, fn, name, length, JS_CFUNC_generic, 0);
-	if (JS_IsException(f) || JS_SetPropertyStr(ctx, *native, name, f) < 0) {
+	if (JS_IsException(f) || JS_DefinePropertyValueStr(ctx, *native, name, f, JS_PROP_C_W_E) < 0) {
 		JS_FreeValue(ctx, *native);
 		*native = JS_EXCEPTION;
 		return -1;
@@ -1689,7 +1691,8 @@ static int install_typed(JSContext *ctx)
 	for (int i = 0; i < NTYPED_GLOBALS && rc == 0; i++) {
 		JSValue get = JS_NewCFunctionMagic(ctx, js_typed_get, typed_globals[i], 0, JS_CFUNC_generic_magic, i);
 		JSValue set = JS_NewCFunctionMagic(ctx, js_typed_set, typed_globals[i], 1, JS_CFUNC_generic_magic, i);
-		if (!JS_IsException(get) && JS_SetPropertyUint32(ctx, s->typed_getters, (uint32_t)i, JS_DupValue(ctx, get)) < 0)
+		if (!JS_IsException(get) &&
+		    JS_DefinePropertyValueUint32(ctx, s->typed_getters, (uint32_t)i, JS_DupValue(ctx, get), JS_PROP_C_W_E) < 0)
 			rc = -1; /* the array's reference went with the failure; ours goes below */
 		if (rc < 0) {
 			JS_FreeValue(ctx, get);
@@ -1725,10 +1728,10 @@ static JSValue web_load(JSContext *ctx, JSValueConst fetch)
 	const uint8_t *bc = atomic_load(&web_bc);
 	if (!bc && (go_load_web() != 0 || !(bc = atomic_load(&web_bc)))) /* the first read in the process */
 		return JS_ThrowInternalError(ctx, "codemode: the web globals do not compile");
-	JSValue native = JS_NewObject(ctx);
+	JSValue native = JS_NewObjectProto(ctx, JS_NULL);
 	if (!JS_IsException(native) && set_native(ctx, &native, "now", js_web_now, 0) == 0 &&
 	    set_native(ctx, &native, "fill", js_web_fill, 1) == 0 &&
-	    JS_SetPropertyStr(ctx, native, "fetch", JS_DupValue(ctx, fetch)) < 0) {
+	    JS_DefinePropertyValueStr(ctx, native, "fetch", JS_DupValue(ctx, fetch), JS_PROP_C_W_E) < 0) {
 		JS_FreeValue(ctx, native);
 		native = JS_EXCEPTION;
 	}
@@ -1819,7 +1822,7 @@ static int install_console(JSContext *ctx)
 		return -1;
 	for (int i = 0; i < (int)(sizeof(console_names) / sizeof(console_names[0])); i++) {
 		JSValue f = JS_NewCFunctionMagic(ctx, js_console, console_names[i], 0, JS_CFUNC_generic_magic, i);
-		if (JS_IsException(f) || JS_SetPropertyStr(ctx, con, console_names[i], f) < 0) {
+		if (JS_IsException(f) || JS_DefinePropertyValueStr(ctx, con, console_names[i], f, JS_PROP_C_W_E) < 0) {
 			JS_FreeValue(ctx, con);
 			return -1;
 		}
@@ -1876,9 +1879,9 @@ static JSValue capability_error(bridge_slot *s, int32_t cap, const char *name, s
 	JSValue who = name ? JS_NewStringLen(ctx, name, nlen) : JS_UNDEFINED;
 	if (JS_IsException(mark) || JS_IsException(who) ||
 	    JS_DefinePropertyValueStr(ctx, err, "message", JS_DupValue(ctx, m), JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE) < 0 ||
-	    JS_SetPropertyUint32(ctx, mark, 0, JS_NewInt32(ctx, cap)) < 0 ||
-	    JS_SetPropertyUint32(ctx, mark, 1, JS_DupValue(ctx, m)) < 0 ||
-	    JS_SetPropertyUint32(ctx, mark, 2, JS_DupValue(ctx, who)) < 0) {
+	    JS_DefinePropertyValueUint32(ctx, mark, 0, JS_NewInt32(ctx, cap), JS_PROP_C_W_E) < 0 ||
+	    JS_DefinePropertyValueUint32(ctx, mark, 1, JS_DupValue(ctx, m), JS_PROP_C_W_E) < 0 ||
+	    JS_DefinePropertyValueUint32(ctx, mark, 2, JS_DupValue(ctx, who), JS_PROP_C_W_E) < 0) {
 		JS_FreeValue(ctx, who);
 		JS_FreeValue(ctx, mark);
 		JS_FreeValue(ctx, m);
@@ -3487,7 +3490,7 @@ static JSValue eval_source(bridge_slot *s, const char *src, size_t len, const ch
 static JSValue load_runtime(bridge_slot *s, const bridge_config *cfg)
 {
 	JSContext *ctx = s->ctx;
-	JSValue native = JS_NewObject(ctx);
+	JSValue native = JS_NewObjectProto(ctx, JS_NULL);
 	if (!JS_IsException(native) && set_native(ctx, &native, "dispatch", js_dispatch, 3) == 0 &&
 	    set_native(ctx, &native, "fail", js_fail, 3) == 0)
 		set_native(ctx, &native, "typed", js_typed_make, 0);
@@ -3957,6 +3960,14 @@ size_t bridge_slot_release(bridge_slot *s)
 	madvise((char *)s->ar + from, upto - from, MADV_DONTNEED);
 	s->dirty_end = from; /* zero above, as a fresh mapping */
 	return upto - from;
+}
+
+size_t bridge_slot_held(bridge_slot *s)
+{
+	if (!s->ar)
+		return 0;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	return (max_size(s->dirty_end, s->image_end) + page - 1) & ~(page - 1);
 }
 
 void bridge_slot_take_logs(bridge_slot *s, bridge_out *out)

@@ -243,6 +243,11 @@ size_t bridge_slot_image_size(bridge_slot *s, int32_t kind);
 /* An idle slot gives the arena pages above its image back to the kernel;
  * returns the bytes released. */
 size_t bridge_slot_release(bridge_slot *s);
+
+/* The bytes of the slot's arena that may be resident: up to the furthest
+ * write since its pages were last released (the arena's own accounting,
+ * which a sanitizer's allocator does not blur as it does the RSS). */
+size_t bridge_slot_held(bridge_slot *s);
 /* Hands over the console lines gathered since the last hand-over. */
 void bridge_slot_take_logs(bridge_slot *s, bridge_out *out);
 
@@ -302,6 +307,12 @@ void bridge_out_free(bridge_out *out);
 
 /* The largest JS stack a run may ask for on this process's threads. */
 uint64_t bridge_max_stack(void);
+
+/* Whether src[0:len] (NUL-terminated at len) is a valid script, by the
+ * engine's parser in a runtime made and freed for the check, under the
+ * given stack and memory limits (bridge_check.c): 1 yes, 0 no or a limit
+ * refused it. Nothing is evaluated. */
+int32_t bridge_syntax_ok(const char *src, size_t len, uint64_t stack, uint64_t memory);
 
 /* The bytecode of js/web.js, the web globals' source, held by the caller for
  * the life of the process (set once, by go_load_web, when a run first reads

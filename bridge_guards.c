@@ -220,19 +220,25 @@ static int load_polys(bridge_slot *s)
 	JSValue factory = JS_EvalFunction(ctx, fn);
 	if (JS_IsException(factory))
 		return -1;
-	JSValue native = JS_NewObject(ctx), originals = JS_NewObject(ctx), intrinsics = JS_NewArray(ctx);
+	/* Everything handed over is defined, never assigned, on objects with
+	 * no prototype (and an array's own elements): an assignment would run
+	 * the setters a script put on Object.prototype or Array.prototype,
+	 * and hand it the engine's unguarded originals. */
+	JSValue native = JS_NewObjectProto(ctx, JS_NULL), originals = JS_NewObjectProto(ctx, JS_NULL);
+	JSValue intrinsics = JS_NewArray(ctx);
 	JSValue polys = JS_EXCEPTION;
 	bool ok = !JS_IsException(intrinsics);
 	for (uint32_t i = 0; ok && i < NINTRINSICS; i++)
-		ok = JS_SetPropertyUint32(ctx, intrinsics, i, JS_DupValue(ctx, s->guards.intrinsics[i])) >= 0;
+		ok = JS_DefinePropertyValueUint32(ctx, intrinsics, i, JS_DupValue(ctx, s->guards.intrinsics[i]), JS_PROP_C_W_E) >= 0;
 	if (ok && !JS_IsException(native) && !JS_IsException(originals) &&
-	    JS_SetPropertyStr(ctx, originals, "sort", JS_DupValue(ctx, s->guards.fn[GUARD_SORT])) >= 0 &&
-	    JS_SetPropertyStr(ctx, native, "originals", JS_DupValue(ctx, originals)) >= 0 &&
-	    JS_SetPropertyStr(ctx, native, "intrinsics", JS_DupValue(ctx, intrinsics)) >= 0 &&
-	    JS_SetPropertyStr(ctx, native, "isConstructor",
-	                      JS_NewCFunction2(ctx, js_is_constructor, "isConstructor", 1, JS_CFUNC_generic, 0)) >= 0 &&
-	    JS_SetPropertyStr(ctx, native, "isRegExp", JS_NewCFunction2(ctx, js_is_regexp, "isRegExp", 1, JS_CFUNC_generic, 0)) >=
-	        0)
+	    JS_DefinePropertyValueStr(ctx, originals, "sort", JS_DupValue(ctx, s->guards.fn[GUARD_SORT]), JS_PROP_C_W_E) >= 0 &&
+	    JS_DefinePropertyValueStr(ctx, native, "originals", JS_DupValue(ctx, originals), JS_PROP_C_W_E) >= 0 &&
+	    JS_DefinePropertyValueStr(ctx, native, "intrinsics", JS_DupValue(ctx, intrinsics), JS_PROP_C_W_E) >= 0 &&
+	    JS_DefinePropertyValueStr(ctx, native, "isConstructor",
+	                              JS_NewCFunction2(ctx, js_is_constructor, "isConstructor", 1, JS_CFUNC_generic, 0),
+	                              JS_PROP_C_W_E) >= 0 &&
+	    JS_DefinePropertyValueStr(ctx, native, "isRegExp",
+	                              JS_NewCFunction2(ctx, js_is_regexp, "isRegExp", 1, JS_CFUNC_generic, 0), JS_PROP_C_W_E) >= 0)
 		polys = JS_Call(ctx, factory, JS_UNDEFINED, 1, &native);
 	JS_FreeValue(ctx, intrinsics);
 	JS_FreeValue(ctx, originals);

@@ -537,7 +537,10 @@ func appendJSON(dst []byte, v any) ([]byte, error) {
 	// Uint8Array; encoding/json itself (faster) when v holds no []byte.
 	var b []byte
 	var err error
-	if holdsBytes(v) {
+	if holdsBytes(v, 0) {
+		if err := checkNesting(v); err != nil {
+			return dst, err
+		}
 		b, err = jsonv2.Marshal(v, codecOptions)
 	} else {
 		b, err = json.Marshal(v)
@@ -550,8 +553,13 @@ func appendJSON(dst []byte, v any) ([]byte, error) {
 
 // holdsBytes says whether v may hold a []byte that the codec would tag:
 // the dynamic values of maps and slices of any, and for other types
-// whether their type can (cached per type).
-func holdsBytes(v any) bool {
+// whether their type can (cached per type). Past holdsDepth levels it
+// says yes: the codec's path checks the value's nesting (a map that holds
+// itself) before it encodes.
+func holdsBytes(v any, depth int) bool {
+	if depth > holdsDepth {
+		return true
+	}
 	switch v := v.(type) {
 	case nil, bool, string, float64, int, int64, json.Number, json.RawMessage:
 		return false
@@ -559,14 +567,14 @@ func holdsBytes(v any) bool {
 		return true
 	case map[string]any:
 		for _, e := range v {
-			if holdsBytes(e) {
+			if holdsBytes(e, depth+1) {
 				return true
 			}
 		}
 		return false
 	case []any:
 		for _, e := range v {
-			if holdsBytes(e) {
+			if holdsBytes(e, depth+1) {
 				return true
 			}
 		}
@@ -574,6 +582,9 @@ func holdsBytes(v any) bool {
 	}
 	return typeHoldsBytes(reflect.TypeOf(v))
 }
+
+// holdsDepth is how deep holdsBytes looks into maps and slices of any.
+const holdsDepth = 64
 
 var bytesTypes sync.Map // reflect.Type -> bool
 
@@ -653,7 +664,7 @@ func (h *hostRun) callSync(index int, args json.RawMessage, reply *C.bridge_repl
 	case h.caller.Err() != nil || h.ex.isClosed() || (entered != nil && entered != errWaitDeadline):
 		reply.status = C.BRIDGE_CALL_CANCELED
 		return
-	case entered != nil || time.Now().After(h.deadline):
+	case entered != nil || !time.Now().Before(h.deadline):
 		reply.status = C.BRIDGE_CALL_TIMEOUT
 		return
 	case badArgs:

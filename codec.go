@@ -5,11 +5,15 @@ package codemode
 import (
 	"bytes"
 	"context"
+	"encoding"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -139,6 +143,9 @@ func StringifyForDispatch(v any) (string, error) {
 	if raw, ok := v.(json.RawMessage); ok {
 		return string(raw), nil
 	}
+	if err := checkNesting(v); err != nil {
+		return "", err
+	}
 	b, err := jsonv2.Marshal(v, codecOptions)
 	if err != nil {
 		return "", err
@@ -229,3 +236,173 @@ func (h *Handle) UnmarshalJSON(b []byte) error {
 
 // String returns "handle <n>".
 func (h Handle) String() string { return fmt.Sprintf("handle %v", h.id) }
+
+// maxValueDepth bounds the nesting of a Go value the codec encodes: a
+// host's value (a handler's result, a dispatch's answer) may refer to
+// itself, and the encoder follows a pointer to an interface that holds it
+// without end (a Go stack overflow, which no recover stops). encoding/json
+// gives up on a cycle after 1,000 levels too.
+const maxValueDepth = 1000
+
+// errNesting is the encoding error of a value past maxValueDepth.
+type errNesting struct{ cycle string }
+
+func (e *errNesting) Error() string {
+	if e.cycle != "" {
+		return "json: unsupported value: it refers to itself (a cycle through " + e.cycle + ")"
+	}
+	return "json: unsupported value: it nests deeper than " + strconv.Itoa(maxValueDepth) + " levels"
+}
+
+// checkNesting returns an *errNesting when v refers to itself or nests
+// deeper than maxValueDepth, before the codec's encoder follows it. Values
+// of a type that can hold neither an interface nor itself need no walk.
+func checkNesting(v any) error {
+	if v == nil || !typeMayNest(reflect.TypeOf(v)) {
+		return nil
+	}
+	w := nestWalk{path: map[uintptr]bool{}, height: map[uintptr]int{}}
+	_, err := w.walk(reflect.ValueOf(v), 0)
+	return err
+}
+
+var nestTypes sync.Map // reflect.Type -> bool
+
+// typeMayNest says whether a value of t can nest without a bound its type
+// sets: t holds an interface, or refers to itself (and does not encode
+// itself: its own method's output is the encoder's to bound).
+func typeMayNest(t reflect.Type) bool {
+	if v, ok := nestTypes.Load(t); ok {
+		return v.(bool)
+	}
+	r := walkNest(t, map[reflect.Type]bool{})
+	nestTypes.Store(t, r)
+	return r
+}
+
+func walkNest(t reflect.Type, path map[reflect.Type]bool) bool {
+	if path[t] {
+		return true // the type refers to itself
+	}
+	if t.Kind() != reflect.Interface && (encodesItself(t) || encodesItself(reflect.PointerTo(t))) {
+		return false
+	}
+	switch t.Kind() {
+	case reflect.Interface:
+		return true
+	case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map, reflect.Struct:
+	default:
+		return false
+	}
+	path[t] = true
+	defer delete(path, t)
+	switch t.Kind() {
+	case reflect.Map:
+		return walkNest(t.Elem(), path)
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if f := t.Field(i); f.IsExported() && walkNest(f.Type, path) {
+				return true
+			}
+		}
+		return false
+	}
+	return walkNest(t.Elem(), path)
+}
+
+// nestWalk walks a value depth first, at most maxValueDepth deep: path
+// holds the pointers, maps and slices on the way down (one met again is a
+// cycle), height what a shared one, already walked, adds below it.
+type nestWalk struct {
+	path   map[uintptr]bool
+	height map[uintptr]int
+}
+
+var marshalerTypes = []reflect.Type{reflect.TypeFor[json.Marshaler](), reflect.TypeFor[jsonv2.MarshalerTo](),
+	reflect.TypeFor[jsonv2.Marshaler](), reflect.TypeFor[encoding.TextMarshaler]()}
+
+// encodesItself says whether a value of t is encoded by its own method,
+// which the walk cannot see into (the encoder's own depth limit holds it).
+func encodesItself(t reflect.Type) bool {
+	for _, m := range marshalerTypes {
+		if t.Implements(m) {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *nestWalk) walk(v reflect.Value, depth int) (int, error) {
+	if depth > maxValueDepth {
+		return 0, &errNesting{}
+	}
+	if !v.IsValid() || (v.Kind() != reflect.Interface && !typeMayNest(v.Type())) {
+		return 0, nil
+	}
+	switch v.Kind() {
+	case reflect.Interface:
+		if v.IsNil() {
+			return 0, nil
+		}
+		h, err := w.walk(v.Elem(), depth+1)
+		return h + 1, err
+	case reflect.Pointer, reflect.Map, reflect.Slice:
+		if v.IsNil() || (v.Kind() != reflect.Pointer && v.Len() == 0) || (v.Kind() == reflect.Slice && v.Type().Elem().Kind() == reflect.Uint8) {
+			return 0, nil
+		}
+		p := v.Pointer()
+		if w.path[p] {
+			return 0, &errNesting{cycle: v.Type().String()}
+		}
+		if h, ok := w.height[p]; ok && depth+h <= maxValueDepth {
+			return h, nil
+		}
+		w.path[p] = true
+		h, err := w.children(v, depth)
+		delete(w.path, p)
+		w.height[p] = h
+		return h, err
+	case reflect.Array, reflect.Struct:
+		return w.children(v, depth)
+	}
+	return 0, nil
+}
+
+// children walks what v holds: the height of the highest, plus one.
+func (w *nestWalk) children(v reflect.Value, depth int) (int, error) {
+	h := 0
+	visit := func(c reflect.Value) error {
+		ch, err := w.walk(c, depth+1)
+		h = max(h, ch+1)
+		return err
+	}
+	switch v.Kind() {
+	case reflect.Pointer:
+		return h, visit(v.Elem())
+	case reflect.Map:
+		for it := v.MapRange(); it.Next(); {
+			if err := visit(it.Value()); err != nil {
+				return h, err
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if !typeMayNest(v.Type().Elem()) {
+			return 1, nil
+		}
+		for i := range v.Len() {
+			if err := visit(v.Index(i)); err != nil {
+				return h, err
+			}
+		}
+	case reflect.Struct:
+		t := v.Type()
+		for i := range t.NumField() {
+			if f := t.Field(i); f.IsExported() && typeMayNest(f.Type) {
+				if err := visit(v.Field(i)); err != nil {
+					return h, err
+				}
+			}
+		}
+	}
+	return h, nil
+}

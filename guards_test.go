@@ -280,6 +280,15 @@ for (const [name, args] of [['includes', [/a/]], ['split', [/b/]], ['replace', [
 	const b = JSON.stringify(attempt(() => String.prototype[name].apply(new String('abcb'), args)))
 	if (a !== b) mismatches.push('String ' + name + ' with a RegExp: engine ' + a + ' guard ' + b)
 }
+// A species constructor whose array refuses new elements: the engine's
+// methods throw (CreateDataPropertyOrThrow), and so must the slow paths.
+const refusing = () => { const a = [1, [2], 3]; a.constructor = { [Symbol.species]: function () { return Object.preventExtensions([]) } }; return a }
+for (const [name, args] of [['map', [fns.id]], ['filter', [fns.truthy]], ['slice', []], ['concat', [[4]]], ['splice', [0, 2]], ['flat', []], ['flatMap', [fns.id]]]) {
+	cases++
+	const a = JSON.stringify(attempt(() => Array.prototype[name].apply(refusing(), args)))
+	const b = JSON.stringify(attempt(() => Array.prototype[name].apply(new Proxy(refusing(), {}), args)))
+	if (a !== b || !a.includes('TypeError')) mismatches.push(name + ' into a non-extensible species array: engine ' + a + ' guard ' + b)
+}
 return { cases, mismatches: mismatches.slice(0, 40) }
 `
 
@@ -316,4 +325,23 @@ func TestGuardedSortInChunks(t *testing.T) {
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"same":true,"sameArray":true,"length":150009,"holes":true,"last":"undefined","conversionsPerObject":1}`,
 		string(res.Value))
+}
+
+// TestPrimitiveSeparatorsAreStrings: split, replace and replaceAll read
+// Symbol.split and Symbol.replace only from an object (ECMAScript 2025,
+// and the engine): a number, boolean or BigInt pattern is its string,
+// whatever its prototype holds. (The guards take the slow path for every
+// pattern that is not a string.)
+func TestPrimitiveSeparatorsAreStrings(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t)
+	res, err := e.Run(context.Background(), `
+for (const proto of [Number.prototype, Boolean.prototype, BigInt.prototype]) {
+	for (const sym of [Symbol.split, Symbol.replace]) {
+		Object.defineProperty(proto, sym, { get() { throw new Error('read') }, configurable: true })
+	}
+}
+return ['a1b1c'.split(1), 'xtruey'.split(true), 'p7q'.split(7n), 'a1b'.replace(1, '-'), 'a1b1'.replaceAll(1, '-'), 'true!'.replace(true, 'T')]`)
+	require.NoError(t, err)
+	assert.Equal(t, `[["a","b","c"],["x","y"],["p","q"],"a-b","a-b-","T!"]`, string(res.Value))
 }

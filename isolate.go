@@ -94,8 +94,20 @@ func (k *keyHasher) sum() [32]byte {
 func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
 // wrapHead is the part of the wrapper before the script, on the script's
-// first line: positions there are shifted by its length (see sourceMap).
-const wrapHead = "(async () => {__codemode_0123456789abcdef01234567: {"
+// first line: positions there are shifted by its length (see sourceMap);
+// a strict script's (see wrapScript) is longer by strictDirective.
+const (
+	wrapHead        = "(async () => {__codemode_0123456789abcdef01234567: {"
+	strictDirective = `"use strict";`
+)
+
+// scriptHead is the length of a script's wrapper head.
+func scriptHead(strict bool) int {
+	if strict {
+		return len(wrapHead) + len(strictDirective)
+	}
+	return len(wrapHead)
+}
 
 // wrapScript turns a run_js body into a program whose completion value is
 // the body's promise, NUL-terminated for the engine:
@@ -107,16 +119,23 @@ const wrapHead = "(async () => {__codemode_0123456789abcdef01234567: {"
 // the script's own. L is a label derived from a process-secret hash of the
 // script: the trailing `break L` only parses where L is an enclosing label
 // of the same function, so a body that closes the wrapper early
-// (`}); (async () => {`) cannot reopen it and is a syntax error.
-func wrapScript(script string, key [32]byte) []byte {
+// (`}); (async () => {`) cannot reopen it and is a syntax error. A script
+// that begins with a "use strict" directive (strict, see jspos.StrictBody)
+// gets it in the function's own prologue too: in L's block it is only a
+// string.
+func wrapScript(script string, key [32]byte, strict bool) []byte {
 	var label [24]byte
 	hex.Encode(label[:], key[:12])
-	const prefix, colon = "(async () => {__codemode_", ": {"
+	const prefix, colon = "(async () => {", "__codemode_"
 	const tail1, tail2 = "\n{break __codemode_", "}}})()"
-	b := make([]byte, 0, len(wrapHead)+len(tail1)+len(label)+len(tail2)+len(script)+1)
+	b := make([]byte, 0, scriptHead(strict)+len(tail1)+len(label)+len(tail2)+len(script)+1)
 	b = append(b, prefix...)
-	b = append(b, label[:]...)
+	if strict {
+		b = append(b, strictDirective...)
+	}
 	b = append(b, colon...)
+	b = append(b, label[:]...)
+	b = append(b, ": {"...)
 	b = append(b, script...)
 	b = append(b, tail1...)
 	b = append(b, label[:]...)
@@ -407,8 +426,8 @@ func (c *call) loop(ctx context.Context) C.int32_t {
 			wait = w
 		}
 		if c.host != nil && c.host.spinForCompletion(wait) {
-			if c.stopped(ctx) {
-				return c.abandon(C.BRIDGE_CANCELED)
+			if st, ok := c.ended(ctx); ok {
+				return c.abandon(st)
 			}
 			for _, d := range c.host.take() {
 				c.settle(d)
@@ -433,11 +452,11 @@ func (c *call) loop(ctx context.Context) C.int32_t {
 		case <-ctx.Done():
 		case <-c.ex.closing.Done():
 		}
-		// A completion that comes with the caller's cancellation (a
-		// dispatch failing because its context ended) must not reach the
-		// program: the outcome is the cancellation.
-		if c.stopped(ctx) {
-			return c.abandon(C.BRIDGE_CANCELED)
+		// A completion that comes with the caller's cancellation or the
+		// deadline (a dispatch failing because its context ended) must not
+		// reach the program: the outcome is the cancellation or the timeout.
+		if st, ok := c.ended(ctx); ok {
+			return c.abandon(st)
 		}
 		if c.host != nil {
 			for _, d := range c.host.take() {
@@ -465,10 +484,19 @@ func (c *call) step() C.int32_t {
 	return st
 }
 
-// stopped reports whether the caller's context ended or the executor
-// closed: then nothing more may run.
-func (c *call) stopped(ctx context.Context) bool {
-	return ctx.Err() != nil || c.ex.isClosed()
+// ended reports whether the run must end before anything more reaches
+// the program, and with which outcome: the caller's context ended or the
+// executor closed (canceled), or the deadline passed (timeout). The
+// deadline is read on the clock the handlers' contexts follow, so a call
+// its context ended is never delivered.
+func (c *call) ended(ctx context.Context) (C.int32_t, bool) {
+	switch {
+	case ctx.Err() != nil || c.ex.isClosed():
+		return C.BRIDGE_CANCELED, true
+	case !time.Now().Before(c.deadline):
+		return C.BRIDGE_TIMEOUT, true
+	}
+	return 0, false
 }
 
 // settle hands one async completion to C.
@@ -600,7 +628,7 @@ func (ex *Executor) rawLifecycle(p *program) int64 {
 	}
 	defer ex.slots.put(s)
 	s.gen++
-	c := call{ex: ex, slot: s, caps: ex.caps.Load(), prog: p, deadline: time.Now().Add(ex.limits.Deadline)}
+	c := call{ex: ex, slot: s, caps: ex.caps.Load(), prog: p, deadline: time.Now().Add(ex.limits.Deadline), ctx: context.Background()}
 	s.io.cfg = c.bridgeConfig()
 	bc, bcLen := bytesArg(p.bc)
 	return int64(C.bridge_raw_lifecycle(s.c, &s.io.cfg, (*C.char)(unsafe.Pointer(&p.src[0])), C.size_t(len(p.src)-1), bc, bcLen))

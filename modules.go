@@ -37,8 +37,9 @@ func WithModules(modules map[string]string) Option {
 // moduleTable is an executor's compiled modules, in C memory for C's
 // loader; freed with the executor.
 type moduleTable struct {
-	mods *C.bridge_module
-	n    int
+	mods  *C.bridge_module
+	n     int
+	names []string // sorted
 }
 
 // compileModules compiles every module (in name order, so that the first
@@ -52,7 +53,7 @@ func compileModules(modules map[string]string) (*moduleTable, error) {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	t := &moduleTable{n: len(names)}
+	t := &moduleTable{n: len(names), names: names}
 	t.mods = (*C.bridge_module)(C.calloc(C.size_t(len(names)), C.size_t(unsafe.Sizeof(C.bridge_module{}))))
 	mods := unsafe.Slice(t.mods, len(names))
 	srcs := (*C.bridge_source)(C.calloc(C.size_t(len(names)), C.size_t(unsafe.Sizeof(C.bridge_source{}))))
@@ -83,6 +84,15 @@ func compileModules(modules map[string]string) (*moduleTable, error) {
 		mods[i].bc, mods[i].len = (*C.uint8_t)(C.CBytes(data)), C.size_t(len(data))
 	}
 	return t, nil
+}
+
+// has says whether the table holds a module of that name.
+func (t *moduleTable) has(name string) bool {
+	if t == nil {
+		return false
+	}
+	i := sort.SearchStrings(t.names, name)
+	return i < len(t.names) && t.names[i] == name
 }
 
 func (t *moduleTable) free() {

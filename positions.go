@@ -2,13 +2,37 @@
 
 package codemode
 
+/*
+#include "bridge.h"
+*/
+import "C"
+
 import (
+	"context"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
+	"unsafe"
 
 	"github.com/codemode-go/codemode/internal/jspos"
 )
+
+func init() { jspos.SetSyntaxCheck(syntaxOK) }
+
+// syntaxOK is package jspos's syntax check (see jspos.SetSyntaxCheck): the
+// engine's parser, in a runtime of its own with a 1 MiB stack (at most
+// MaxStack) and memory for the source's compile, says whether a script
+// is valid before goja's parser, which recovers from errors with no bound
+// on its recursion, reads a large source.
+func syntaxOK(script string) bool {
+	text := make([]byte, len(script)+1) // NUL-terminated, as JS_Eval reads it
+	copy(text, script)
+	stack := min(uint64(1<<20), uint64(MaxStack()))
+	memory := min(uint64(64<<20)+16*uint64(len(script)), 1<<30)
+	return C.bridge_syntax_ok((*C.char)(unsafe.Pointer(&text[0])), C.size_t(len(script)), C.uint64_t(stack),
+		C.uint64_t(memory)) == 1
+}
 
 // sourceMap relates what a model wrote to the wrapped, instrumented text
 // the engine compiled, so that every position in an error it reads is a
@@ -21,6 +45,7 @@ type sourceMap struct {
 	shape jspos.Shape
 	src   string     // the source the model wrote, as the wrapper took it
 	ts    TypeScript // strips src when it is not JavaScript; nil: never
+	mods  *moduleTable
 	in    *instrumented
 }
 
@@ -31,6 +56,12 @@ type instrumented struct {
 	m     *jspos.Map
 	back  func(line, col int) (int, int)
 	tsErr *TypeScriptError
+	// imported is set when the source does not parse and holds an import
+	// declaration: the module it names, at the declaration's offset.
+	imported *importDecl
+	// note says, of a source that was not read (or not stripped), why: a
+	// compile error says so.
+	note string
 }
 
 // instrument makes the map of the source (cache misses compile its text).
@@ -41,19 +72,43 @@ func (s *sourceMap) instrument() *jspos.Map {
 	return s.in.m
 }
 
+// importDecl is an import declaration of a source that did not parse.
+type importDecl struct {
+	module string
+	off    int
+}
+
 // instrument instruments src as shape; a source that parses in no shape
 // is stripped of TypeScript when ts is set, and its JavaScript used when
 // that parses. When neither reads it, the parser that read further says
-// where it went wrong.
+// where it went wrong; and when it holds an import declaration, that is
+// the error to report: a program is a script, with no module to import.
 func instrument(src string, shape jspos.Shape, ts TypeScript) *instrumented {
 	m := jspos.Instrument(src, shape)
+	if m.Form() == jspos.Unread {
+		return &instrumented{m: m, note: "codemode compiled the source without reading it first: " + m.Why()}
+	}
+	if m.Form() == jspos.Invalid {
+		if module, off, ok := jspos.StaticImport(m.Original()); ok {
+			return &instrumented{m: m, imported: &importDecl{module: module, off: off}}
+		}
+	}
 	if m.Form() != jspos.Invalid || ts == nil {
 		return &instrumented{m: m}
+	}
+	if ok, r := jspos.TypeScriptReadable(m.Original()); !ok {
+		return &instrumented{m: m, note: "codemode did not strip the source as TypeScript: " + r.Why()}
 	}
 	js, back, err := ts.Strip(m.Original())
 	if err != nil {
 		te, ok := err.(*TypeScriptError)
-		if se := m.SyntaxError(); ok && se != nil && !se.StrayCloser {
+		switch se := m.SyntaxError(); {
+		case !ok:
+		case se == nil:
+			// The engine's parser refused the JavaScript of a large source
+			// and says only roughly where: the stripper's error is exact.
+			return &instrumented{m: m, tsErr: te}
+		case !se.StrayCloser:
 			if l, c := m.Position(se.Offset); te.Line > l || (te.Line == l && te.Column > c) {
 				return &instrumented{m: m, tsErr: te}
 			}
@@ -86,35 +141,100 @@ type instruments struct {
 }
 
 type sharedMap struct {
-	once sync.Once
+	done chan struct{} // closed once in is set
 	refs int
 	in   *instrumented
 }
 
+// inlineSource is the size up to which a source is instrumented on the
+// run's own goroutine: within the bounds (package jspos) its preparation
+// is a millisecond or so. A larger one is prepared on a goroutine of its
+// own, which the run abandons at its deadline or its context's end.
+const inlineSource = 32 << 10
+
 // share instruments smap, the source under key, with the runs in flight
-// for the same key; release once the run no longer needs the map for its
-// compile (smap keeps it).
-func (in *instruments) share(key [32]byte, smap *sourceMap) (release func()) {
+// for the same key. The preparation counts against the run: past its
+// deadline, or when ctx ends, the run stops waiting for it (the work,
+// bounded, finishes for whoever shares it) and share returns the run's
+// outcome (BRIDGE_TIMEOUT or BRIDGE_CANCELED, with ok false). Call release
+// once the run no longer needs the map for its compile (smap keeps it).
+func (in *instruments) share(ctx context.Context, deadline time.Time, key [32]byte, smap *sourceMap) (release func(), st C.int32_t, ok bool) {
 	in.mu.Lock()
 	if in.m == nil {
 		in.m = make(map[[32]byte]*sharedMap)
 	}
 	sm := in.m[key]
-	if sm == nil {
-		sm = &sharedMap{}
+	first := sm == nil
+	if first {
+		sm = &sharedMap{done: make(chan struct{})}
 		in.m[key] = sm
 	}
 	sm.refs++
 	in.mu.Unlock()
-	sm.once.Do(func() { sm.in = instrument(smap.src, smap.shape, smap.ts) })
-	smap.in = sm.in
-	return func() {
+	drop := func() {
 		in.mu.Lock()
 		if sm.refs--; sm.refs == 0 {
 			delete(in.m, key)
 		}
 		in.mu.Unlock()
 	}
+	src, shape, ts := smap.src, smap.shape, smap.ts
+	prepare := func() {
+		sm.in = instrument(src, shape, ts)
+		close(sm.done)
+	}
+	switch {
+	case first && len(src) <= inlineSource:
+		prepare()
+	case first:
+		in.mu.Lock()
+		sm.refs++ // the preparation's own reference: an abandoned one still fills the entry
+		in.mu.Unlock()
+		go func() {
+			defer drop()
+			prepare()
+		}()
+	}
+	select {
+	case <-sm.done:
+	default:
+		timer := time.NewTimer(time.Until(deadline))
+		defer timer.Stop()
+		select {
+		case <-sm.done:
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+	}
+	// A deadline that passed while the source was prepared decides.
+	switch {
+	case ctx.Err() != nil:
+		drop()
+		return nil, C.BRIDGE_CANCELED, false
+	case !time.Now().Before(deadline):
+		drop()
+		return nil, C.BRIDGE_TIMEOUT, false
+	}
+	smap.in = sm.in
+	return drop, 0, true
+}
+
+// prepare instruments a program's source (shared with the runs that miss
+// the cache for it at once), as part of the run that starts at start: a
+// run whose deadline passes, or whose ctx ends, while its source is
+// prepared fails with that outcome, as if it had run (see
+// instruments.share). Call release once the source is compiled.
+func (e *Executor) prepare(ctx context.Context, start time.Time, key [32]byte, p *program) (release func(), err *ExecError) {
+	deadline, budget := runDeadline(ctx, start, e.limits.Deadline)
+	release, st, ok := e.instruments.share(ctx, deadline, key, &p.smap)
+	if ok {
+		return release, nil
+	}
+	c := call{ex: e, name: p.name, budget: budget}
+	if st == C.BRIDGE_TIMEOUT {
+		return nil, c.timeout()
+	}
+	return nil, c.canceled(ctx)
 }
 
 // offset is the source offset an engine position of s.file stands for:
@@ -135,7 +255,13 @@ func (s *sourceMap) textOffset(line, col int) int {
 // go (a guarded built-in's frame shows once, not as the guard and the
 // method it called), and a syntax error of the source itself (syntax set:
 // the engine's compiler refused it) is placed where the parser found it.
-func (s *sourceMap) render(msg string, syntax bool) string {
+func (s *sourceMap) render(msg string, syntax bool) (r string) {
+	if syntax {
+		s.instrument()
+		if note := s.in.note; note != "" {
+			defer func() { r = withNote(r, note) }()
+		}
+	}
 	if syntax && strings.HasPrefix(msg, "SyntaxError: ") {
 		return s.syntaxError(msg)
 	}
@@ -155,6 +281,16 @@ func (s *sourceMap) render(msg string, syntax bool) string {
 		b.WriteString(s.frame(line))
 	}
 	return b.String()
+}
+
+// withNote puts a note at the end of a rendered error's first line.
+func withNote(rendered, note string) string {
+	first, rest, found := strings.Cut(rendered, "\n")
+	first += " (" + note + ")"
+	if !found {
+		return first
+	}
+	return first + "\n" + rest
 }
 
 // frames rewrites every position of s.file in a text (console lines that
@@ -244,6 +380,10 @@ func (s *sourceMap) syntaxError(msg string) string {
 	first, _, _ := strings.Cut(msg, "\n")
 	text := strings.TrimPrefix(first, "SyntaxError: ")
 	m := s.instrument()
+	if d := s.in.imported; d != nil {
+		line, col := s.position(d.off)
+		return "SyntaxError: " + s.importMessage(d.module) + "\n    at " + s.file + ":" + strconv.Itoa(line) + ":" + strconv.Itoa(col)
+	}
 	if te := s.in.tsErr; te != nil {
 		return "SyntaxError: " + te.Message + "\n    at " + s.file + ":" + strconv.Itoa(te.Line) + ":" + strconv.Itoa(te.Column)
 	}
@@ -276,6 +416,34 @@ func (s *sourceMap) syntaxError(msg string) string {
 	}
 	line, col := s.position(off)
 	return "SyntaxError: " + text + "\n    at " + s.file + ":" + strconv.Itoa(line) + ":" + strconv.Itoa(col)
+}
+
+// importMessage says why an import declaration cannot load module: what
+// is true of the sandbox's modules.
+func (s *sourceMap) importMessage(module string) string {
+	const head = "import declarations are not available: the program runs as a script, not a module"
+	if s.mods.has(module) {
+		return head + `; load the host's module with const m = await import("` + module + `")`
+	}
+	msg := head + ", and "
+	if module == "" {
+		msg += "the sandbox has no module to load"
+	} else {
+		msg += strconv.Quote(module) + " is no module the sandbox has"
+	}
+	msg += " (it has no Node.js, filesystem or network API: the tools are the program's globals)"
+	if s.mods != nil && len(s.mods.names) > 0 {
+		msg += "; its only modules are the host's, loaded with await import(name): " + strings.Join(quoteAll(s.mods.names), ", ")
+	}
+	return msg
+}
+
+func quoteAll(names []string) []string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return q
 }
 
 // endOfInput is the message of a source that ended too early: the

@@ -138,7 +138,7 @@ func TestMarkersKeepMeaning(t *testing.T) {
 	e := newExecutor(t)
 	tests := []struct{ script, want string }{
 		{"function f() { 'use strict'; return this }\nreturn f() === undefined", "true"},
-		{"'use strict'\nlet threw = false\ntry { undeclared = 1 } catch { threw = true }\nreturn threw", "false"},
+		{"'use strict'\nlet threw = false\ntry { undeclared = 1 } catch { threw = true }\nreturn threw", "true"},
 		{"let a = 1\nlet b = a\n;[b] = [2]\nreturn [a, b]", "[1,2]"},
 		{"const f = (x) => x * 2\nconst g = f\n(3)\nreturn g", "6"},
 		{"let n = 0\nouter: for (let i = 0; i < 3; i++) {\n  for (let j = 0; j < 3; j++) {\n    if (j == 1) continue outer\n    n++\n  }\n}\nreturn n", "3"},
@@ -169,4 +169,38 @@ func TestMarkersKeepMeaning(t *testing.T) {
 		assert.Nil(t, m.SyntaxError(), f)
 		assert.Positive(t, m.Markers(), f)
 	}
+}
+
+// TestImportDeclarationsSayWhy: a program is a script; an import
+// declaration is refused with what is true of the sandbox's modules (none
+// but the host's), at the declaration, not with a parser's complaint about
+// what follows it.
+func TestImportDeclarationsSayWhy(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t, WithModules(map[string]string{"helpers.js": "export const two = 2"}))
+	ctx := context.Background()
+	_, err := e.Run(ctx, "const a = 1\nimport fs from 'fs'\nreturn fs.readFileSync('/etc/passwd')")
+	assert.Equal(t, `SyntaxError: import declarations are not available: the program runs as a script, not a module, and "fs" is no module the sandbox has (it has no Node.js, filesystem or network API: the tools are the program's globals); its only modules are the host's, loaded with await import(name): "helpers.js"`+
+		"\n    at script.js:2:1", execErr(t, err).Message)
+	_, err = e.Run(ctx, "import { two } from \"helpers.js\"\nreturn two")
+	assert.Equal(t, `SyntaxError: import declarations are not available: the program runs as a script, not a module; load the host's module with const m = await import("helpers.js")`+
+		"\n    at script.js:1:1", execErr(t, err).Message)
+	res := e.Execute(ctx, Request{Code: "import fs from 'fs'\nasync () => 1"})
+	assert.Contains(t, res.Error, `"fs" is no module the sandbox has`)
+	// What the message says works.
+	r, err := e.Run(ctx, "const { two } = await import('helpers.js'); return two")
+	require.NoError(t, err)
+	assert.Equal(t, "2", string(r.Value))
+}
+
+// TestStrictDirective: a program's "use strict" makes it strict code (the
+// wrapper's own block once made the directive a plain string).
+func TestStrictDirective(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t)
+	_, err := e.Run(context.Background(), `"use strict"; x = 1; return typeof x`)
+	assert.Equal(t, "ReferenceError: x is not defined\n    at <anonymous> (script.js:1:15)", execErr(t, err).Message)
+	res, err := e.Run(context.Background(), `x = 1; return typeof x`)
+	require.NoError(t, err)
+	assert.Equal(t, `"number"`, string(res.Value), "sloppy without it")
 }

@@ -430,7 +430,7 @@ func (e *Executor) Execute(ctx context.Context, req Request) (res ExecuteResult)
 		name:      ExecuteName,
 		mode:      C.BRIDGE_MODE_EXECUTE,
 		file:      programFile,
-		smap:      sourceMap{file: programFileName, shape: jspos.StrictExpression, src: req.Code, ts: e.ts},
+		smap:      sourceMap{file: programFileName, shape: jspos.StrictExpression, src: req.Code, ts: e.ts, mods: e.modules},
 		entry:     entry.src,
 		runtime:   runtime,
 		dispatch:  req.Dispatch,
@@ -448,7 +448,11 @@ func (e *Executor) Execute(ctx context.Context, req Request) (res ExecuteResult)
 		p.bc = bc
 		p.src, p.smap.head = noSource, programHead(req.Providers)
 	} else {
-		defer e.instruments.share(key, &p.smap)()
+		release, err := e.prepare(ctx, start, key, p)
+		if err != nil {
+			return fail(err)
+		}
+		defer release()
 		p.src, p.smap.head = programSource(p.smap.instrument().Source(), req.Providers, key)
 		p.wantBC = true
 	}

@@ -245,15 +245,20 @@ func (e *Executor) Run(ctx context.Context, script string) (*Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, contextError(RunJSToolName, err)
 	}
+	strict := jspos.StrictBody(script)
 	p := &program{name: RunJSToolName, file: scriptFile,
-		smap:     sourceMap{file: scriptFileName, head: len(wrapHead), shape: jspos.Body, src: script, ts: e.ts},
+		smap:     sourceMap{file: scriptFileName, head: scriptHead(strict), shape: jspos.Body, src: script, ts: e.ts, mods: e.modules},
 		outbound: e.outbound}
 	key := scriptKey("run", script)
 	if bc, ok := e.cache.get(key); ok {
 		p.bc, p.src = bc, noSource
 	} else {
-		defer e.instruments.share(key, &p.smap)()
-		p.src, p.wantBC = wrapScript(p.smap.instrument().Source(), key), true
+		release, err := e.prepare(ctx, start, key, p)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+		p.src, p.wantBC = wrapScript(p.smap.instrument().Source(), key, strict), true
 	}
 	o := e.run(ctx, p, start)
 	if o.bytecode != nil {

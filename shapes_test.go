@@ -49,6 +49,10 @@ var shapeCases = []struct {
 	{"arrow with a semicolon", "async () => { return 1; };", "1"},
 	{"arrow in white space", "  () => 42  ", "42"},
 	{"one-parameter arrow", "x => 5", "5"},
+	{"async arrow returning an object", "async () => ({ ok: true })", `{"ok":true}`},
+	{"arrow returning an object", "() => ({n: 1})", `{"n":1}`},
+	{"parenthesised arrow returning an object", "(async () => ({ok: 1}))", `{"ok":1}`},
+	{"arrow returning an object, a comment after", "() => ({n: 2}) // done", `{"n":2}`},
 	{"parenthesised arrow", "/* c */ (async () => 3)", "3"},
 	{"twice parenthesised", "((() => 4))", "4"},
 	{"arrow between comments", "// the answer\nasync () => 9 // done", "9"},
@@ -83,6 +87,11 @@ var shapeCases = []struct {
 	{"fence with prose around it", "Here is the code:\n\n```js\nconst r = [1, 2, 3].map((x) => x * 2);\nr\n```\n\nThis doubles each number.", "[2,4,6]"},
 	{"fence with a body", "```js\nconst a = await Promise.resolve(2)\nreturn a * 3\n```", "6"},
 	{"fence lines inside a comment stay comment", "/* usage:\n```js\nx()\n```\n*/\nreturn 7", "7"},
+	{"two fences: a helper, then its call", "Define it:\n```js\nfunction helper(x) { return x * 2 }\n```\nThen call it:\n```js\nhelper(21)\n```", "42"},
+	{"a fence of another language between", "```js\nconst a = 40\n```\nwhich prints\n```json\n{\"a\": 40}\n```\nthen\n```js\nreturn a + 2\n```", "42"},
+	// A directive prologue is the program's: strict code stays strict.
+	{"use strict", "\"use strict\"; let threw = false; try { undeclared = 1 } catch { threw = true }; threw", "true"},
+	{"use strict in a fence", "```js\n'use strict'\nreturn (function () { return this })() === undefined\n```", "true"},
 }
 
 func TestInputShapes(t *testing.T) {

@@ -145,13 +145,17 @@ func (e *Executor) Register(ctx context.Context, src ToolSource) (RegisteredTool
 	if bc, ok := e.cache.get(key); ok {
 		p.bc, p.src = bc, noSource
 	} else {
-		defer e.instruments.share(key, &p.smap)()
+		release, err := e.prepare(ctx, start, key, p)
+		if err != nil {
+			return RegisteredTool{}, &RegisterError{Stage: StageExecution, Exec: err}
+		}
+		defer release()
 		p.src, p.wantBC = wrapTool(p.smap.instrument().Source(), key), true
 	}
 	if src.SelfTest != "" {
 		// The self-test takes every shape a run does: its value is the
 		// verdict (see jspos.Form), awaited.
-		sm := &sourceMap{file: selftestFileName, head: len(selftestHead), shape: jspos.Body, src: src.SelfTest, ts: e.ts}
+		sm := &sourceMap{file: selftestFileName, head: len(selftestHead), shape: jspos.Body, src: src.SelfTest, ts: e.ts, mods: e.modules}
 		p.selftestMap = sm
 		p.selftest = []byte(selftestHead + sm.instrument().Source() + selftestTail + "\x00")
 	}

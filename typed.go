@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,6 +32,9 @@ func Func[In, Out any](name, description string, fn func(context.Context, In) (O
 	// A call's In and Out live in pooled scratch, so a call allocates
 	// only what decoding In needs (its strings, say).
 	pool := sync.Pool{New: func() any { return new(funcScratch[In, Out]) }}
+	// An Out that can hold an interface or itself is checked for cycles
+	// before it is encoded (see checkNesting); a plain struct is not.
+	outNests := typeMayNest(reflect.TypeFor[Out]())
 	return Capability{
 		Name:        name,
 		Description: description,
@@ -62,6 +66,12 @@ func Func[In, Out any](name, description string, fn func(context.Context, In) (O
 			if b, ok := appendScalar(dst, &sc.out); ok {
 				sc.out = zeroOut
 				return b, nil
+			}
+			if outNests {
+				if err := checkNesting(sc.out); err != nil {
+					sc.out = zeroOut
+					return dst, &encodeError{err}
+				}
 			}
 			sc.w.b = dst
 			err = jsonv2.MarshalWrite(&sc.w, &sc.out, codecOptions)
@@ -144,6 +154,9 @@ func (t *funcTool[In, Out]) Call(ctx context.Context, args json.RawMessage) (jso
 	}
 	out, err := t.fn(ctx, in)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkNesting(out); err != nil {
 		return nil, err
 	}
 	return jsonv2.Marshal(out, codecOptions)

@@ -317,6 +317,7 @@ func procStatus(field string) float64 {
 
 // callgrindChild runs W1 n times on one engine, for instruction counts.
 func callgrindChild(sc *scripts, name, workload string, n int) {
+	deadline = time.Minute // counts, not times: the deadline must never decide
 	e, err := newEngine(name, sc)
 	if err != nil {
 		fail(err)

@@ -98,8 +98,12 @@
 		return r < 0 ? max(len + r, 0) : min(r, len);
 	}
 
+	// CreateDataPropertyOrThrow: a species constructor may return an
+	// object that refuses the property (frozen, non-extensible).
 	function createDataProperty(o, k, value) {
-		defineProperty(o, k, { __proto__: null, value, writable: true, enumerable: true, configurable: true });
+		if (!defineProperty(o, k, { __proto__: null, value, writable: true, enumerable: true, configurable: true })) {
+			throw new TypeErrorCtor(`cannot define property '${k}'`);
+		}
 	}
 
 	// assign sets an element of an array of our own: a plain assignment,
@@ -893,7 +897,9 @@
 
 	function split(separator, limit) {
 		const o = requireCoercible(this);
-		if (separator !== undefined && separator !== null) {
+		// Only an object's Symbol.split is read (ECMAScript 2025; the
+		// engine's): a primitive separator is a string.
+		if (isObject(separator)) {
 			const splitter = separator[splitSymbol];
 			if (splitter !== undefined && splitter !== null) {
 				return apply(callable(splitter), separator, [o, limit]);
@@ -964,7 +970,7 @@
 
 	function replace(searchValue, replaceValue) {
 		const o = requireCoercible(this);
-		if (searchValue !== undefined && searchValue !== null) {
+		if (isObject(searchValue)) {
 			const replacer = searchValue[replaceSymbol];
 			if (replacer !== undefined && replacer !== null) {
 				return apply(callable(replacer), searchValue, [o, replaceValue]);
@@ -986,7 +992,7 @@
 
 	function replaceAll(searchValue, replaceValue) {
 		const o = requireCoercible(this);
-		if (searchValue !== undefined && searchValue !== null) {
+		if (isObject(searchValue)) {
 			if (isRegExpLike(searchValue)) {
 				const flags = requireCoercible(searchValue.flags);
 				if (stringIndexOf(toStr(flags), 'g', 0) === -1) {

@@ -295,6 +295,7 @@ bool JS_IsPromise(JSValueConst val);
 bool JS_IsArrayBuffer(JSValueConst obj);
 JSValue JS_NewError(JSContext *ctx);
 JSValue JS_NewObject(JSContext *ctx);
+JSValue JS_NewObjectProto(JSContext *ctx, JSValueConst proto);
 JSValue JS_NewArray(JSContext *ctx);
 JSValue JS_NewStringLen(JSContext *ctx, const char *str1, size_t len1);
 JSValue JS_ToString(JSContext *ctx, JSValueConst val);
@@ -326,6 +327,7 @@ int JS_HasProperty(JSContext *ctx, JSValueConst this_obj, JSAtom prop);
 int JS_DefinePropertyGetSet(JSContext *ctx, JSValueConst this_obj, JSAtom prop, JSValue getter, JSValue setter,
                             int flags);
 int JS_DefinePropertyValueStr(JSContext *ctx, JSValueConst this_obj, const char *prop, JSValue val, int flags);
+int JS_DefinePropertyValueUint32(JSContext *ctx, JSValueConst this_obj, uint32_t idx, JSValue val, int flags);
 JSValue JS_Call(JSContext *ctx, JSValueConst func_obj, JSValueConst this_obj, int argc, JSValueConst *argv);
 JSValue JS_CallConstructor(JSContext *ctx, JSValueConst func_obj, int argc, JSValueConst *argv);
 JSValue JS_ThrowTypeError(JSContext *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

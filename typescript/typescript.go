@@ -26,6 +26,7 @@ import (
 	"github.com/go-sourcemap/sourcemap"
 
 	"github.com/codemode-go/codemode"
+	"github.com/codemode-go/codemode/internal/jspos"
 )
 
 func init() { codemode.RegisterTypeScript(Stripper{}) }
@@ -38,6 +39,13 @@ type Stripper struct{}
 // source's statements (top-level return and await included) and
 // `export default`; its positions map back through esbuild's source map.
 func (Stripper) Strip(src string) (string, func(line, col int) (int, int), error) {
+	// esbuild's parser recurses without a depth limit (a Go stack
+	// overflow ends the process) and backtracks over types: a source is
+	// stripped only within the bounds package jspos checks first.
+	if ok, r := jspos.TypeScriptReadable(src); !ok {
+		return "", nil, &codemode.TypeScriptError{Line: 1, Column: 1,
+			Message: "codemode did not strip the source as TypeScript: " + r.Why()}
+	}
 	js, back, err := strip(src, "")
 	var te *codemode.TypeScriptError
 	if errors.As(err, &te) && strings.HasPrefix(te.Message, "Top-level return cannot be used") {

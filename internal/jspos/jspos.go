@@ -99,6 +99,7 @@ type Map struct {
 	lines []int     // offsets of the instrumented text's line starts, made on first use
 	once  sync.Once // makes lines: a Map is safe for concurrent use
 	err   *SyntaxError
+	why   string // Unread: which bound the source passed
 }
 
 // Instrument parses src as shape and returns its instrumented text's map.
@@ -128,13 +129,20 @@ func instrument(src string, shape Shape) *Map {
 	s := analyze(src)
 	m := &Map{src: s.code, out: s.code, form: s.form}
 	var ins []insertion
-	if s.form == Invalid {
+	switch s.form {
+	case Unread:
+		m.why = s.err.(*unreadError).why
+		return m
+	case Invalid:
+		if s.err == errInvalid {
+			break // the engine's parser says where
+		}
 		if s.err == errStrayCloser {
 			m.err = &SyntaxError{Offset: StrayCloser(s.code, Body), StrayCloser: true, Message: "Unexpected token " + closer(Body)}
 		} else {
 			m.err = syntaxError(s.code, Body, s.err)
 		}
-	} else {
+	default:
 		w := walker{src: s.code, base: s.base, limit: len(s.code)}
 		w.visit(reflect.ValueOf(s.root))
 		ins = w.ins
@@ -298,8 +306,14 @@ func instrumentExpression(src string) *Map {
 	m := &Map{src: src, out: src, form: Value}
 	head, tail := wrappers(Expression)
 	prog, err := parse(head + parsable(src) + tail)
+	if ue, ok := err.(*unreadError); ok {
+		m.form, m.why = Unread, ue.why
+		return m
+	}
 	if err != nil {
-		m.err = syntaxError(src, Expression, err)
+		if err != errInvalid {
+			m.err = syntaxError(src, Expression, err)
+		}
 		m.form = Invalid
 		return m
 	}
@@ -348,9 +362,14 @@ func parsable(src string) string {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-// parse parses a wrapped source; it never loads a source map (the
-// parser's default reads the file a sourceMappingURL comment names).
+// parse parses a wrapped source when it is within the bounds (see admit:
+// errInvalid or an *unreadError when it is not); it never loads a source
+// map (the parser's default reads the file a sourceMappingURL comment
+// names).
 func parse(text string) (*ast.Program, error) {
+	if err := admit(text); err != nil {
+		return nil, err
+	}
 	return parser.ParseFile(nil, "", text, parser.IgnoreRegExpErrors, parser.WithDisableSourceMaps)
 }
 
@@ -420,8 +439,12 @@ func syntaxError(src string, shape Shape, err error) *SyntaxError {
 	return se
 }
 
-// maxCloserTries bounds the parses strayCloser spends.
-const maxCloserTries = 64
+// maxCloserTries bounds the parses StrayCloser spends, and
+// maxCloserBytes the bytes they read together.
+const (
+	maxCloserTries = 64
+	maxCloserBytes = 16 << 20
+)
 
 // StrayCloser finds the closer (a brace for a body, a parenthesis for an
 // expression) with which a source ends the wrapper early: the first at
@@ -430,12 +453,13 @@ const maxCloserTries = 64
 func StrayCloser(src string, shape Shape) int {
 	head, tail := wrappers(shape)
 	c := tail[1]
-	tries := 0
-	for i := 0; i < len(src) && tries < maxCloserTries; i++ {
+	tries, read := 0, 0
+	for i := 0; i < len(src) && tries < maxCloserTries && read+i < maxCloserBytes; i++ {
 		if src[i] != c {
 			continue
 		}
 		tries++
+		read += i + 1
 		prefix := src[:i+1]
 		prog, err := parse(head + parsable(prefix) + tail)
 		if err == nil {
@@ -645,6 +669,9 @@ func (m *Map) Original() string { return m.src }
 
 // Form is the shape the source was found to have.
 func (m *Map) Form() Form { return m.form }
+
+// Why says, of an [Unread] source, which bound it passed.
+func (m *Map) Why() string { return m.why }
 
 // SyntaxError is the parser's first error, or nil when the source parsed.
 func (m *Map) SyntaxError() *SyntaxError { return m.err }

@@ -26,8 +26,13 @@ const (
 	// an anonymous function): its value, called when it is a function.
 	Value
 	// Invalid parses in no shape: it is compiled as statements, and the
-	// map holds the parser's error.
+	// map holds the parser's error (none when the source was past
+	// MaxCount: the engine's parser refused it, and says where).
 	Invalid
+	// Unread is a source past the bounds of what is read (see MaxCount):
+	// nothing is inserted, it is compiled as it is (a body for Run), and
+	// the engine, whose parser has a stack limit, decides.
+	Unread
 )
 
 // shaped is what the shape analysis found in one candidate text.
@@ -56,7 +61,7 @@ type shaped struct {
 func analyze(src string) shaped {
 	if code, open := unfence(src); open >= 0 {
 		s := try(src, false)
-		if s.form == Invalid || s.templateAt(open) {
+		if s.form == Invalid || s.form == Unread || s.templateAt(open) {
 			return analyzeCode(code)
 		}
 		return s
@@ -136,6 +141,10 @@ func try(code string, valueFirst bool) shaped {
 	}
 	s := shaped{code: code, last: -1}
 	prog, err := parse(bodyHead + parsable(code) + bodyTail)
+	if _, ok := err.(*unreadError); ok {
+		s.form, s.err = Unread, err
+		return s
+	}
 	if err == nil {
 		root, ok := single(prog, Body, code)
 		if !ok {
@@ -199,7 +208,7 @@ func (s *shaped) statements(list []ast.Statement) {
 			case *ast.FunctionLiteral, *ast.ArrowFunctionLiteral:
 				s.form = Function
 				s.start = skipTrivia(s.code, 0)
-				s.end = s.endOf(st.Expression)
+				s.end = closeParens(s.code, s.endOf(st.Expression))
 				s.blanks = append(s.blanks, s.trailingSemicolon(s.end)...)
 				return
 			}
@@ -288,6 +297,20 @@ func identEnd(code string, i int) int {
 	return min(i, len(code))
 }
 
+// closeParens moves the end of a statement's expression past the closing
+// parentheses the parser leaves out of it: a concise arrow body's
+// (`() => ({ n: 1 })`) and those around the whole expression. Only they,
+// trivia and a semicolon can follow the only expression of a statement.
+func closeParens(code string, end int) int {
+	for {
+		j := skipTrivia(code, end)
+		if j >= len(code) || code[j] != ')' {
+			return end
+		}
+		end = j + 1
+	}
+}
+
 // trailingSemicolon finds the semicolon that ends the only statement,
 // after its expression's end (past closing parentheses and trivia).
 func (s *shaped) trailingSemicolon(from int) []int {
@@ -350,6 +373,94 @@ func returns(st ast.Statement) bool {
 	case *ast.TryStatement:
 		return hasReturn(st.Body.List) || (st.Catch != nil && hasReturn(st.Catch.Body.List)) ||
 			(st.Finally != nil && hasReturn(st.Finally.List))
+	}
+	return false
+}
+
+// StaticImport finds a line that begins with an import declaration (not
+// `import(` or `import.meta`, not TypeScript's `import type`): the module
+// it names and the declaration's offset; ok false when there is none. A
+// program runs as a script, where such a declaration is a syntax error
+// whose true reason is that there is no module to load: call it only on
+// a source that did not parse.
+func StaticImport(src string) (module string, off int, ok bool) {
+	at := 0
+	for line := range strings.Lines(src) {
+		i := skipTrivia(line, 0)
+		rest := line[i:]
+		if !strings.HasPrefix(rest, "import") || len(rest) < 7 || isIdentByte(rest[6]) || rest[6] == '(' || rest[6] == '.' {
+			at += len(line)
+			continue
+		}
+		after := strings.TrimLeft(rest[6:], " \t")
+		if strings.HasPrefix(after, "type ") || strings.HasPrefix(after, "type{") {
+			at += len(line)
+			continue
+		}
+		spec := after
+		if len(spec) == 0 || (spec[0] != '\'' && spec[0] != '"') {
+			// import x from 'm', import { a } from "m", import * as n from 'm'
+			k := strings.Index(after, "from")
+			if k < 0 {
+				at += len(line)
+				continue
+			}
+			spec = strings.TrimLeft(after[k+4:], " \t")
+		}
+		if len(spec) > 1 && (spec[0] == '\'' || spec[0] == '"') {
+			if end := strings.IndexByte(spec[1:], spec[0]); end >= 0 {
+				return spec[1 : 1+end], at + i, true
+			}
+		}
+		return "", at + i, true
+	}
+	return "", 0, false
+}
+
+// StrictBody says whether a body begins with a "use strict" directive:
+// its first statements are string literals (in a markdown fence or not),
+// one of them 'use strict' or "use strict" as written. A wrapper that puts
+// the body in a block of its own must then make its function strict.
+func StrictBody(src string) bool {
+	if code, open := unfence(src); open >= 0 {
+		src = code
+	}
+	i := skipTrivia(src, 0)
+	for i < len(src) && (src[i] == '\'' || src[i] == '"') {
+		q := src[i]
+		j := i + 1
+		for j < len(src) && src[j] != q && src[j] != '\n' && src[j] != '\r' {
+			if src[j] == '\\' {
+				j++
+			}
+			j++
+		}
+		if j >= len(src) || src[j] != q {
+			return false
+		}
+		literal := src[i+1 : j]
+		// A directive ends its statement: a semicolon, a closing brace or
+		// the end, or a line break before what cannot continue the
+		// expression (a string, an identifier).
+		k := j + 1
+		for k < len(src) && (src[k] == ' ' || src[k] == '\t') {
+			k++
+		}
+		n := skipTrivia(src, k)
+		switch {
+		case n >= len(src), src[n] == ';', src[n] == '}':
+		case strings.ContainsAny(src[k:n], "\n\r") && (src[n] == '\'' || src[n] == '"' || isIdentByte(src[n])) &&
+			!strings.HasPrefix(src[n:], "in ") && !strings.HasPrefix(src[n:], "instanceof"):
+		default:
+			return false
+		}
+		if literal == "use strict" {
+			return true
+		}
+		if n < len(src) && src[n] == ';' {
+			n = skipTrivia(src, n+1)
+		}
+		i = n
 	}
 	return false
 }
@@ -420,58 +531,54 @@ func blankExportDefault(code string) string {
 var fenceLangs = map[string]bool{"": true, "js": true, "javascript": true, "ts": true, "typescript": true,
 	"jsx": true, "tsx": true, "mjs": true, "cjs": true, "mts": true}
 
-// fenceLine says whether a line opens (open) or closes a markdown fence.
-func fenceLine(line string, open bool) bool {
-	t := strings.TrimSpace(line)
-	if !strings.HasPrefix(t, "```") {
-		return false
-	}
-	if !open {
-		return t == "```"
-	}
-	return fenceLangs[strings.ToLower(strings.TrimSpace(t[3:]))]
-}
-
-// unfence blanks what lies outside the first fenced block: the prose
-// around it and its fence lines; open is the offset of its opening fence
-// line's backticks, -1 (and src as it is) when src holds no such block. A
-// fence left open (a cut-off answer) counts only when it opens the source.
+// unfence blanks what lies outside the source's code fences: the prose
+// around and between them, their fence lines, and fences of another
+// language (```json, ```bash). The code of every fence is kept in place,
+// in order, so a reply that defines a helper in one fence and calls it in
+// the next runs as one program, every position its own. open is the offset
+// of the first code fence's backticks, -1 (and src as it is) when src
+// holds none. A fence left open (a cut-off answer) runs to the end; when
+// it is the only one, it counts only when it opens the source.
 func unfence(src string) (code string, open int) {
 	if !strings.Contains(src, "```") { // the common case: no fence to look for
 		return src, -1
 	}
-	open, close := -1, -1
-	off := 0
+	type block struct{ start, end int } // a code fence's code
+	var blocks []block
+	open = -1
+	inFence, isCode := false, false
+	start, fenceAt, off := 0, 0, 0
 	for line := range strings.Lines(src) {
+		t := strings.TrimSpace(line)
 		switch {
-		case open < 0 && fenceLine(line, true):
-			open = off
-		case open >= 0 && fenceLine(line, false):
-			close = off
+		case !inFence && strings.HasPrefix(t, "```"):
+			inFence, fenceAt, start = true, off, off+len(line)
+			isCode = fenceLangs[strings.ToLower(strings.TrimSpace(t[3:]))] && strings.HasSuffix(line, "\n")
+		case inFence && t == "```":
+			inFence = false
+			if isCode {
+				blocks = append(blocks, block{start, off})
+			}
 		}
-		if close >= 0 {
-			break
+		if inFence && isCode && open < 0 && start == off+len(line) {
+			open = fenceAt + strings.Index(line, "`")
 		}
 		off += len(line)
 	}
-	if open < 0 {
-		return src, -1
+	if inFence && isCode && (len(blocks) > 0 || strings.TrimSpace(src[:fenceAt]) == "") {
+		blocks = append(blocks, block{start, len(src)})
 	}
-	nl := strings.IndexByte(src[open:], '\n')
-	if nl < 0 { // the fence is the last line
+	if len(blocks) == 0 {
 		return src, -1
-	}
-	openEnd := open + nl + 1
-	if close < 0 {
-		if strings.TrimSpace(src[:open]) != "" {
-			return src, -1
-		}
-		close = len(src)
 	}
 	b := []byte(src)
-	blank(b[:openEnd])
-	blank(b[close:])
-	return string(b), open + strings.Index(src[open:], "`")
+	last := 0
+	for _, bl := range blocks {
+		blank(b[last:bl.start])
+		last = bl.end
+	}
+	blank(b[last:])
+	return string(b), open
 }
 
 // blank turns every byte but line breaks into a space.

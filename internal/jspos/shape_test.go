@@ -21,7 +21,7 @@ func TestForms(t *testing.T) {
 		{"a return anywhere", "if (a) { return 1 }\n2", Statements, "0;if (a) { 0;return 1 }\n2", "async () => {0;if (a) { 0;return 1 }\n2\n}"},
 		{"a loop last", "for (;;) {}", Statements, "0;for (;;) {;0;}", "async () => {0;for (;;) {;0;}\n}"},
 		{"an arrow", "async () => 1;", Function, "0;return (async () => 1\n)();", "async () => 1 "},
-		{"a parenthesised arrow", "(() => 1)", Function, "0;return ((() => 1\n)())", "(() => 1)"},
+		{"a parenthesised arrow", "(() => 1)", Function, "0;return ((() => 1)\n)()", "(() => 1)"},
 		{"a declaration", "function main() { return 1 };", Declaration,
 			"function main() { 0;return 1 };\n;return main();", "function main() { 0;return 1 } "},
 		{"an object", "{\"a\": 1};", Value, "0;return ({\"a\": 1} \n)", "() => ({\"a\": 1} \n)"},
@@ -61,8 +61,11 @@ func TestUnfence(t *testing.T) {
 		{"prose\n```js\nx", "prose\n```js\nx", -1},     // left open after prose
 		{"```python\nx\n```", "```python\nx\n```", -1}, // another language
 		{"no fence", "no fence", -1},
-		{"```", "```", -1},                                                  // nothing after it
-		{"```JS\nx\n```\n```js\ny\n```", "     \nx\n   \n     \n \n   ", 0}, // the first block only
+		{"```", "```", -1},                                                                        // nothing after it
+		{"```JS\nx\n```\n```js\ny\n```", "     \nx\n   \n     \ny\n   ", 0},                       // every code fence, in order
+		{"```js\nf()\n```\nthen\n```js\ng()", "     \nf()\n   \n    \n     \ng()", 0},             // the last left open
+		{"```js\nx\n```\nOut:\n```json\n{}\n```\n", "     \nx\n   \n    \n       \n  \n   \n", 0}, // another language between
+		{"```json\n{}\n```\n```\ny\n```", "       \n  \n   \n   \ny\n   ", 15},                    // a bare fence after another language
 	}
 	for _, tt := range tests {
 		got, open := unfence(tt.src)
