@@ -15,20 +15,24 @@ BUF ?= github.com/bufbuild/buf/cmd/buf@v1.75.0
 PROTOC_GEN_GO ?= google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 PROTOC_GEN_GO_GRPC ?= google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.0
 
-.PHONY: test bench bench-callgrind microbench fuzz fuzz-all soak leakcheck lint fmt check proto
+.PHONY: test bench bench-callgrind microbench fuzz fuzz-all soak leakcheck lint fmt check proto conformance
 
 # vet, then every test under the race detector, in both modes: snapshot
 # slots (the default) and checked (every sandbox built and freed on libc,
 # so JS_FreeRuntime's assertions catch a leaked reference); then once with
 # cgocheck2, which traps any unpinned Go pointer stored in C memory; then
-# every module's tests; then the root module's under ASan and LSan in both
-# modes (leakcheck: about 3 minutes, within CI's budget).
+# the conformance gate on a fixed subset of test262 (1 in 20 of every
+# directory's tests, about a minute); then every module's tests; then the
+# root module's under ASan and LSan in both modes (leakcheck: about 3
+# minutes, within CI's budget).
 test:
 	$(GO) vet ./...
 	$(GO) vet -tags soak . && cd remote && $(GO) vet -tags soak .
+	$(GO) vet -tags conformance .
 	$(GO) test -race ./...
 	$(GO) test -race -tags codemode_checked ./...
 	GOEXPERIMENT=cgocheck2 $(GO) test .
+	$(MAKE) conformance CONFORMANCE_SUBSET=20
 	for m in $(MODULES); do (cd $$m && $(GO) vet ./... && $(GO) test -race ./...) || exit 1; done
 	$(MAKE) leakcheck
 
@@ -75,6 +79,18 @@ fuzz-all:
 soak:
 	$(GO) test -tags soak -run '^TestSoak$$' -v -count=1 -timeout 60m .
 	cd remote && $(GO) test -tags soak -run '^TestDaemonSoak$$' -v -count=1 -timeout 60m .
+
+# The differential conformance gate (conformance_test.go): test262, from
+# ../shared/conformance/test262, through the plain engine (the same
+# QuickJS-ng and intrinsics, nothing of codemode's) and through a sandbox,
+# as global code and as Run's body, on identical text; it fails on any test
+# the plain engine passes and the sandbox fails, and prints the table of
+# every directory. CONFORMANCE_SUBSET=N runs the first and every Nth test
+# of each directory (all of it: about 8 minutes on 2 cores).
+CONFORMANCE_SUBSET ?= 1
+conformance:
+	CODEMODE_CONFORMANCE_SUBSET=$(CONFORMANCE_SUBSET) $(GO) test -tags conformance -run '^TestConformance$$' -count=1 \
+		-timeout 60m -v .
 
 # The tests under AddressSanitizer; LeakSanitizer checks at exit (go -asan).
 leakcheck:

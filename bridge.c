@@ -37,22 +37,9 @@ static inline int64_t now_ns(void)
 }
 
 /* ---------------------------------------------------------------------- */
-/* strbuf */
+/* strbuf (sb_put and sb_puts are bridge_internal.h's) */
 
-static void sb_grow_put(strbuf *b, const char *s, size_t n);
-
-static inline void sb_put(strbuf *b, const char *s, size_t n)
-{
-	if (b->len + n < b->cap && (!b->limit || b->len + n <= b->limit)) { /* room: most writes */
-		memcpy(b->p + b->len, s, n);
-		b->len += n;
-		b->p[b->len] = '\0';
-		return;
-	}
-	sb_grow_put(b, s, n);
-}
-
-static void sb_grow_put(strbuf *b, const char *s, size_t n)
+void sb_grow_put(strbuf *b, const char *s, size_t n)
 {
 	if (b->limit && b->len + n > b->limit) {
 		n = b->len < b->limit ? b->limit - b->len : 0;
@@ -76,8 +63,6 @@ static void sb_grow_put(strbuf *b, const char *s, size_t n)
 	b->len += n;
 	b->p[b->len] = '\0';
 }
-
-static void sb_puts(strbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
 
 /* ---------------------------------------------------------------------- */
 /* The allocator: libc, with the slot's memory limit enforced here so the
@@ -1292,11 +1277,37 @@ static bool put_prop(bridge_slot *s, JSValueConst obj, const char *name, strbuf 
 
 /* Renders a thrown value: "Name: message" plus the stack for an Error,
  * "Uncaught <value>" for anything else. */
+/* Puts String(v) when v is an object that says what it is (a toString
+ * of its own or its class's, as test262's Test262Error has): true, or
+ * false when it only says [object ...] (or refuses). */
+static bool own_string(bridge_slot *s, JSValueConst v, strbuf *b)
+{
+	JSContext *ctx = s->ctx;
+	if (!JS_IsObject(v) || JS_IsArray(v) || JS_IsFunction(ctx, v))
+		return false;
+	JSValue str = JS_ToString(ctx, v);
+	if (JS_IsException(str)) {
+		if (!s->killed)
+			JS_FreeValue(ctx, JS_GetException(ctx));
+		return false;
+	}
+	size_t n;
+	const char *p = JS_ToCStringLen(ctx, &n, str);
+	bool own = p && !(n >= 8 && memcmp(p, "[object ", 8) == 0);
+	if (own)
+		sb_put(b, p, n);
+	if (p)
+		JS_FreeCString(ctx, p);
+	JS_FreeValue(ctx, str);
+	return own;
+}
+
 static void render_thrown(bridge_slot *s, JSValueConst exc, strbuf *b)
 {
 	if (!JS_IsError(exc)) {
 		sb_puts(b, "Uncaught ");
-		describe(s, exc, b);
+		if (!own_string(s, exc, b) && !s->killed)
+			describe(s, exc, b);
 		return;
 	}
 	if (!put_prop(s, exc, "name", b))
@@ -1543,13 +1554,14 @@ static const char *const typed_globals[] = {
 };
 #define NTYPED_GLOBALS ((int)(sizeof(typed_globals) / sizeof(typed_globals[0])))
 
-/* Whether a global's property is the accessor install_typed made for
- * typed_globals[i]: its getter is the one it keeps. */
-static bool typed_ours(bridge_slot *s, int i, const JSPropertyDescriptor *d)
+/* Whether a global's property is the lazy accessor whose getter is
+ * lazy_getters[i] (a typed array's, or past NTYPED_GLOBALS a web
+ * global's). */
+static bool lazy_ours(bridge_slot *s, int i, const JSPropertyDescriptor *d)
 {
 	if (!(d->flags & JS_PROP_GETSET) || !JS_IsObject(d->getter))
 		return false;
-	JSValue mine = JS_GetPropertyUint32(s->ctx, s->typed_getters, (uint32_t)i);
+	JSValue mine = JS_GetPropertyUint32(s->ctx, s->lazy_getters, (uint32_t)i);
 	bool ours = JS_IsObject(mine) && JS_VALUE_GET_PTR(mine) == JS_VALUE_GET_PTR(d->getter);
 	JS_FreeValue(s->ctx, mine);
 	return ours;
@@ -1591,6 +1603,66 @@ static JSValue js_typed_make(JSContext *ctx, JSValueConst this_val, int argc, JS
 	return typed_ensure(JS_GetContextOpaque(ctx)) < 0 ? JS_EXCEPTION : JS_UNDEFINED;
 }
 
+/* Which lazy globals a property key may name: LAZY_TYPED, LAZY_WEB, both
+ * (an object, whose string only its own code can say), or neither. */
+enum { LAZY_TYPED = 1, LAZY_WEB = 2 };
+
+static int lazy_named(JSContext *ctx, JSValueConst key)
+{
+	if (JS_IsObject(key))
+		return LAZY_TYPED | LAZY_WEB;
+	if (!JS_IsString(key))
+		return 0;
+	size_t n;
+	const char *k = JS_ToCStringLen(ctx, &n, key);
+	if (!k)
+		return JS_FreeValue(ctx, JS_GetException(ctx)), 0;
+	int r = 0;
+	for (int i = 0; i < NTYPED_GLOBALS && !r; i++)
+		if (strcmp(k, typed_globals[i]) == 0)
+			r = LAZY_TYPED;
+	for (int i = 0; i < NWEB && !r; i++)
+		if (strcmp(k, web_names[i]) == 0)
+			r = LAZY_WEB;
+	JS_FreeCString(ctx, k);
+	return r;
+}
+
+int lazy_settle(bridge_slot *s, JSValueConst key)
+{
+	JSContext *ctx = s->ctx;
+	int which = JS_IsUndefined(key) ? LAZY_TYPED | LAZY_WEB : lazy_named(ctx, key);
+	if ((which & LAZY_TYPED) && JS_IsUndefined(s->guards.intrinsics[INTRINSIC_INT32ARRAY]) && typed_ensure(s) < 0)
+		return -1;
+	if (!(which & LAZY_WEB))
+		return 0;
+	/* One web getter loads them all: the first still waiting is called. */
+	JSValue global = JS_GetGlobalObject(ctx);
+	int rc = 0;
+	for (int i = 0; i < NWEB && rc == 0; i++) {
+		JSAtom atom = JS_NewAtom(ctx, web_names[i]);
+		JSPropertyDescriptor d;
+		int has = atom == JS_ATOM_NULL ? -1 : JS_GetOwnProperty(ctx, &d, global, atom);
+		if (atom != JS_ATOM_NULL)
+			JS_FreeAtom(ctx, atom);
+		if (has <= 0) {
+			rc = has;
+			continue;
+		}
+		if (lazy_ours(s, NTYPED_GLOBALS + i, &d)) {
+			JSValue v = JS_Call(ctx, d.getter, global, 0, NULL);
+			rc = JS_IsException(v) ? -1 : 0;
+			JS_FreeValue(ctx, v);
+			i = NWEB; /* done */
+		}
+		JS_FreeValue(ctx, d.value);
+		JS_FreeValue(ctx, d.getter);
+		JS_FreeValue(ctx, d.setter);
+	}
+	JS_FreeValue(ctx, global);
+	return rc;
+}
+
 int typed_ensure(bridge_slot *s)
 {
 	JSValue *mark = &s->guards.intrinsics[INTRINSIC_INT32ARRAY];
@@ -1611,7 +1683,7 @@ int typed_ensure(bridge_slot *s)
 			state[i] = 0;
 			continue;
 		}
-		state[i] = has == 0 ? 0 : typed_ours(s, i, &kept[i]) ? 1 : 2;
+		state[i] = has == 0 ? 0 : lazy_ours(s, i, &kept[i]) ? 1 : 2;
 	}
 	/* The engine defines each global afresh (and aborts on an Atomics
 	 * already there): none may be left. A run that made one of them
@@ -1684,15 +1756,15 @@ static int install_typed(JSContext *ctx)
 {
 	bridge_slot *s = JS_GetContextOpaque(ctx);
 	JSValue global = JS_GetGlobalObject(ctx);
-	s->typed_getters = JS_NewArray(ctx);
-	int rc = JS_IsException(s->typed_getters) ? -1 : 0;
+	s->lazy_getters = JS_NewArray(ctx);
+	int rc = JS_IsException(s->lazy_getters) ? -1 : 0;
 	if (rc < 0)
-		s->typed_getters = JS_UNDEFINED;
+		s->lazy_getters = JS_UNDEFINED;
 	for (int i = 0; i < NTYPED_GLOBALS && rc == 0; i++) {
 		JSValue get = JS_NewCFunctionMagic(ctx, js_typed_get, typed_globals[i], 0, JS_CFUNC_generic_magic, i);
 		JSValue set = JS_NewCFunctionMagic(ctx, js_typed_set, typed_globals[i], 1, JS_CFUNC_generic_magic, i);
 		if (!JS_IsException(get) &&
-		    JS_DefinePropertyValueUint32(ctx, s->typed_getters, (uint32_t)i, JS_DupValue(ctx, get), JS_PROP_C_W_E) < 0)
+		    JS_DefinePropertyValueUint32(ctx, s->lazy_getters, (uint32_t)i, JS_DupValue(ctx, get), JS_PROP_C_W_E) < 0)
 			rc = -1; /* the array's reference went with the failure; ours goes below */
 		if (rc < 0) {
 			JS_FreeValue(ctx, get);
@@ -1807,9 +1879,18 @@ static int install_web(JSContext *ctx)
 	JS_FreeAtom(ctx, fa);
 	int rc = has < 0 ? -1 : 0;
 	int n = JS_IsUndefined(fetch) ? NWEB - NWEB_FETCH : NWEB;
-	for (int i = 0; i < n && rc == 0; i++)
-		rc = lazy_define(ctx, global, web_names[i], JS_NewCFunctionData(ctx, js_web_get, 0, i, 1, (JSValueConst *)&fetch),
+	bridge_slot *s = JS_GetContextOpaque(ctx);
+	for (int i = 0; i < n && rc == 0; i++) {
+		JSValue get = JS_NewCFunctionData(ctx, js_web_get, 0, i, 1, (JSValueConst *)&fetch);
+		if (!JS_IsException(get) && JS_DefinePropertyValueUint32(ctx, s->lazy_getters, (uint32_t)(NTYPED_GLOBALS + i),
+		                                                         JS_DupValue(ctx, get), JS_PROP_C_W_E) < 0) {
+			JS_FreeValue(ctx, get);
+			rc = -1;
+			break;
+		}
+		rc = lazy_define(ctx, global, web_names[i], get,
 		                 JS_NewCFunctionMagic(ctx, js_web_set, web_names[i], 1, JS_CFUNC_generic_magic, i));
+	}
 	JS_FreeValue(ctx, fetch);
 	JS_FreeValue(ctx, global);
 	return rc;
@@ -2465,7 +2546,7 @@ static void forget_sandbox(bridge_slot *s)
 	s->ntimers = s->timers_cap = 0;
 	s->timer_ids = 0;
 	s->timer_seq = 0;
-	s->marks = s->marks_get = s->marks_set = s->typed_getters = JS_UNDEFINED;
+	s->marks = s->marks_get = s->marks_set = s->lazy_getters = JS_UNDEFINED;
 	guards_forget(s);
 	s->rtobj = JS_UNDEFINED;
 	s->retain = s->retained = false;
@@ -2520,7 +2601,7 @@ static void sandbox_close(bridge_slot *s)
 		JS_FreeValue(ctx, s->marks);
 		JS_FreeValue(ctx, s->marks_get);
 		JS_FreeValue(ctx, s->marks_set);
-		JS_FreeValue(ctx, s->typed_getters);
+		JS_FreeValue(ctx, s->lazy_getters);
 		guards_free(s);
 		JS_FreeValue(ctx, s->program);
 		JS_FreeValue(ctx, s->tool);
@@ -2624,7 +2705,7 @@ static int build_image(bridge_slot *s, const bridge_config *cfg, slot_image *im)
 		.id = cfg->image_id,
 		.stack = cfg->stack,
 		.saved = {.rt = s->rt, .ctx = s->ctx, .rtobj = s->rtobj, .marks = s->marks, .marks_get = s->marks_get,
-		          .marks_set = s->marks_set, .typed_getters = s->typed_getters, .guards = s->guards,
+		          .marks_set = s->marks_set, .lazy_getters = s->lazy_getters, .guards = s->guards,
 		          .heap_used = s->heap_used},
 	};
 	s->ar->hwm = s->ar->top;
@@ -2661,7 +2742,7 @@ static void restore_bytes(bridge_slot *s, const uint8_t *bytes, size_t len, cons
 	s->marks = saved->marks;
 	s->marks_get = saved->marks_get;
 	s->marks_set = saved->marks_set;
-	s->typed_getters = saved->typed_getters;
+	s->lazy_getters = saved->lazy_getters;
 	s->guards = saved->guards;
 	s->heap_used = saved->heap_used;
 	s->ar->hwm = s->ar->top;
@@ -2775,7 +2856,7 @@ static void saved_values(saved_state *st, JSValue *v[SAVED_NVALUES])
 	v[n++] = &st->marks;
 	v[n++] = &st->marks_get;
 	v[n++] = &st->marks_set;
-	v[n++] = &st->typed_getters;
+	v[n++] = &st->lazy_getters;
 	for (int i = 0; i < NGUARDS; i++)
 		v[n++] = &st->guards.fn[i];
 	for (int i = 0; i < NINTRINSICS; i++)
@@ -3182,7 +3263,7 @@ static void unit_end(bridge_slot *s, const bridge_config *cfg, bool want, JSValu
 		.id = cfg->image_id,
 		.stack = cfg->stack,
 		.saved = {.rt = s->rt, .ctx = s->ctx, .rtobj = s->rtobj, .marks = s->marks, .marks_get = s->marks_get,
-		          .marks_set = s->marks_set, .typed_getters = s->typed_getters, .guards = s->guards,
+		          .marks_set = s->marks_set, .lazy_getters = s->lazy_getters, .guards = s->guards,
 		          .heap_used = s->heap_used, .unitfn = held},
 	};
 	memcpy(im->key, cfg->unit_key, sizeof(im->key));
@@ -3467,12 +3548,6 @@ static int32_t settle_run(bridge_slot *s, int32_t st, bridge_out *out)
 	if (s->retained)
 		hand_over_logs(s, out);
 	return st;
-}
-
-static char *dup_text(const char *msg, size_t *n)
-{
-	*n = strlen(msg);
-	return strdup(msg);
 }
 
 static JSValue eval_source(bridge_slot *s, const char *src, size_t len, const char *filename)
@@ -3815,6 +3890,10 @@ static int32_t slot_run(bridge_slot *s, const bridge_config *cfg, const char *sr
 				if (s->killed && JS_HasException(s->ctx))
 					JS_FreeValue(s->ctx, JS_GetException(s->ctx));
 			} else {
+				if (cfg->mode == BRIDGE_MODE_GLOBAL) {
+					JS_FreeValue(s->ctx, v); /* global code: its jobs run; its completion value is not the outcome */
+					v = JS_UNDEFINED;
+				}
 				s->program = v;
 				st = advance(s, out);
 			}

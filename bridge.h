@@ -44,6 +44,7 @@ enum {
 	BRIDGE_MODE_EXECUTE = 1,  /* src is the program unit of an Execute request */
 	BRIDGE_MODE_TOOL = 2,     /* src is a tool module; call it with args */
 	BRIDGE_MODE_REGISTER = 3, /* src is a tool module; check it and run selftest */
+	BRIDGE_MODE_GLOBAL = 4,   /* src is global code whose completion value is discarded (conformance tests) */
 };
 
 /* Status of a host call answered by Go (bridge_reply.status and the status
@@ -174,6 +175,10 @@ void go_capability_call(uintptr_t handle, int32_t index, char *args, size_t n, b
 int32_t go_capability_start(uintptr_t handle, int32_t index, uint32_t id, char *args, size_t n);
 int32_t go_dispatch_start(uintptr_t handle, uint32_t id, char *provider, size_t np, char *tool, size_t nt, char *args,
                           size_t na);
+/* The text of a function as the model wrote it, when text (its source as
+ * compiled) holds codemode's markers (positions.go): a malloc'd copy, its
+ * length in *len, or NULL to keep text. */
+char *go_source_text(uintptr_t handle, char *text, size_t n, size_t *len);
 /* Compiles js/web.js once per process and hands it to bridge_set_web
  * (web.go): 0, or -1 if it does not compile. */
 int32_t go_load_web(void);
@@ -313,6 +318,17 @@ uint64_t bridge_max_stack(void);
  * given stack and memory limits (bridge_check.c): 1 yes, 0 no or a limit
  * refused it. Nothing is evaluated. */
 int32_t bridge_syntax_ok(const char *src, size_t len, uint64_t stack, uint64_t memory);
+
+/* Runs src[0:len] in the plain engine (bridge_plain.c): the same engine
+ * and intrinsics as a sandbox and nothing of codemode's, on a runtime of
+ * its own, as global code or (body set) as the body of an async function
+ * whose promise is the outcome: BRIDGE_DONE, BRIDGE_THROWN (data: String of
+ * the thrown value; syntax: it did not compile), BRIDGE_TIMEOUT or
+ * BRIDGE_STALLED (the body's promise never settled). logs holds what
+ * print printed, one '\n'-terminated line per call. For the differential
+ * conformance tests. Free out with bridge_out_free. */
+int32_t bridge_plain_run(const char *src, size_t len, int32_t body, int64_t budget_ns, uint64_t memory,
+                         uint64_t stack, bridge_out *out);
 
 /* The bytecode of js/web.js, the web globals' source, held by the caller for
  * the life of the process (set once, by go_load_web, when a run first reads

@@ -21,7 +21,9 @@ int32_t bridge_syntax_ok(const char *src, size_t len, uint64_t stack, uint64_t m
 	JS_UpdateStackTop(rt);
 	int32_t ok = 0;
 	JSContext *ctx = JS_NewContextRaw(rt);
-	if (ctx && JS_AddIntrinsicBaseObjects(ctx) == 0 && JS_AddIntrinsicRegExp(ctx) == 0) {
+	/* The compiler is the Eval intrinsic's; regular expression literals
+	 * compile with the RegExp one's. */
+	if (ctx && JS_AddIntrinsicBaseObjects(ctx) == 0 && JS_AddIntrinsicEval(ctx) == 0 && JS_AddIntrinsicRegExp(ctx) == 0) {
 		JSValue fn = JS_Eval(ctx, src, len, "<check>", JS_EVAL_TYPE_GLOBAL | JS_EVAL_FLAG_COMPILE_ONLY);
 		ok = !JS_IsException(fn);
 		JS_FreeValue(ctx, fn);

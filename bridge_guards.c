@@ -16,6 +16,13 @@
  * whose loops poll. The guards' state lives in the sandbox (and so in its
  * snapshot image); the slow paths are read into a run only when it needs
  * one.
+ *
+ * The same mechanism keeps the lazy globals (the typed arrays, the web
+ * globals: accessors until first read, bridge.c) out of sight: the
+ * methods that could tell an accessor from a data property on the global
+ * object (Object.getOwnPropertyDescriptor, defineProperty, freeze...) turn
+ * every lazy global into its value first, as a read would, when the
+ * object they are given is the global object.
  */
 #include "bridge_internal.h"
 
@@ -29,16 +36,23 @@ enum {
 	GK_SLOW,   /* always the slow path: what it walks depends on the elements */
 	GK_STRING, /* a string receiver, a string pattern and the search's naive cost */
 	GK_STRING_RE, /* GK_STRING, and a RegExp pattern goes to the engine (it polls) */
+	/* The engine's own, once the lazy globals are settled (bridge.c,
+	 * lazy_settle) when the object is the global object: */
+	GK_SETTLE_KEY,  /* the first argument, the key the second: the globals it may name */
+	GK_SETTLE_ALL,  /* the first argument: every one */
+	GK_SETTLE_THIS, /* the receiver, the key the first argument */
+	GK_SOURCE,      /* the engine's, its text given back as the model wrote it (no markers) */
 };
 
 typedef struct guard_def {
-	const char *proto; /* "Array" or "String" */
-	const char *name;  /* the method */
-	const char *poly;  /* its slow path in guards.js */
+	const char *holder; /* "Array" or "String" (their prototypes), "Object", "Reflect", "Object.prototype" or
+	                     * "Function.prototype" */
+	const char *name;   /* the method */
+	const char *poly;   /* its slow path in guards.js (none: GK_SETTLE_*) */
 	int kind;
 } guard_def;
 
-static const guard_def guard_defs[NGUARDS] = {
+static const guard_def guard_defs[] = {
 	{"Array", "indexOf", "indexOf", GK_ARRAY},
 	{"Array", "lastIndexOf", "lastIndexOf", GK_ARRAY},
 	{"Array", "includes", "includes", GK_ARRAY},
@@ -68,7 +82,23 @@ static const guard_def guard_defs[NGUARDS] = {
 	{"String", "split", "String.split", GK_STRING_RE},
 	{"String", "replace", "String.replace", GK_STRING_RE},
 	{"String", "replaceAll", "String.replaceAll", GK_STRING_RE},
+	{"Object", "getOwnPropertyDescriptor", NULL, GK_SETTLE_KEY},
+	{"Object", "getOwnPropertyDescriptors", NULL, GK_SETTLE_ALL},
+	{"Object", "defineProperty", NULL, GK_SETTLE_KEY},
+	{"Object", "defineProperties", NULL, GK_SETTLE_ALL},
+	{"Object", "freeze", NULL, GK_SETTLE_ALL},
+	{"Object", "seal", NULL, GK_SETTLE_ALL},
+	{"Object", "preventExtensions", NULL, GK_SETTLE_ALL},
+	{"Reflect", "getOwnPropertyDescriptor", NULL, GK_SETTLE_KEY},
+	{"Reflect", "defineProperty", NULL, GK_SETTLE_KEY},
+	{"Reflect", "preventExtensions", NULL, GK_SETTLE_ALL},
+	{"Object.prototype", "__lookupGetter__", NULL, GK_SETTLE_THIS},
+	{"Object.prototype", "__lookupSetter__", NULL, GK_SETTLE_THIS},
+	{"Object.prototype", "__defineGetter__", NULL, GK_SETTLE_THIS},
+	{"Object.prototype", "__defineSetter__", NULL, GK_SETTLE_THIS},
+	{"Function.prototype", "toString", NULL, GK_SOURCE},
 };
+_Static_assert(sizeof(guard_defs) / sizeof(guard_defs[0]) == NGUARDS, "NGUARDS");
 
 /* The guard of Array.prototype.sort: its slow path sorts through it. */
 #define GUARD_SORT 14
@@ -151,12 +181,31 @@ static int64_t string_length(JSContext *ctx, JSValueConst v)
 	return JS_GetLength(ctx, v, &n) < 0 ? -1 : n;
 }
 
+/* Whether v is the global object. */
+static bool is_global(JSContext *ctx, JSValueConst v)
+{
+	if (!JS_IsObject(v))
+		return false;
+	JSValue global = JS_GetGlobalObject(ctx);
+	bool same = JS_VALUE_GET_PTR(global) == JS_VALUE_GET_PTR(v);
+	JS_FreeValue(ctx, global);
+	return same;
+}
+
 /* Whether a guard's call may go to the engine's own method: 1 yes, 0 the
  * slow path, -1 an exception. Nothing here runs code of the script's. */
 static int guard_fast(bridge_slot *s, const guard_def *g, JSValueConst this_val, int argc, JSValueConst *argv)
 {
 	JSContext *ctx = s->ctx;
 	switch (g->kind) {
+	case GK_SETTLE_KEY:
+		return argc > 1 && is_global(ctx, argv[0]) && lazy_settle(s, argv[1]) < 0 ? -1 : 1;
+	case GK_SETTLE_ALL:
+		return argc > 0 && is_global(ctx, argv[0]) && lazy_settle(s, JS_UNDEFINED) < 0 ? -1 : 1;
+	case GK_SETTLE_THIS:
+		return argc > 0 && is_global(ctx, this_val) && lazy_settle(s, argv[0]) < 0 ? -1 : 1;
+	case GK_SOURCE:
+		return 1;
 	case GK_ARRAY:
 		return array_fast(s, this_val);
 	case GK_SORT: {
@@ -250,6 +299,32 @@ static int load_polys(bridge_slot *s)
 	return 0;
 }
 
+/* A function's text, which it consumes, as the model wrote it: the
+ * engine's holds the markers codemode inserted for positions ("0;"), and
+ * the Go side, which inserted them, takes them out (go_source_text). */
+static JSValue as_written(bridge_slot *s, JSValue text)
+{
+	JSContext *ctx = s->ctx;
+	if (!JS_IsString(text))
+		return text;
+	size_t n;
+	const char *p = JS_ToCStringLen(ctx, &n, text);
+	if (!p)
+		return JS_FreeValue(ctx, text), JS_EXCEPTION;
+	JSValue r = text;
+	if (memmem(p, n, "0;", 2)) {
+		size_t len = 0;
+		char *orig = go_source_text(s->handle, (char *)p, n, &len);
+		if (orig) {
+			r = JS_NewStringLen(ctx, orig, len);
+			free(orig);
+			JS_FreeValue(ctx, text);
+		}
+	}
+	JS_FreeCString(ctx, p);
+	return r;
+}
+
 static JSValue js_guard(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv, int magic)
 {
 	bridge_slot *s = JS_GetContextOpaque(ctx);
@@ -257,6 +332,8 @@ static JSValue js_guard(JSContext *ctx, JSValueConst this_val, int argc, JSValue
 	int fast = guard_fast(s, g, this_val, argc, argv);
 	if (fast < 0)
 		return JS_EXCEPTION;
+	if (fast && g->kind == GK_SOURCE)
+		return as_written(s, JS_Call(ctx, s->guards.fn[magic], this_val, argc, argv));
 	if (fast)
 		return JS_Call(ctx, s->guards.fn[magic], this_val, argc, argv);
 	if (JS_IsUndefined(s->guard_polys) && load_polys(s) < 0)
@@ -314,13 +391,25 @@ int guards_install(bridge_slot *s)
 	JSContext *ctx = s->ctx;
 	int rc = -1;
 	JSValue global = JS_GetGlobalObject(ctx);
-	JSValue protos[2] = {JS_UNDEFINED, JS_UNDEFINED};
-	const char *names[2] = {"Array", "String"};
-	for (int i = 0; i < 2; i++) {
-		JSValue ctor = JS_GetPropertyStr(ctx, global, names[i]);
-		protos[i] = JS_GetPropertyStr(ctx, ctor, "prototype");
-		JS_FreeValue(ctx, ctor);
-		if (JS_IsException(protos[i]))
+	/* The holders of the guarded methods, as guard_def names them. */
+	enum { NHOLDERS = 6 };
+	const char *names[NHOLDERS] = {"Array", "String", "Object", "Reflect", "Object.prototype", "Function.prototype"};
+	JSValue holders[NHOLDERS];
+	for (int i = 0; i < NHOLDERS; i++)
+		holders[i] = JS_UNDEFINED;
+	for (int i = 0; i < NHOLDERS; i++) {
+		const char *dot = strchr(names[i], '.');
+		char name[24];
+		size_t n = dot ? (size_t)(dot - names[i]) : strlen(names[i]);
+		memcpy(name, names[i], n);
+		name[n] = '\0';
+		holders[i] = JS_GetPropertyStr(ctx, global, name);
+		if (i < 2 || dot) { /* a prototype */
+			JSValue proto = JS_GetPropertyStr(ctx, holders[i], "prototype");
+			JS_FreeValue(ctx, holders[i]);
+			holders[i] = proto;
+		}
+		if (JS_IsException(holders[i]))
 			goto cleanup;
 	}
 	/* Held in the slot's state, not in an object: nothing more in the image. */
@@ -339,7 +428,10 @@ int guards_install(bridge_slot *s)
 	s->guards.atom_length = JS_NewAtom(ctx, "length");
 	for (int i = 0; i < NGUARDS; i++) {
 		const guard_def *g = &guard_defs[i];
-		JSValue proto = protos[strcmp(g->proto, "Array") == 0 ? 0 : 1];
+		JSValue proto = JS_UNDEFINED;
+		for (int h = 0; h < NHOLDERS; h++)
+			if (strcmp(g->holder, names[h]) == 0)
+				proto = holders[h];
 		JSValue orig = JS_GetPropertyStr(ctx, proto, g->name);
 		if (!JS_IsFunction(ctx, orig)) {
 			JS_FreeValue(ctx, orig);
@@ -355,8 +447,8 @@ int guards_install(bridge_slot *s)
 	}
 	rc = 0;
 cleanup:
-	for (int i = 0; i < 2; i++)
-		JS_FreeValue(ctx, protos[i]);
+	for (int i = 0; i < NHOLDERS; i++)
+		JS_FreeValue(ctx, holders[i]);
 	JS_FreeValue(ctx, global);
 	return rc;
 }

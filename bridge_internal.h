@@ -13,10 +13,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 /* The guarded built-ins (bridge_guards.c), and the intrinsics their slow
  * paths use. */
-#define NGUARDS 29
+#define NGUARDS 44
 #define NINTRINSICS 25
 /* The intrinsic that is Int32Array: undefined until typed_ensure made the
  * typed arrays, null if that failed. */
@@ -60,6 +62,28 @@ typedef struct strbuf {
 	bool overflow; /* a write was refused (cap reached or malloc failed) */
 } strbuf;
 
+void sb_grow_put(strbuf *b, const char *s, size_t n);
+
+static inline void sb_put(strbuf *b, const char *s, size_t n)
+{
+	if (b->len + n < b->cap && (!b->limit || b->len + n <= b->limit)) { /* room: most writes */
+		memcpy(b->p + b->len, s, n);
+		b->len += n;
+		b->p[b->len] = '\0';
+		return;
+	}
+	sb_grow_put(b, s, n);
+}
+
+static inline void sb_puts(strbuf *b, const char *s) { sb_put(b, s, strlen(s)); }
+
+/* A malloc'd copy of msg, its length in *n. */
+static inline char *dup_text(const char *msg, size_t *n)
+{
+	*n = strlen(msg);
+	return strdup(msg);
+}
+
 /* The guarded built-ins of a sandbox (bridge_guards.c): the engine's own
  * methods the guards stand in front of, and the intrinsics their slow paths
  * use, captured before any user code ran. */
@@ -75,7 +99,7 @@ typedef struct saved_state {
 	JSRuntime *rt;
 	JSContext *ctx;
 	JSValue rtobj, marks, marks_get, marks_set;
-	JSValue typed_getters;
+	JSValue lazy_getters;
 	guard_state guards;
 	size_t heap_used;
 	/* A unit image's evaluated unit (see IMAGE_UNIT): the entry's inner
@@ -140,10 +164,10 @@ struct bridge_slot {
 	 * objects we made to [index, message], and its get/set as they were
 	 * before any user code ran. */
 	JSValue marks, marks_get, marks_set;
-	/* The getters of the typed arrays' lazy globals (an array, by
-	 * typed_names order): a global whose getter is one of them is still
-	 * waiting for typed_ensure. */
-	JSValue typed_getters;
+	/* The getters of the lazy globals (an array: the typed arrays', by
+	 * typed_globals order, then the web globals', by web_names order): a
+	 * global whose getter is one of them still waits for its value. */
+	JSValue lazy_getters;
 	bool marked; /* the run made a marked Error: only then is a throw looked up */
 	bool bad_args; /* a tool run's arguments did not parse */
 	bool syntax;   /* the run's source did not compile */
@@ -223,6 +247,10 @@ struct bridge_slot {
 
 /* Typed arrays, made on first use (bridge.c): 0, or -1 with an exception. */
 int typed_ensure(bridge_slot *s);
+/* Turns the lazy globals a property key may name (every one when key is
+ * undefined) into their values, as a read would, if they still wait
+ * (bridge.c): 0, or -1 with an exception. */
+int lazy_settle(bridge_slot *s, JSValueConst key);
 
 /* Guarded built-ins (bridge_guards.c). */
 int guards_install(bridge_slot *s);

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/codemode-go/codemode/internal/hostile"
+	"github.com/codemode-go/codemode/internal/jspos"
 )
 
 // TestHostileSourcesEndAtOnce: the sources that once ended the process (a
@@ -196,5 +197,30 @@ func TestDeadlineDecidesACall(t *testing.T) {
 			Providers: []Provider{{Name: "p", Tools: []string{"t"}}}, Dispatch: dispatch})
 		require.NotNil(t, res.Err, "Execute = %s", res.Result)
 		assert.Equal(t, KindTimeout, res.Err.Kind)
+	}
+}
+
+// TestLargeProgramsAreRead: a valid program past jspos.MaxCount tokens is
+// read (the engine's parser vouches for it first): it gets its shape and
+// its markers, and its errors their lines. The syntax check says what the
+// engine's parser says.
+func TestLargeProgramsAreRead(t *testing.T) {
+	t.Parallel()
+	src := strings.Repeat("var rows = [1, 2, 3].map((x) => ({ x, y: x * 2 })).filter((r) => r.y > 2);\n", 200) +
+		"const u = {}\nu.address.city"
+	require.Greater(t, jspos.CountTokens(src), jspos.MaxCount)
+	in := instrument(src, jspos.Body, nil)
+	assert.Equal(t, jspos.Statements, in.m.Form())
+	assert.Positive(t, in.m.Markers())
+	e := newExecutor(t)
+	_, err := e.Run(context.Background(), src)
+	assert.Equal(t, "TypeError: cannot read property 'city' of undefined\n    at <anonymous> (script.js:202:1)",
+		execErr(t, err).Message)
+	res, err := e.Run(context.Background(), "async () => {\n"+src[:len(src)-len("const u = {}\nu.address.city")]+"return rows.length }")
+	require.NoError(t, err)
+	assert.Equal(t, "2", string(res.Value), "an arrow past MaxCount is called")
+	for script, want := range map[string]bool{"(async () => { return 1 })": true, "return 1": false, "1 +": false,
+		"/a/u; `${1}`": true, strings.Repeat("(", 100000): false} {
+		assert.Equal(t, want, syntaxOK(script), "syntaxOK(%.20q)", script)
 	}
 }

@@ -44,8 +44,12 @@
 //
 // A top-level return gives the result, serialized with JSON.stringify;
 // undefined (or no return at all) gives null. await works; promises settle
-// through the microtask queue. The body cannot escape its wrapper: a script
-// that closes the function early (`}); (async () => {`) is a syntax error.
+// through the microtask queue. The script is an async function's body as it
+// is (its directives and function declarations are the function's own),
+// and it cannot escape that function: a script that closes it early
+// (`}); (async () => {`) is a syntax error (the parser reads one that does
+// as no body, and such a script, or one too large to read, goes into a
+// labelled block the engine itself cannot let it leave).
 // codemode needs cgo and a C toolchain: without cgo the package does not
 // build, with one error that says so.
 //
@@ -59,13 +63,30 @@
 // before a loop body's closing brace; the engine drops the markers' code
 // and keeps their positions, which stand for their statements. An error
 // in `return u.address.city` is reported on that line, not on an earlier
-// statement's. Function.prototype.toString shows the markers. A syntax
+// statement's. Function.prototype.toString gives a function's text as the model
+// wrote it, the markers taken out again. A syntax
 // error is placed on the engine's line at the parser's column; a source
 // that ends too early (an open brace, string, template or comment) is
 // placed just after its last character, and a brace the source never
 // opened at that brace. Stacks a script prints with console.log are
 // rewritten the same way. A source the parser does not accept runs as it
 // is, with the engine's positions.
+//
+// No parser in Go reads a source before its bounds are checked (a Go stack
+// overflow ends the process; see package internal/jspos): a source of at
+// most 1,024 tokens that could nest is read at once; a larger one only when
+// a linear lexer finds it nested at most 1,024 levels deep, with no
+// expression of more than 10,000 operators, and the engine's own parser (in
+// a runtime of its own, with a stack limit) has accepted it, so the parser
+// that places positions never meets an error it would recover from. A
+// source past the bounds is compiled as it is, a body with no shape (the
+// engine's parser decides), and its compile error says which bound it
+// passed; TypeScript is stripped only within bounds of its own (256 levels,
+// and at most 8 parenthesized expressions followed by a colon in nested
+// conditionals, where esbuild's backtracking doubles its time). The
+// preparation is part of the run: it counts against the deadline and the
+// context, and a large source is prepared on a goroutine the run abandons
+// when either ends.
 //
 // Every run gets a fresh sandbox: nothing one run writes (globals,
 // prototypes, the Symbol registry, timers, pending jobs, anything) is
@@ -96,7 +117,10 @@
 // Math.random is), URL and URLSearchParams (the WHATWG parser; hosts must be
 // ASCII: no IDNA), AbortController, AbortSignal, Event, EventTarget and
 // DOMException. They cost a run nothing until it reads one (each is an
-// accessor until then). There is no Intl; toLocaleString is the engine's.
+// accessor until then, and what could tell, Object.getOwnPropertyDescriptor,
+// defineProperty, freeze and the like on the global object, sees its value
+// first). The typed arrays are made the same way, on first use. There is no
+// Intl; toLocaleString is the engine's.
 // It has no ambient authority: no require, process, network, filesystem,
 // environment or module loader (import() rejects), and no fetch unless the
 // host grants the network ([WithOutbound], [Request].Outbound: every
@@ -124,8 +148,16 @@
 //     expression: its value is the result (`const x = 10; x * 2` is 20;
 //     a body ending in a declaration or a loop gives null);
 //   - an expression that is no statement (an object literal);
-//   - any of these inside one markdown fence (```, ```js, ```javascript,
-//     ```ts, ```typescript, ```jsx, ```tsx), prose around it dropped.
+//   - any of these inside markdown fences (```, ```js, ```javascript,
+//     ```ts, ```typescript, ```jsx, ```tsx), prose around them dropped:
+//     the code of every such fence, in order, is one program (a helper in
+//     one fence and its call in the next run together), and fences of
+//     another language (```json, ```bash) are prose.
+//
+// A "use strict" directive that begins the source makes it strict code. An
+// import declaration is refused with what is true: a program runs as a
+// script; the sandbox's only modules are the host's ([WithModules]),
+// loaded with `await import(name)`.
 //
 // The parser decides (github.com/dop251/goja/parser, the one that places
 // positions): the source is tried as a body first, so a body stays a body

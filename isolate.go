@@ -24,6 +24,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/codemode-go/codemode/internal/jspos"
 	"github.com/codemode-go/codemode/quickjs"
 )
 
@@ -93,49 +94,74 @@ func (k *keyHasher) sum() [32]byte {
 // keep nor modify them.
 func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
-// wrapHead is the part of the wrapper before the script, on the script's
-// first line: positions there are shifted by its length (see sourceMap);
-// a strict script's (see wrapScript) is longer by strictDirective.
+// The heads of Run's two wrappers (see wrapScript), on the script's first
+// line: positions there are shifted by their length (see sourceMap).
 const (
-	wrapHead        = "(async () => {__codemode_0123456789abcdef01234567: {"
+	wrapHead        = "(async () => {"
+	guardHead       = "(async () => {__codemode_0123456789abcdef01234567: {"
 	strictDirective = `"use strict";`
 )
 
-// scriptHead is the length of a script's wrapper head.
-func scriptHead(strict bool) int {
-	if strict {
-		return len(wrapHead) + len(strictDirective)
+// scriptHead is the length of a script's wrapper head: guarded (see
+// wrapScript) or not, and then strict or not.
+func scriptHead(guarded, strict bool) int {
+	switch {
+	case guarded && strict:
+		return len(guardHead) + len(strictDirective)
+	case guarded:
+		return len(guardHead)
 	}
 	return len(wrapHead)
 }
 
+// guarded says whether a script of a form needs the guarded wrapper: one
+// the parser did not read whole, as one body (see wrapScript).
+func guarded(form jspos.Form) bool { return form == jspos.Invalid || form == jspos.Unread }
+
 // wrapScript turns a run_js body into a program whose completion value is
-// the body's promise, NUL-terminated for the engine:
+// the body's promise, NUL-terminated for the engine. A script the parser
+// read as one body that ends where the wrapper's does (package jspos) is
+// an async function's body as it is, its directives, function
+// declarations, top-level return and await the function's own:
+//
+//	(async () => {<script>
+//	})()
+//
+// Any other (one that does not parse, or was too large to read) is
+// guarded: the engine itself must refuse a script that closes the wrapper
+// early and opens another (`}); (async () => {`), so the script goes in a
+// labelled block and the wrapper ends with a break out of it,
 //
 //	(async () => {L: {<script>
 //	{break L}}})()
 //
-// The head shares the script's first line, so line numbers in errors are
-// the script's own. L is a label derived from a process-secret hash of the
-// script: the trailing `break L` only parses where L is an enclosing label
-// of the same function, so a body that closes the wrapper early
-// (`}); (async () => {`) cannot reopen it and is a syntax error. A script
-// that begins with a "use strict" directive (strict, see jspos.StrictBody)
-// gets it in the function's own prologue too: in L's block it is only a
-// string.
-func wrapScript(script string, key [32]byte, strict bool) []byte {
+// and `break L` only parses where L encloses it in the same function. L is
+// derived from a process-secret hash of the script. In L's block a "use
+// strict" directive is only a string: a guarded script that begins with
+// one (strict; see jspos.StrictBody) has it in the function's prologue
+// too. Either head shares the script's first line, so line numbers in
+// errors are the script's own.
+func wrapScript(script string, key [32]byte, guard, strict bool) []byte {
+	if !guard {
+		const tail = "\n})()"
+		b := make([]byte, 0, len(wrapHead)+len(script)+len(tail)+1)
+		b = append(b, wrapHead...)
+		b = append(b, script...)
+		b = append(b, tail...)
+		return append(b, 0)
+	}
 	var label [24]byte
 	hex.Encode(label[:], key[:12])
-	const prefix, colon = "(async () => {", "__codemode_"
+	const prefix, name, colon = "(async () => {", "__codemode_", ": {"
 	const tail1, tail2 = "\n{break __codemode_", "}}})()"
-	b := make([]byte, 0, scriptHead(strict)+len(tail1)+len(label)+len(tail2)+len(script)+1)
+	b := make([]byte, 0, scriptHead(true, strict)+len(tail1)+len(label)+len(tail2)+len(script)+1)
 	b = append(b, prefix...)
 	if strict {
 		b = append(b, strictDirective...)
 	}
-	b = append(b, colon...)
+	b = append(b, name...)
 	b = append(b, label[:]...)
-	b = append(b, ": {"...)
+	b = append(b, colon...)
 	b = append(b, script...)
 	b = append(b, tail1...)
 	b = append(b, label[:]...)

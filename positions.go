@@ -3,6 +3,7 @@
 package codemode
 
 /*
+#include <stdlib.h>
 #include "bridge.h"
 */
 import "C"
@@ -41,13 +42,17 @@ func syntaxOK(script string) bool {
 // that record no position, and anything past the source's end is its end.
 type sourceMap struct {
 	file  string // the name the source carries in stack traces
-	head  int    // bytes of wrapper before the source on its first line
+	head  int    // bytes of wrapper before the source on its first line; runHead: Run's, by the form
 	shape jspos.Shape
 	src   string     // the source the model wrote, as the wrapper took it
 	ts    TypeScript // strips src when it is not JavaScript; nil: never
 	mods  *moduleTable
 	in    *instrumented
 }
+
+// runHead is the head of a Run script's map: its wrapper's length depends
+// on the source's form (see wrapScript).
+const runHead = -1
 
 // instrumented is a source's instrumentation: its map and, for
 // TypeScript, how the stripped JavaScript's positions map back, or the
@@ -245,6 +250,9 @@ func (s *sourceMap) offset(line, col int) int { return s.instrument().Offset(s.t
 // textOffset is the offset in the instrumented text of an engine position.
 func (s *sourceMap) textOffset(line, col int) int {
 	if line <= 1 {
+		if s.head == runHead {
+			return col - scriptHead(guarded(s.instrument().Form()), jspos.StrictBody(s.src))
+		}
 		return col - s.head
 	}
 	return s.instrument().LineOffset(line, col)
@@ -281,6 +289,46 @@ func (s *sourceMap) render(msg string, syntax bool) (r string) {
 		b.WriteString(s.frame(line))
 	}
 	return b.String()
+}
+
+//export go_source_text
+func go_source_text(handle C.uintptr_t, text *C.char, n C.size_t, length *C.size_t) (out *C.char) {
+	defer func() {
+		if recover() != nil {
+			out = nil // the engine's text stands
+		}
+	}()
+	s := slots.get(uintptr(handle))
+	if s == nil || s.call == nil || s.call.prog == nil {
+		return nil
+	}
+	compiled := unsafe.String((*byte)(unsafe.Pointer(text)), int(n))
+	for _, sm := range []*sourceMap{&s.call.prog.smap, s.call.prog.selftestMap} {
+		if sm == nil {
+			continue
+		}
+		if written, ok := sm.written(compiled); ok && written != compiled {
+			*length = C.size_t(len(written))
+			return (*C.char)(C.CBytes([]byte(written)))
+		}
+	}
+	return nil
+}
+
+// written is the source a model wrote for a piece of the compiled text (a
+// function's, which Function.prototype.toString returns): the markers
+// within it taken out. ok false: the text is not the source's.
+func (s *sourceMap) written(compiled string) (string, bool) {
+	m := s.instrument()
+	i := strings.Index(m.Source(), compiled)
+	if i < 0 {
+		return "", false
+	}
+	from, to := m.Offset(i), m.Offset(i+len(compiled))
+	if from > to {
+		return "", false
+	}
+	return m.Original()[from:to], true
 }
 
 // withNote puts a note at the end of a rendered error's first line.

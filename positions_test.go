@@ -147,7 +147,9 @@ func TestMarkersKeepMeaning(t *testing.T) {
 		{"switch (2) {\n  case 1: return 'one'\n  case 2:\n  case 3: return 'two or three'\n}", `"two or three"`},
 		{"return eval('1; if (true) { 2 }')", "2"},
 		{"class A { static n = 1; static { A.n++ } }\nreturn A.n", "2"},
-		{"return (function f() { return 1 }).toString()", `"function f() { 0;return 1 }"`},
+		{"return (function f() { return 1 }).toString()", `"function f() { return 1 }"`}, // the markers are not the model's
+		{"const g = () => {\n  const x = 1\n  return x\n}\nreturn String(g) + Function.prototype.toString.call(g).length", `"() => {\n  const x = 1\n  return x\n}34"`},
+		{"return Function.prototype.toString.call(Math.max)", `"function max() {\n    [native code]\n}"`},
 		{"const re = /0;/\nreturn '0;x'.replace(re, '')", `"x"`},
 		{"return `a\n${1 + 1}\nb`", `"a\n2\nb"`},
 		{"let x = 5\nif (x > 3)\n  x = 1\nelse\n  x = 2\nreturn x", "1"},

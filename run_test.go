@@ -356,6 +356,7 @@ func TestBadInputNeverCrashes(t *testing.T) {
 		{script: "\x00\x00return 1", kind: KindJS, msg: "SyntaxError: unexpected token in expression: ''"},
 		{script: "return 'a\x00b'", value: `"a\u0000b"`},
 		{script: "return 1 // \x00 in a comment", value: "1"},
+		{script: `return 'a\u{20BB7}b\u{10FFFF}c'`, value: "\"a\U00020BB7b\U0010FFFFc\""}, // goja's parser panicked on it
 		{script: "\xc3\x28", kind: KindJS, msg: "SyntaxError: invalid UTF-8 sequence"},
 		{script: "\xed\xa0\x80", kind: KindJS, msg: "SyntaxError: unexpected character"},
 		{script: "return '\xff'", kind: KindJS, msg: "SyntaxError: invalid UTF-8 sequence"},

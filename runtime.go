@@ -245,9 +245,8 @@ func (e *Executor) Run(ctx context.Context, script string) (*Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, contextError(RunJSToolName, err)
 	}
-	strict := jspos.StrictBody(script)
 	p := &program{name: RunJSToolName, file: scriptFile,
-		smap:     sourceMap{file: scriptFileName, head: scriptHead(strict), shape: jspos.Body, src: script, ts: e.ts, mods: e.modules},
+		smap:     sourceMap{file: scriptFileName, head: runHead, shape: jspos.Body, src: script, ts: e.ts, mods: e.modules},
 		outbound: e.outbound}
 	key := scriptKey("run", script)
 	if bc, ok := e.cache.get(key); ok {
@@ -258,7 +257,7 @@ func (e *Executor) Run(ctx context.Context, script string) (*Result, error) {
 			return nil, err
 		}
 		defer release()
-		p.src, p.wantBC = wrapScript(p.smap.instrument().Source(), key, strict), true
+		p.src, p.wantBC = wrapScript(p.smap.instrument().Source(), key, guarded(p.smap.in.m.Form()), jspos.StrictBody(script)), true
 	}
 	o := e.run(ctx, p, start)
 	if o.bytecode != nil {

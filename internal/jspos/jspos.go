@@ -21,6 +21,7 @@
 package jspos
 
 import (
+	"fmt"
 	"reflect"
 	"sort"
 	"strings"
@@ -121,6 +122,10 @@ func Instrument(src string, shape Shape) *Map {
 	}
 	return m
 }
+
+// Plain is the map of a source compiled as it is, with no shape and no
+// markers: every position is the source's own.
+func Plain(src string) *Map { return &Map{src: src, out: src, form: Statements} }
 
 func instrument(src string, shape Shape) *Map {
 	if shape == Expression {
@@ -332,17 +337,32 @@ func instrumentExpression(src string) *Map {
 	return m
 }
 
-// parsable returns src with the two constructs the parser lacks rewritten
-// to ones of the same length and shape it has: `for await (` becomes
-// `for       (`, and `import(` or `import.` becomes `_mport(`, `_mport.`.
-// Only offsets are read off the parse, and the instrumented text is made
-// from src itself, so a rewrite inside a string or a comment is harmless.
+// parsable returns src with the constructs the parser lacks (or trips on)
+// rewritten to ones of the same length and shape it has: `for await (`
+// becomes `for       (`, `import(` or `import.` becomes `_mport(`,
+// `_mport.`, and an escape of a code point past U+FFFF, `\u{20BB7}`, one of
+// U+004E, `\u{0004E}` (the parser panics on some strings of them). Only
+// offsets are read off the parse, and the instrumented text is made from
+// src itself, so a rewrite inside a string or a comment is harmless.
 func parsable(src string) string {
-	if !strings.Contains(src, "await") && !strings.Contains(src, "import") {
+	if !strings.Contains(src, "await") && !strings.Contains(src, "import") && !strings.Contains(src, "\\u{") {
 		return src
 	}
 	b := []byte(src)
 	for i := 0; i+3 <= len(b); i++ {
+		if b[i] == '\\' && b[i+1] == 'u' && b[i+2] == '{' {
+			j := i + 3
+			for j < len(b) && isHex(b[j]) {
+				j++
+			}
+			if j < len(b) && b[j] == '}' && j-(i+3) > 4 {
+				for k := i + 3; k < j; k++ {
+					b[k] = '0'
+				}
+				b[j-2], b[j-1] = '4', 'E'
+			}
+			continue
+		}
 		switch {
 		case b[i] == 'f' && string(b[i:i+3]) == "for" && (i == 0 || !isIdentByte(b[i-1])):
 			j := i + 3
@@ -360,16 +380,26 @@ func parsable(src string) string {
 	return string(b)
 }
 
+func isHex(c byte) bool { return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F' }
+
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // parse parses a wrapped source when it is within the bounds (see admit:
 // errInvalid or an *unreadError when it is not); it never loads a source
 // map (the parser's default reads the file a sourceMappingURL comment
 // names).
-func parse(text string) (*ast.Program, error) {
+func parse(text string) (prog *ast.Program, err error) {
 	if err := admit(text); err != nil {
 		return nil, err
 	}
+	// The parser panics on some valid sources (a string of escapes
+	// '\u{20BB7}...\u{10FFFF}' past a certain length): such a source is
+	// not read.
+	defer func() {
+		if r := recover(); r != nil {
+			prog, err = nil, &unreadError{why: fmt.Sprintf("the parser that places positions failed on it (%v)", r)}
+		}
+	}()
 	return parser.ParseFile(nil, "", text, parser.IgnoreRegExpErrors, parser.WithDisableSourceMaps)
 }
 

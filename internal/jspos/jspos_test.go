@@ -48,6 +48,8 @@ func TestInstrument(t *testing.T) {
 		{"unparsable stays", Body, "return {", "return {"},
 		{"what closes the wrapper stays", Body, "}); (async () => {", "}); (async () => {"},
 		{"non-ASCII", Body, "const é = 'ü😀'; return é", "0;const é = 'ü😀'; 0;return é"},
+		// The parser panicked on this string (test262's regexp-builtin-exec-v-u-flag.js).
+		{"escapes past U+FFFF", Body, "const s = 'a\\u{20BB7}b\\u{10FFFF}c'\nreturn s", "0;const s = 'a\\u{20BB7}b\\u{10FFFF}c'\n0;return s"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

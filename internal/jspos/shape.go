@@ -208,7 +208,7 @@ func (s *shaped) statements(list []ast.Statement) {
 			case *ast.FunctionLiteral, *ast.ArrowFunctionLiteral:
 				s.form = Function
 				s.start = skipTrivia(s.code, 0)
-				s.end = closeParens(s.code, s.endOf(st.Expression))
+				s.end = statementEnd(s.code, s.endOf(st.Expression))
 				s.blanks = append(s.blanks, s.trailingSemicolon(s.end)...)
 				return
 			}
@@ -222,12 +222,12 @@ func (s *shaped) statements(list []ast.Statement) {
 	if len(real) == 0 || hasReturn(real) {
 		return
 	}
-	if _, ok := real[len(real)-1].(*ast.ExpressionStatement); ok {
+	if last, ok := real[len(real)-1].(*ast.ExpressionStatement); ok {
 		prev := 0
 		if len(real) > 1 {
 			prev = s.endOf(real[len(real)-2])
 		}
-		s.last = skipSeparators(s.code, prev)
+		s.last = statementStart(s.code, prev, int(last.Idx0())-s.base)
 	}
 }
 
@@ -297,18 +297,48 @@ func identEnd(code string, i int) int {
 	return min(i, len(code))
 }
 
-// closeParens moves the end of a statement's expression past the closing
-// parentheses the parser leaves out of it: a concise arrow body's
-// (`() => ({ n: 1 })`) and those around the whole expression. Only they,
-// trivia and a semicolon can follow the only expression of a statement.
-func closeParens(code string, end int) int {
-	for {
-		j := skipTrivia(code, end)
-		if j >= len(code) || code[j] != ')' {
-			return end
+// statementEnd is where the only statement's expression ends, from the
+// parser's end of it: past the closing parentheses the parser leaves out
+// (a concise arrow body's, `() => ({ n: 1 })`, and those around the whole
+// expression) and past what the parser's end falls short of (`new X()`:
+// it ends before the parentheses), up to the statement's semicolon.
+func statementEnd(code string, from int) int {
+	end, depth := from, 0
+	for i := skipTrivia(code, from); i < len(code); i = skipTrivia(code, i+1) {
+		switch code[i] {
+		case ';':
+			if depth <= 0 {
+				return end
+			}
+		case '(', '[', '{':
+			depth++
+		case ')', ']', '}':
+			depth--
 		}
-		end = j + 1
+		end = i + 1
 	}
+	return end
+}
+
+// statementStart is where a statement's text begins: the parser's start
+// of it (which leaves out the parentheses around an expression) moved back
+// over the opening parentheses before it, within what lies after the end
+// of the statement before (which the parser may place short of its last
+// tokens: `new X()` ends before its parentheses).
+func statementStart(code string, prevEnd, start int) int {
+	opens := -1 // the first of the opening parentheses just before start
+	for i := skipTrivia(code, prevEnd); i < start; i = skipTrivia(code, i+1) {
+		switch {
+		case code[i] != '(':
+			opens = -1
+		case opens < 0:
+			opens = i
+		}
+	}
+	if opens >= 0 {
+		return opens
+	}
+	return start
 }
 
 // trailingSemicolon finds the semicolon that ends the only statement,
@@ -417,10 +447,11 @@ func StaticImport(src string) (module string, off int, ok bool) {
 	return "", 0, false
 }
 
-// StrictBody says whether a body begins with a "use strict" directive:
-// its first statements are string literals (in a markdown fence or not),
-// one of them 'use strict' or "use strict" as written. A wrapper that puts
-// the body in a block of its own must then make its function strict.
+// StrictBody says, without parsing, whether a body begins with a "use
+// strict" directive: its first statements are string literals (in a
+// markdown fence or not), one of them 'use strict' or "use strict" as
+// written. A wrapper that puts the body in a block of its own must then
+// make its function strict.
 func StrictBody(src string) bool {
 	if code, open := unfence(src); open >= 0 {
 		src = code
@@ -496,19 +527,6 @@ func skipTrivia(code string, i int) int {
 		}
 	}
 	return i
-}
-
-// skipSeparators skips trivia and what may end the statement before the
-// next one: its semicolon and the closing parentheses the parser leaves
-// out of an expression's extent.
-func skipSeparators(code string, i int) int {
-	for {
-		i = skipTrivia(code, i)
-		if i >= len(code) || (code[i] != ';' && code[i] != ')') {
-			return i
-		}
-		i++
-	}
 }
 
 // blankExportDefault blanks a leading `export default` (after trivia).
