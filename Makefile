@@ -86,11 +86,13 @@ soak:
 # as global code and as Run's body, on identical text; it fails on any test
 # the plain engine passes and the sandbox fails, and prints the table of
 # every directory. CONFORMANCE_SUBSET=N runs the first and every Nth test
-# of each directory (all of it: about 8 minutes on 2 cores).
+# of each directory (all of it: about 8 minutes on 2 cores, and the table
+# goes to testdata/conformance/latest.md).
 CONFORMANCE_SUBSET ?= 1
 conformance:
-	CODEMODE_CONFORMANCE_SUBSET=$(CONFORMANCE_SUBSET) $(GO) test -tags conformance -run '^TestConformance$$' -count=1 \
-		-timeout 60m -v .
+	CODEMODE_CONFORMANCE_SUBSET=$(CONFORMANCE_SUBSET) \
+		$(if $(filter 1,$(CONFORMANCE_SUBSET)),CODEMODE_CONFORMANCE_REPORT=testdata/conformance/latest.md) \
+		$(GO) test -tags conformance -run '^TestConformance$$' -count=1 -timeout 60m -v .
 
 # The tests under AddressSanitizer; LeakSanitizer checks at exit (go -asan).
 leakcheck:

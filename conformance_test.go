@@ -480,6 +480,9 @@ func TestConformance(t *testing.T) {
 	sort.Strings(keys)
 	var sum tally
 	var b strings.Builder
+	fmt.Fprintf(&b, "# test262: the plain engine and the sandbox (make conformance)\n\n")
+	fmt.Fprintf(&b, "Runs (a test without a strictness flag runs twice) passed, by directory, as global code and as\n")
+	fmt.Fprintf(&b, "Run's body; what is not applicable to a shape, by rule; what neither engine passes.\n")
 	fmt.Fprintf(&b, "\n| directory | tests | runs | global: plain | global: sandbox | body: plain | body: sandbox | n/a: module | n/a: global scope | n/a: body's value | fail on both |\n")
 	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, k := range keys {

@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/codemode-go/codemode"
+	"github.com/codemode-go/codemode/internal/hostile"
 	"github.com/codemode-go/codemode/internal/spectest"
 	"github.com/codemode-go/codemode/remote"
 	pb "github.com/codemode-go/codemode/remote/remotepb"
@@ -280,6 +281,25 @@ func TestHostileClient(t *testing.T) {
 
 	// The daemon goes on.
 	res := dial(t, addr).Execute(ctx, codemode.Request{Code: "async () => 1 + 1"})
+	require.Empty(t, res.Error)
+	assert.Equal(t, "2", string(res.Result))
+}
+
+// TestHostileProgramsEndAtOnce: a program that once took the daemon down
+// (a Go stack overflow in the parser that reads it, from one client with a
+// token) or held a core for minutes gets an outcome of its own, and the
+// daemon serves the next program.
+func TestHostileProgramsEndAtOnce(t *testing.T) {
+	addr, _ := daemon(t, remote.ServerOptions{Max: codemode.Limits{Deadline: 10 * time.Second}})
+	c := dial(t, addr, remote.WithLimits(codemode.Limits{Deadline: 10 * time.Second}))
+	ctx := context.Background()
+	for name, src := range hostile.Sources() {
+		res := c.Execute(ctx, codemode.Request{Code: src})
+		if res.Err != nil {
+			assert.Contains(t, []codemode.ErrorKind{codemode.KindJS, codemode.KindMemoryExceeded}, res.Err.Kind, "%s: %s", name, res.Error)
+		}
+	}
+	res := c.Execute(ctx, codemode.Request{Code: "async () => 1 + 1"})
 	require.Empty(t, res.Error)
 	assert.Equal(t, "2", string(res.Result))
 }

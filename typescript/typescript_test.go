@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/codemode-go/codemode"
+	"github.com/codemode-go/codemode/internal/hostile"
 	"github.com/codemode-go/codemode/typescript"
 )
 
@@ -191,4 +193,32 @@ func TestCodeModeTool(t *testing.T) {
 	require.NoError(t, err)
 	defer off.Close()
 	assert.NotContains(t, off.Description(), "TypeScript")
+}
+
+// TestHostileSources: the sources that once overflowed esbuild's parser
+// (200,000 nested `[`: a Go stack overflow, which ended `codemode run` and
+// `codemode serve`) or held it for seconds (conditional arrows, whose
+// backtracking doubles per nesting) come back with an outcome of their own
+// through an executor, and Strip itself refuses them, saying which bound.
+func TestHostileSources(t *testing.T) {
+	t.Parallel()
+	e := executor(t, codemode.WithLimits(codemode.Limits{Deadline: 10 * time.Second}))
+	for name, src := range hostile.Sources() {
+		_, err := e.Run(context.Background(), src)
+		if err != nil {
+			var ee *codemode.ExecError
+			require.ErrorAs(t, err, &ee, name)
+			assert.Contains(t, []codemode.ErrorKind{codemode.KindJS, codemode.KindMemoryExceeded}, ee.Kind, "%s: %s", name, ee.LLMJSON())
+		}
+	}
+	for _, name := range []string{"ts brackets", "ts arrows", "ts generics", "ts fn types"} {
+		_, _, err := typescript.Stripper{}.Strip(hostile.Sources()[name])
+		var te *codemode.TypeScriptError
+		require.ErrorAs(t, err, &te, name)
+		assert.Contains(t, te.Message, "codemode did not strip the source as TypeScript: ", name)
+	}
+	// Within the bounds, conditional arrows strip.
+	js, _, err := typescript.Stripper{}.Strip("let f = a ? (b): number => b : c;")
+	require.NoError(t, err)
+	assert.Contains(t, js, "=>")
 }
