@@ -159,7 +159,10 @@ func TestRegisteredTool(t *testing.T) {
 
 func TestCall(t *testing.T) {
 	t.Parallel()
-	e := newExecutor(t, WithLimits(Limits{Deadline: 200 * time.Millisecond}),
+	// A deadline no call races (parsing 9,000 nested arrays took past
+	// 200 ms in checked mode on a loaded machine); the slow tool's call
+	// gets 200 ms of its own.
+	e := newExecutor(t, WithLimits(Limits{Deadline: 10 * time.Second}),
 		WithCapability(Capability{Name: "rate", Async: true, Func: fn(func(_ context.Context, args json.RawMessage) (any, error) {
 			return 1.5, nil
 		})}))
@@ -205,7 +208,12 @@ func TestCall(t *testing.T) {
 			`{"kind":"invalid_args","name":"noargs","reason":"the sandbox cannot read the arguments: RangeError: Maximum call stack size exceeded"}`},
 	}
 	for _, tt := range tests {
-		got, err := e.Call(ctx, tt.name, json.RawMessage(tt.args))
+		callCtx, cancel := ctx, context.CancelFunc(func() {})
+		if tt.name == "slow" {
+			callCtx, cancel = context.WithTimeout(ctx, 200*time.Millisecond)
+		}
+		got, err := e.Call(callCtx, tt.name, json.RawMessage(tt.args))
+		cancel()
 		if strings.HasPrefix(tt.want, `{"kind"`) {
 			assert.Equal(t, tt.want, execErr(t, err).LLMJSON(), "Call(%s, %s)", tt.name, tt.args)
 			continue
