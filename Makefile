@@ -120,5 +120,5 @@ check: fmt
 # Regenerates remote/remotepb from remote/proto (the generated code is
 # committed; the generators are pinned above).
 proto:
-	GOBIN=$(CURDIR)/.bin $(GO) install $(BUF) $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC)
+	for t in $(BUF) $(PROTOC_GEN_GO) $(PROTOC_GEN_GO_GRPC); do GOBIN=$(CURDIR)/.bin $(GO) install $$t || exit; done
 	cd remote && PATH=$(CURDIR)/.bin:$$PATH buf generate

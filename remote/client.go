@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -25,10 +26,11 @@ import (
 // receives the program, the providers' names and the capabilities'
 // descriptions, never their code or credentials.
 type Client struct {
-	conn   *grpc.ClientConn
-	client pb.ExecutorClient
-	limits codemode.Limits
-	caps   []codemode.Capability
+	conn    *grpc.ClientConn
+	client  pb.ExecutorClient
+	limits  codemode.Limits
+	require bool
+	caps    []codemode.Capability
 
 	mu     sync.Mutex
 	closed bool
@@ -38,11 +40,12 @@ type Client struct {
 type Option func(*dialConfig) error
 
 type dialConfig struct {
-	creds  credentials.TransportCredentials
-	token  string
-	limits codemode.Limits
-	caps   []codemode.Capability
-	grpc   []grpc.DialOption
+	creds   credentials.TransportCredentials
+	token   string
+	limits  codemode.Limits
+	require bool
+	caps    []codemode.Capability
+	grpc    []grpc.DialOption
 }
 
 // WithTLS dials with these transport credentials (TLS, mTLS); the default
@@ -57,9 +60,18 @@ func WithToken(token string) Option {
 }
 
 // WithLimits asks for these limits (zero fields: the daemon's; the daemon
-// caps each at its maximum).
+// caps each at its maximum, and the result's Stats.Limits says what it
+// granted).
 func WithLimits(l codemode.Limits) Option {
-	return func(d *dialConfig) error { d.limits = l; return nil }
+	return func(d *dialConfig) error { d.limits, d.require = l, false; return nil }
+}
+
+// WithRequiredLimits asks for these limits and will not have less: a
+// daemon whose maxima are below any nonzero field refuses the program
+// (an internal error whose message names the fields and the maxima)
+// rather than run it under less.
+func WithRequiredLimits(l codemode.Limits) Option {
+	return func(d *dialConfig) error { d.limits, d.require = l, true; return nil }
 }
 
 // WithCapability serves a capability to Run scripts from this process.
@@ -95,7 +107,7 @@ func Dial(target string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{conn: conn, client: pb.NewExecutorClient(conn), limits: d.limits, caps: d.caps}, nil
+	return &Client{conn: conn, client: pb.NewExecutorClient(conn), limits: d.limits, require: d.require, caps: d.caps}, nil
 }
 
 // bearer is a token as per-RPC credentials.
@@ -124,6 +136,17 @@ func (c *Client) isClosed() bool {
 	return c.closed
 }
 
+// recvLimit is the largest message the client takes from the daemon: what
+// a program under its limits sends, when it names the payload and logs
+// (the daemon grants no more); else as much as gRPC allows, since the
+// daemon's maxima decide.
+func (c *Client) recvLimit() int {
+	if c.limits.Payload > 0 && c.limits.Logs > 0 {
+		return MessageLimit(c.limits)
+	}
+	return math.MaxInt32
+}
+
 func (c *Client) pbLimits() *pb.Limits {
 	l := c.limits
 	return &pb.Limits{Memory: int64(l.Memory), Stack: int64(l.Stack), Payload: int64(l.Payload), Logs: int64(l.Logs),
@@ -135,7 +158,7 @@ func (c *Client) pbLimits() *pb.Limits {
 // that cannot be reached, refuses the program or fails mid-run is
 // ExecuteResult.Error (Err of kind internal).
 func (c *Client) Execute(ctx context.Context, req codemode.Request) codemode.ExecuteResult {
-	start := &pb.Start{Mode: pb.Start_MODE_EXECUTE, Code: req.Code, Limits: c.pbLimits()}
+	start := &pb.Start{Mode: pb.Start_MODE_EXECUTE, Code: req.Code, Limits: c.pbLimits(), RequireLimits: c.require}
 	for _, p := range req.Providers {
 		pp := &pb.Provider{Name: p.Name, Tools: p.Tools, ObjectArgs: p.ObjectArgs, Prelude: p.Prelude, ProxySource: p.ProxySource}
 		for _, api := range p.APIs {
@@ -194,7 +217,7 @@ func safeDispatch(ctx context.Context, d codemode.DispatchFunc, call *pb.Call) (
 // Run runs a run_js script on the daemon with the client's capabilities
 // (WithCapability); their calls come back here.
 func (c *Client) Run(ctx context.Context, script string) (*codemode.Result, error) {
-	start := &pb.Start{Mode: pb.Start_MODE_RUN, Code: script, Limits: c.pbLimits()}
+	start := &pb.Start{Mode: pb.Start_MODE_RUN, Code: script, Limits: c.pbLimits(), RequireLimits: c.require}
 	for _, cp := range c.caps {
 		start.Capabilities = append(start.Capabilities, &pb.Capability{Name: cp.Name, Description: cp.Description,
 			ParamsJson: string(cp.Params), Async: cp.Async})
@@ -298,7 +321,7 @@ func (c *Client) attempt(ctx context.Context, start *pb.Start, kept **remoteReta
 			cancel()
 		}
 	}()
-	stream, err := c.client.Program(sctx)
+	stream, err := c.client.Program(sctx, grpc.MaxCallRecvMsgSize(c.recvLimit()))
 	if err != nil {
 		return nil, false, err
 	}

@@ -8,8 +8,9 @@ import (
 
 // Metrics are a daemon's Prometheus metrics: programs by outcome kind,
 // their latency, those in flight (each holds a sandbox, a retained one
-// until it is released), those refused because the daemon was full, the
-// tool calls that travelled back, and the bytes of the messages each way.
+// until it is released), those refused because the daemon was full or
+// draining, the tool calls that travelled back, the bytes of the messages
+// each way, and the calls refused for want of credentials.
 type Metrics struct {
 	programs  *prometheus.CounterVec
 	latency   prometheus.Histogram
@@ -17,6 +18,7 @@ type Metrics struct {
 	refusals  prometheus.Counter
 	toolCalls prometheus.Counter
 	bytes     *prometheus.CounterVec
+	unauth    prometheus.Counter
 }
 
 // NewMetrics makes the metrics and registers them with reg.
@@ -27,12 +29,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "codemode_program_seconds",
 			Help: "Time from a program's start to its result.", Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10)}),
 		inFlight:  prometheus.NewGauge(prometheus.GaugeOpts{Name: "codemode_programs_in_flight", Help: "Programs running now."}),
-		refusals:  prometheus.NewCounter(prometheus.CounterOpts{Name: "codemode_programs_refused_total", Help: "Programs refused because the daemon was full."}),
+		refusals:  prometheus.NewCounter(prometheus.CounterOpts{Name: "codemode_programs_refused_total", Help: "Programs refused because the daemon was full or draining."}),
 		toolCalls: prometheus.NewCounter(prometheus.CounterOpts{Name: "codemode_tool_calls_total", Help: "Tool and capability calls sent back to clients."}),
 		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "codemode_message_bytes_total",
 			Help: "Bytes of the program streams' messages, by direction (in: from clients, out: to them)."}, []string{"direction"}),
 	}
-	reg.MustRegister(m.programs, m.latency, m.inFlight, m.refusals, m.toolCalls, m.bytes)
+	m.unauth = prometheus.NewCounter(prometheus.CounterOpts{Name: "codemode_unauthenticated_total",
+		Help: "Calls refused for want of a valid token or client certificate."})
+	reg.MustRegister(m.programs, m.latency, m.inFlight, m.refusals, m.toolCalls, m.bytes, m.unauth)
 	return m
 }
 
@@ -65,5 +69,11 @@ func (m *Metrics) ran(kind string, d time.Duration, calls int64) {
 func (m *Metrics) moved(direction string, n int) {
 	if m != nil {
 		m.bytes.WithLabelValues(direction).Add(float64(n))
+	}
+}
+
+func (m *Metrics) unauthenticated() {
+	if m != nil {
+		m.unauth.Inc()
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	pb "github.com/codemode-go/codemode/remote/remotepb"
@@ -19,8 +21,9 @@ import (
 // whose call gave up) is dropped.
 type peer struct {
 	stream  pb.Executor_ProgramServer
-	smu     sync.Mutex
 	metrics *Metrics
+	out     chan outgoing // to write, the one goroutine that sends on the stream
+	grace   time.Duration // how long a reply waits for a client that does not read
 
 	mu      sync.Mutex
 	next    uint64
@@ -29,6 +32,12 @@ type peer struct {
 	done    chan struct{}
 	control chan *pb.ClientMessage // Invoke, LogsRequest, Release (a retained sandbox's)
 	sent    atomic.Int64           // calls whose Call message has gone out (or failed to)
+}
+
+// outgoing is one message for write, and where it says how its Send went.
+type outgoing struct {
+	m    *pb.ServerMessage
+	sent chan error
 }
 
 // flush waits, a bounded time, until the calls the run started (n, its
@@ -42,16 +51,66 @@ func (p *peer) flush(n int64) {
 	}
 }
 
-func newPeer(stream pb.Executor_ProgramServer) *peer {
-	return &peer{stream: stream, pending: map[uint64]chan *pb.Answer{}, gone: make(chan struct{}), done: make(chan struct{}),
-		control: make(chan *pb.ClientMessage, 16)}
+func newPeer(stream pb.Executor_ProgramServer, metrics *Metrics, grace time.Duration) *peer {
+	p := &peer{stream: stream, metrics: metrics, out: make(chan outgoing), grace: grace, pending: map[uint64]chan *pb.Answer{},
+		gone: make(chan struct{}), done: make(chan struct{}), control: make(chan *pb.ClientMessage, 16)}
+	go p.write()
+	return p
 }
 
-func (p *peer) send(m *pb.ServerMessage) error {
-	p.metrics.moved("out", proto.Size(m))
-	p.smu.Lock()
-	defer p.smu.Unlock()
-	return p.stream.Send(m)
+// write sends the messages, in order, until the program ends. A client
+// that does not read leaves it blocked in Send (gRPC's flow control); the
+// handler's return ends the stream, and with it that Send.
+func (p *peer) write() {
+	for {
+		select {
+		case o := <-p.out:
+			p.metrics.moved("out", proto.Size(o.m))
+			o.sent <- p.stream.Send(o.m)
+		case <-p.done:
+			return
+		}
+	}
+}
+
+// errNotRead is a message the client did not take in time.
+var errNotRead = errors.New("the client is not reading the stream")
+
+// send sends m, waiting no longer than ctx: a message still waiting then
+// may yet go out, but no one waits for it.
+func (p *peer) send(ctx context.Context, m *pb.ServerMessage) error {
+	o := outgoing{m, make(chan error, 1)}
+	select {
+	case p.out <- o:
+	case <-ctx.Done():
+		return errNotRead
+	case <-p.done:
+		return errNoAnswer
+	}
+	select {
+	case err := <-o.sent:
+		return err
+	case <-ctx.Done():
+		return errNotRead
+	}
+}
+
+// reply sends one of the daemon's own messages (a result, a retained
+// sandbox's replies), waiting at most the grace for a client that does
+// not read, or until ctx ends; past it the stream is to end.
+func (p *peer) reply(ctx context.Context, m *pb.ServerMessage) error {
+	wctx, cancel := context.WithTimeout(ctx, p.grace)
+	defer cancel()
+	err := p.send(wctx, m)
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return status.FromContextError(ctx.Err()).Err()
+	case errors.Is(err, errNotRead):
+		return status.Errorf(codes.DeadlineExceeded, "the client did not read the daemon's reply within %v", p.grace)
+	}
+	return err
 }
 
 // receive reads answers until the stream ends.
@@ -102,10 +161,13 @@ func (p *peer) call(ctx context.Context, c *pb.Call) (*pb.Answer, error) {
 		delete(p.pending, c.Id)
 		p.mu.Unlock()
 	}
-	err := p.send(&pb.ServerMessage{Msg: &pb.ServerMessage_Call{Call: c}})
+	err := p.send(ctx, &pb.ServerMessage{Msg: &pb.ServerMessage_Call{Call: c}})
 	p.sent.Add(1)
 	if err != nil {
 		forget()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, errNoAnswer
 	}
 	select {

@@ -86,8 +86,8 @@ func daemon(t testing.TB, opts remote.ServerOptions, sopts ...grpc.ServerOption)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	rec := &recorder{}
-	g := grpc.NewServer(append([]grpc.ServerOption{grpc.ChainStreamInterceptor(rec.stream)}, sopts...)...)
 	srv := remote.NewServer(opts)
+	g := grpc.NewServer(append(append(srv.GRPCOptions(), grpc.ChainStreamInterceptor(rec.stream)), sopts...)...)
 	srv.Register(g)
 	go g.Serve(ln)
 	t.Cleanup(func() {

@@ -61,16 +61,7 @@ func TestRetainedRemote(t *testing.T) {
 func TestRetainedClientLeaves(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	addr, _ := daemon(t, remote.ServerOptions{Metrics: remote.NewMetrics(reg)})
-	inFlight := func() float64 {
-		mfs, err := reg.Gather()
-		require.NoError(t, err)
-		for _, mf := range mfs {
-			if mf.GetName() == "codemode_programs_in_flight" {
-				return mf.GetMetric()[0].GetGauge().GetValue()
-			}
-		}
-		return -1
-	}
+	inFlight := func() float64 { return gauge(t, reg, "codemode_programs_in_flight") }
 	c, err := remote.Dial(addr)
 	require.NoError(t, err)
 	res := c.Execute(context.Background(), codemode.Request{RetainHandles: true, Code: "async () => ({ f: () => 1 })"})

@@ -7,18 +7,22 @@
 package remote
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -47,7 +51,23 @@ type ServerOptions struct {
 	// Start (default 10 s): a client that opens streams and sends nothing
 	// cannot hold the daemon's program slots.
 	StartTimeout time.Duration
+	// SendGrace bounds how long the program's result, and each reply of a
+	// retained sandbox, waits for a client that does not read (default
+	// 10 s); then the stream ends with DEADLINE_EXCEEDED. With the
+	// program's deadline (a call it sends waits no longer than the run),
+	// it bounds every stream's life whether or not the client reads.
+	SendGrace time.Duration
+	// MaxInvokes bounds the handle calls one retained sandbox's stream may
+	// have in flight (default 64); one more is answered at once with an
+	// error saying so.
+	MaxInvokes int
 }
+
+// DefaultServerDeadline is a daemon's maximum deadline when
+// ServerOptions.Max gives none: long enough for real tools (a program
+// waits on its tools over the network); a client asks for less with
+// WithLimits.
+const DefaultServerDeadline = 30 * time.Second
 
 // Server serves programs (the Executor service of remote.proto).
 type Server struct {
@@ -56,10 +76,12 @@ type Server struct {
 	max  codemode.Limits
 	log  *slog.Logger
 
-	admit chan struct{}
-	mu    sync.Mutex
-	execs map[execKey]*codemode.Executor
-	seq   uint64
+	admit    chan struct{}
+	draining chan struct{} // closed by Drain
+	health   *health.Server
+	mu       sync.Mutex
+	execs    map[execKey]*codemode.Executor
+	seq      uint64
 }
 
 type execKey struct {
@@ -79,8 +101,15 @@ func NewServer(opts ServerOptions) *Server {
 			*f.dst = f.v
 		}
 	}
+	max.Deadline = DefaultServerDeadline
 	if opts.Max.Deadline > 0 {
 		max.Deadline = opts.Max.Deadline
+	}
+	if opts.SendGrace <= 0 {
+		opts.SendGrace = 10 * time.Second
+	}
+	if opts.MaxInvokes <= 0 {
+		opts.MaxInvokes = 64
 	}
 	log := opts.Logger
 	if log == nil {
@@ -90,7 +119,26 @@ func NewServer(opts ServerOptions) *Server {
 	if n <= 0 {
 		n = codemode.DefaultSlots
 	}
-	return &Server{opts: opts, max: max, log: log, admit: make(chan struct{}, n), execs: map[execKey]*codemode.Executor{}}
+	return &Server{opts: opts, max: max, log: log, admit: make(chan struct{}, n), draining: make(chan struct{}),
+		execs: map[execKey]*codemode.Executor{}}
+}
+
+// GRPCOptions are the gRPC server options the daemon's limits need: the
+// largest message it receives (a program's answers and its start) follows
+// its maximum payload and logs, never below 64 MiB. Pass them to
+// grpc.NewServer.
+func (s *Server) GRPCOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{grpc.MaxRecvMsgSize(max(64<<20, MessageLimit(s.max)))}
+}
+
+// MessageLimit is the largest message a program under l sends or receives
+// on its stream: a result (at most Payload) with its logs (at most Logs),
+// a call's arguments or an answer (at most Payload), and room for the rest
+// (error text, stats, framing). Zero fields count as codemode's defaults.
+func MessageLimit(l codemode.Limits) int {
+	d := codemode.DefaultLimits()
+	payload, logs := cmp.Or(l.Payload, d.Payload), cmp.Or(l.Logs, d.Logs)
+	return int(min(2*int64(payload)+int64(logs)+1<<20, math.MaxInt32))
 }
 
 // Close closes the daemon's executors (runs in progress end).
@@ -104,29 +152,43 @@ func (s *Server) Close() {
 }
 
 // grant is the limits a program runs under: what it asked for, capped by
-// the daemon's maxima (zero fields: the maxima).
-func (s *Server) grant(l *pb.Limits) codemode.Limits {
+// the daemon's maxima (zero fields: the maxima), and what was capped.
+func (s *Server) grant(l *pb.Limits) (codemode.Limits, []string) {
 	g := s.max
 	if l == nil {
-		return g
+		return g, nil
 	}
+	var capped []string
 	for _, f := range []struct {
-		dst *int
-		v   int64
-	}{{&g.Memory, l.Memory}, {&g.Stack, l.Stack}, {&g.Payload, l.Payload}, {&g.Logs, l.Logs}} {
-		if f.v > 0 && f.v < int64(*f.dst) {
+		name string
+		dst  *int
+		v    int64
+	}{{"memory", &g.Memory, l.Memory}, {"stack", &g.Stack, l.Stack}, {"payload", &g.Payload, l.Payload}, {"logs", &g.Logs, l.Logs}} {
+		switch {
+		case f.v > int64(*f.dst):
+			capped = append(capped, fmt.Sprintf("%s %d bytes (the most is %d)", f.name, f.v, *f.dst))
+		case f.v > 0:
 			*f.dst = int(f.v)
 		}
 	}
-	if d := time.Duration(l.DeadlineMs) * time.Millisecond; d > 0 && d < g.Deadline {
+	switch d := time.Duration(l.DeadlineMs) * time.Millisecond; {
+	case d > g.Deadline:
+		capped = append(capped, fmt.Sprintf("deadline %v (the most is %v)", d, g.Deadline))
+	case d > 0:
 		g.Deadline = d
 	}
-	return g
+	return g, capped
 }
 
 // Program serves one program's stream.
 func (s *Server) Program(stream pb.Executor_ProgramServer) error {
 	ctx := stream.Context()
+	select {
+	case <-s.draining:
+		s.opts.Metrics.refused()
+		return status.Error(codes.Unavailable, "the daemon is draining: try another")
+	default:
+	}
 	select {
 	case s.admit <- struct{}{}:
 		defer func() { <-s.admit }()
@@ -152,9 +214,15 @@ func (s *Server) Program(stream pb.Executor_ProgramServer) error {
 	reqID := fmt.Sprintf("p%d", s.seq)
 	s.mu.Unlock()
 	log := s.log.With("request", reqID, "mode", start.Mode.String())
-	limits := s.grant(start.Limits)
-	p := newPeer(stream)
-	p.metrics = s.opts.Metrics
+	limits, capped := s.grant(start.Limits)
+	if len(capped) > 0 {
+		if start.RequireLimits {
+			log.Info("program refused: limits above the maxima", "asked", capped)
+			return status.Errorf(codes.FailedPrecondition, "the daemon will not grant %s", strings.Join(capped, ", "))
+		}
+		log.Info("limits capped at the maxima", "asked", capped)
+	}
+	p := newPeer(stream, s.opts.Metrics, s.opts.SendGrace)
 	p.metrics.moved("in", proto.Size(first))
 	go p.receive()
 	defer p.stop()
@@ -206,10 +274,10 @@ func (s *Server) Program(stream pb.Executor_ProgramServer) error {
 			res.Retained = true
 			defer r.Retained.Close()
 			if ctx.Err() == nil {
-				if err := p.send(&pb.ServerMessage{Msg: &pb.ServerMessage_Result{Result: res}}); err != nil {
+				if err := p.reply(ctx, &pb.ServerMessage{Msg: &pb.ServerMessage_Result{Result: res}}); err != nil {
 					return err
 				}
-				return serveRetained(ctx, p, r.Retained)
+				return serveRetained(ctx, p, r.Retained, s.opts.MaxInvokes)
 			}
 		}
 	}
@@ -219,7 +287,8 @@ func (s *Server) Program(stream pb.Executor_ProgramServer) error {
 	}
 	log.Info("program", "kind", orOK(res.Kind), "elapsed", time.Since(began), "host_calls", res.Stats.GetHostCalls())
 	s.opts.Metrics.ran(orOK(res.Kind), time.Since(began), res.Stats.GetHostCalls())
-	if err := p.send(&pb.ServerMessage{Msg: &pb.ServerMessage_Result{Result: res}}); err != nil {
+	if err := p.reply(ctx, &pb.ServerMessage{Msg: &pb.ServerMessage_Result{Result: res}}); err != nil {
+		log.Info("result not taken", "cause", err)
 		return err
 	}
 	return nil
@@ -252,27 +321,45 @@ func (s *Server) first(stream pb.Executor_ProgramServer) (*pb.ClientMessage, err
 }
 
 // serveRetained serves a retained sandbox's handles over the program's
-// stream until the client releases it, leaves, or the sandbox closes.
-func serveRetained(ctx context.Context, p *peer, r *codemode.Retained) error {
+// stream until the client releases it, leaves, or the sandbox closes; at
+// most maxInvokes handle calls in flight, and no reply waits past the
+// peer's grace.
+func serveRetained(ctx context.Context, p *peer, r *codemode.Retained, maxInvokes int) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	inFlight := make(chan struct{}, maxInvokes)
+	reply := func(m *pb.ServerMessage) {
+		if err := p.reply(ctx, m); err != nil && ctx.Err() == nil {
+			cancel(err)
+		}
+	}
 	for {
 		select {
 		case m := <-p.control:
 			switch {
 			case m.GetInvoke() != nil:
 				inv := m.GetInvoke()
+				select {
+				case inFlight <- struct{}{}:
+				default:
+					reply(&pb.ServerMessage{Msg: &pb.ServerMessage_InvokeResult{InvokeResult: &pb.InvokeResult{Id: inv.Id,
+						Error: fmt.Sprintf("remote: RESOURCE_EXHAUSTED: %d handle calls are in flight on this sandbox: wait for their answers", maxInvokes)}}})
+					continue
+				}
 				wg.Add(1)
 				go func() { // calls run one at a time in the sandbox; answers in order of finishing
 					defer wg.Done()
-					p.send(&pb.ServerMessage{Msg: &pb.ServerMessage_InvokeResult{InvokeResult: invoke(ctx, r, inv)}})
+					defer func() { <-inFlight }()
+					reply(&pb.ServerMessage{Msg: &pb.ServerMessage_InvokeResult{InvokeResult: invoke(ctx, r, inv)}})
 				}()
 			case m.GetLogs() != nil:
-				p.send(&pb.ServerMessage{Msg: &pb.ServerMessage_Logs{Logs: &pb.LogsReply{Id: m.GetLogs().Id, Logs: r.Logs()}}})
+				reply(&pb.ServerMessage{Msg: &pb.ServerMessage_Logs{Logs: &pb.LogsReply{Id: m.GetLogs().Id, Logs: r.Logs()}}})
 			case m.GetRelease() != nil:
 				r.Close()
 				wg.Wait()
-				return p.send(&pb.ServerMessage{Msg: &pb.ServerMessage_Closed{Closed: &pb.Closed{}}})
+				return p.reply(ctx, &pb.ServerMessage{Msg: &pb.ServerMessage_Closed{Closed: &pb.Closed{}}})
 			}
 		case <-r.Done():
 			wg.Wait()
@@ -280,10 +367,13 @@ func serveRetained(ctx context.Context, p *peer, r *codemode.Retained) error {
 			if err := r.Err(); err != nil {
 				msg = err.Error()
 			}
-			return p.send(&pb.ServerMessage{Msg: &pb.ServerMessage_Closed{Closed: &pb.Closed{Error: msg}}})
+			return p.reply(ctx, &pb.ServerMessage{Msg: &pb.ServerMessage_Closed{Closed: &pb.Closed{Error: msg}}})
 		case <-p.gone:
 			return nil
 		case <-ctx.Done():
+			if err := context.Cause(ctx); status.Code(err) == codes.DeadlineExceeded {
+				return err // a reply the client did not take
+			}
 			return status.FromContextError(ctx.Err()).Err()
 		}
 	}

@@ -35,15 +35,15 @@ func (rawCodec) Name() string { return "proto" }
 func TestGarbageOnTheWire(t *testing.T) {
 	addr, _ := daemon(t, remote.ServerOptions{})
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(64<<20)))
+		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(128<<20)))
 	require.NoError(t, err)
 	defer conn.Close()
 	ctx := context.Background()
 
-	// Oversized: a 5 MiB program past the daemon's 4 MiB default.
+	// Oversized: a 65 MiB program past the daemon's 64 MiB.
 	st, err := pb.NewExecutorClient(conn).Program(ctx)
 	require.NoError(t, err)
-	st.Send(&pb.ClientMessage{Msg: &pb.ClientMessage_Start{Start: &pb.Start{Code: strings.Repeat("x", 5<<20)}}})
+	st.Send(&pb.ClientMessage{Msg: &pb.ClientMessage_Start{Start: &pb.Start{Code: strings.Repeat("x", 65<<20)}}})
 	_, err = st.Recv()
 	assert.Equal(t, codes.ResourceExhausted, status.Code(err), err)
 

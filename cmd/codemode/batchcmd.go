@@ -54,7 +54,7 @@ func cmdBatch(ctx context.Context, stop <-chan struct{}, args []string, stdin io
 	fs := newFlagSet("batch", "[flags] IN.jsonl|-", batchHelp, stderr)
 	var lf limitFlags
 	var tf toolFlags
-	lf.register(fs)
+	lf.register(fs, toolDeadlines)
 	tf.register(fs)
 	jobs := fs.Int("j", runtime.GOMAXPROCS(0), "jobs in flight (raise it when jobs mostly wait on tools)")
 	outPath := fs.String("o", "", "write the result lines to this file (default stdout)")
@@ -65,6 +65,7 @@ func cmdBatch(ctx context.Context, stop <-chan struct{}, args []string, stdin io
 	if code, ok := parseOne(fs, args, "one input file"); !ok {
 		return code
 	}
+	lf.forTools(&tf)
 	if *jobs < 1 {
 		return exitFor(stderr, usagef("-j must be at least 1"))
 	}

@@ -61,12 +61,36 @@ func parseSize(v string) (int, error) {
 // limitFlags are the flags of every limit.
 type limitFlags struct{ l codemode.Limits }
 
-func (lf *limitFlags) register(fs *flag.FlagSet) {
+// The deadlines of runs whose tools are real (a process, a server across
+// the network), when --deadline gives none: codemode's 500 ms is for
+// programs whose tools answer in-process.
+const (
+	dispatchCmdDeadline = 30 * time.Second // --dispatch-cmd
+	mcpDeadline         = 60 * time.Second // --mcp, codemode mcp
+)
+
+// toolDeadlines is the --deadline default of run and batch.
+var toolDeadlines = fmt.Sprintf("default %v; %v with --dispatch-cmd, %v with --mcp", codemode.DefaultDeadline, dispatchCmdDeadline, mcpDeadline)
+
+// register registers the flags; deadlines says the deadline's default.
+func (lf *limitFlags) register(fs *flag.FlagSet, deadlines string) {
 	fs.Var(size{&lf.l.Memory}, "memory", "the heap a run may hold (e.g. 32MiB; default 32MiB)")
 	fs.Var(size{&lf.l.Stack}, "stack", "the native stack JavaScript may use (e.g. 512KiB)")
 	fs.Var(size{&lf.l.Payload}, "payload", "the largest result and tool call (e.g. 1MiB)")
 	fs.Var(size{&lf.l.Logs}, "logs", "the console text kept per run (e.g. 64KiB)")
-	fs.DurationVar(&lf.l.Deadline, "deadline", 0, "the wall-clock budget of a run (e.g. 2s; default 500ms)")
+	fs.DurationVar(&lf.l.Deadline, "deadline", 0, "the wall-clock budget of a run (e.g. 2s; "+deadlines+")")
+}
+
+// forTools sets the deadline, when --deadline gave none, for the tools
+// the runs have.
+func (lf *limitFlags) forTools(tf *toolFlags) {
+	switch {
+	case lf.l.Deadline != 0:
+	case tf.mcp != "":
+		lf.l.Deadline = mcpDeadline
+	case tf.dispatchCmd != "":
+		lf.l.Deadline = dispatchCmdDeadline
+	}
 }
 
 // jobLimits is a batch line's "limits": sizes as numbers (bytes) or

@@ -38,7 +38,7 @@ Examples:
 func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("mcp", "--config servers.json [flags]", mcpHelp, stderr)
 	var lf limitFlags
-	lf.register(fs)
+	lf.register(fs, "default "+mcpDeadline.String())
 	config := fs.String("config", "", "the mcpServers JSON file")
 	addr := fs.String("http", "", "serve streamable HTTP on this address instead of stdio")
 	toolName := fs.String("tool-name", "run_js", "the code tool's name")
@@ -55,7 +55,7 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return exitUsage
 	}
 	if lf.l.Deadline == 0 {
-		lf.l.Deadline = 60 * time.Second // programs that wait on upstream tools
+		lf.l.Deadline = mcpDeadline // programs that wait on upstream tools
 	}
 	ups, router, err := openMCP(ctx, *config, stderr)
 	if err != nil {

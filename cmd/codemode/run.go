@@ -39,12 +39,13 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs := newFlagSet("run", "[flags] FILE|-", runHelp, stderr)
 	var lf limitFlags
 	var tf toolFlags
-	lf.register(fs)
+	lf.register(fs, toolDeadlines)
 	tf.register(fs)
 	pretty := fs.Bool("pretty", false, "indent the output")
 	if code, ok := parseOne(fs, args, "one script file"); !ok {
 		return code
 	}
+	lf.forTools(&tf)
 	code, err := readSource(fs.Arg(0), stdin)
 	if err != nil {
 		return exitFor(stderr, err)

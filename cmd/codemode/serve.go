@@ -20,7 +20,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/codemode-go/codemode"
 	"github.com/codemode-go/codemode/remote"
@@ -29,13 +28,21 @@ import (
 const serveHelp = `Runs the daemon: programs sent by remote clients (package remote) run here,
 and every tool call they make travels back over the program's own gRPC stream
 to the client, which runs it where its credentials are. The limit flags are the
-daemon's maxima: a program asking for more gets them.
+daemon's maxima (the deadline's default is 30s, for programs that wait on real
+tools): a program asking for more gets them, or is refused with
+FAILED_PRECONDITION if its client requires its limits
+(remote.WithRequiredLimits). A program gets no other slot than the one it was
+admitted to: a client that stops reading has its stream ended --send-grace after
+its program's result (or a retained sandbox's reply) was due.
 
 It refuses to listen on an address other than loopback without TLS
 (--tls-cert/--tls-key, with --client-ca for mTLS) or a bearer token
-(--token-file). The gRPC health service (no token needed) and reflection are
-served. SIGTERM drains: the health service turns NOT_SERVING, no new program is
-accepted, those in flight get --grace to finish, then they are cancelled.
+(--token-file); calls refused for want of them are logged (a line a second at
+most) and counted (codemode_unauthenticated_total). The gRPC health service (no
+token needed) and reflection are served. SIGTERM drains: the health service
+turns NOT_SERVING (a new connection's check sees it: the listener stays open), a
+new program is refused with UNAVAILABLE (a client sends it to another daemon),
+those in flight get --grace to finish, then they are cancelled.
 
 Examples:
   codemode serve --listen 127.0.0.1:7070
@@ -46,7 +53,7 @@ Examples:
 func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
 	fs := newFlagSet("serve", "[flags]", serveHelp, stderr)
 	var lf limitFlags
-	lf.register(fs)
+	lf.register(fs, "default "+remote.DefaultServerDeadline.String()+", the most a program gets")
 	listen := fs.String("listen", "127.0.0.1:7070", "the address to serve gRPC on")
 	tokenFile := fs.String("token-file", "", "a file holding the bearer token clients must send")
 	cert := fs.String("tls-cert", "", "the TLS certificate (PEM)")
@@ -55,6 +62,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
 	grace := fs.Duration("grace", 30*time.Second, "how long a drain waits for the programs in flight")
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics on this address (/metrics)")
 	maxPrograms := fs.Int("max-programs", codemode.DefaultSlots, "programs in flight; one more is refused with RESOURCE_EXHAUSTED")
+	sendGrace := fs.Duration("send-grace", 10*time.Second, "how long a result waits for a client that does not read before its stream ends")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
@@ -66,6 +74,19 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
 		return exitUsage
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	if lf.l.Deadline == 0 {
+		lf.l.Deadline = remote.DefaultServerDeadline
+	}
+	opts := remote.ServerOptions{Max: lf.l, Logger: log, MaxPrograms: *maxPrograms, SendGrace: *sendGrace,
+		Executor: []codemode.Option{codemode.WithSlots(*maxPrograms)}}
+	var reg *prometheus.Registry
+	if *metricsAddr != "" {
+		reg = prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		opts.Metrics = remote.NewMetrics(reg)
+	}
+	srv := remote.NewServer(opts)
+	defer srv.Close()
 	var sopts []grpc.ServerOption
 	secured := false
 	if *cert != "" || *key != "" {
@@ -75,7 +96,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
 		}
 		sopts = append(sopts, grpc.Creds(creds))
 		if *clientCA != "" { // a client without a certificate is Unauthenticated, not a failed handshake
-			u, st := remote.ClientCertAuth()
+			u, st := srv.ClientCertAuth()
 			sopts = append(sopts, grpc.ChainUnaryInterceptor(u), grpc.ChainStreamInterceptor(st))
 		}
 		secured = true
@@ -91,7 +112,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
 		if token == "" {
 			return exitFor(stderr, usagef("--token-file: the file is empty"))
 		}
-		u, s := remote.TokenAuth(token)
+		u, s := srv.TokenAuth(token)
 		sopts = append(sopts, grpc.ChainUnaryInterceptor(u), grpc.ChainStreamInterceptor(s))
 		secured = true
 	}
@@ -103,12 +124,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
 		ln.Close()
 		return exitFor(stderr, usagef("refusing to serve %s without TLS or a token: give --tls-cert/--tls-key or --token-file (or listen on loopback)", ln.Addr()))
 	}
-	opts := remote.ServerOptions{Max: lf.l, Logger: log, MaxPrograms: *maxPrograms,
-		Executor: []codemode.Option{codemode.WithSlots(*maxPrograms)}}
-	if *metricsAddr != "" {
-		reg := prometheus.NewRegistry()
-		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-		opts.Metrics = remote.NewMetrics(reg)
+	if reg != nil {
 		mln, err := net.Listen("tcp", *metricsAddr)
 		if err != nil {
 			ln.Close()
@@ -121,10 +137,8 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
 		defer ms.Close()
 		fmt.Fprintf(stderr, "codemode serve: metrics on http://%s/metrics\n", mln.Addr())
 	}
-	srv := remote.NewServer(opts)
-	defer srv.Close()
-	g := grpc.NewServer(append(sopts, grpc.MaxRecvMsgSize(64<<20))...)
-	health := srv.Register(g)
+	g := grpc.NewServer(append(sopts, srv.GRPCOptions()...)...)
+	srv.Register(g)
 	log.Info("serving", "addr", ln.Addr().String(), "tls", *cert != "", "mtls", *clientCA != "", "token", *tokenFile != "")
 	fmt.Fprintf(stderr, "codemode serve: listening on %s\n", ln.Addr())
 	served := make(chan error, 1)
@@ -139,16 +153,21 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
 	case <-ctx.Done():
 	}
 	log.Info("draining", "grace", grace.String())
-	health.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	dctx, cancel := context.WithTimeout(context.Background(), *grace)
+	defer cancel()
+	if !srv.Drain(dctx) {
+		log.Warn("grace period over: cancelling the programs in flight")
+		g.Stop()
+		return exitOK
+	}
 	stopped := make(chan struct{})
 	go func() {
-		g.GracefulStop()
+		g.GracefulStop() // the health checks' and refusals' streams
 		close(stopped)
 	}()
 	select {
 	case <-stopped:
-	case <-time.After(*grace):
-		log.Warn("grace period over: cancelling the programs in flight")
+	case <-dctx.Done():
 		g.Stop()
 	}
 	return exitOK

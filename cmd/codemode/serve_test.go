@@ -15,6 +15,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/codemode-go/codemode"
 	"github.com/codemode-go/codemode/remote"
@@ -93,6 +96,7 @@ func TestServe(t *testing.T) {
 	assert.Contains(t, string(body), `codemode_tool_calls_total 1`)
 	assert.Contains(t, string(body), `codemode_message_bytes_total{direction="in"}`)
 	assert.Contains(t, string(body), `codemode_message_bytes_total{direction="out"}`)
+	assert.Contains(t, string(body), `codemode_unauthenticated_total 1`)
 	cancel()
 	select {
 	case code := <-done:
@@ -131,7 +135,16 @@ func TestServeDrainsOnSIGTERM(t *testing.T) {
 	}()
 	<-arrived
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
-	time.Sleep(100 * time.Millisecond) // let the drain begin; the program is still waiting
+	// While the program finishes, a new connection's health check sees the
+	// drain, and a new program is refused for another daemon.
+	conn, err := grpc.NewClient(a, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	defer conn.Close()
+	require.Eventually(t, func() bool {
+		r, err := healthpb.NewHealthClient(conn).Check(context.Background(), &healthpb.HealthCheckRequest{})
+		return err == nil && r.Status == healthpb.HealthCheckResponse_NOT_SERVING
+	}, 10*time.Second, 10*time.Millisecond)
+	assert.Equal(t, "remote: Unavailable: the daemon is draining: try another", c.Execute(context.Background(), codemode.Request{Code: "async () => 1"}).Error)
 	close(release)
 	res := <-done
 	require.Empty(t, res.Error)

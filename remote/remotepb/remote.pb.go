@@ -343,11 +343,14 @@ type Start struct {
 	Providers    []*Provider            `protobuf:"bytes,3,rep,name=providers,proto3" json:"providers,omitempty"`
 	Capabilities []*Capability          `protobuf:"bytes,4,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
 	// The limits the client asks for; zero fields take the daemon's. A field
-	// above the daemon's maximum gets the maximum (Result.limits says).
+	// above the daemon's maximum gets the maximum (Result.limits says), or,
+	// with require_limits, the program is refused with FAILED_PRECONDITION.
 	Limits *Limits `protobuf:"bytes,5,opt,name=limits,proto3" json:"limits,omitempty"`
 	// Keep the sandbox after the program settles (Execute's RetainHandles):
 	// the stream then stays open for Invoke until Release or Closed.
 	RetainHandles bool `protobuf:"varint,6,opt,name=retain_handles,json=retainHandles,proto3" json:"retain_handles,omitempty"`
+	// Refuse the program rather than run it under less than limits asks for.
+	RequireLimits bool `protobuf:"varint,7,opt,name=require_limits,json=requireLimits,proto3" json:"require_limits,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -420,6 +423,13 @@ func (x *Start) GetLimits() *Limits {
 func (x *Start) GetRetainHandles() bool {
 	if x != nil {
 		return x.RetainHandles
+	}
+	return false
+}
+
+func (x *Start) GetRequireLimits() bool {
+	if x != nil {
+		return x.RequireLimits
 	}
 	return false
 }
@@ -1406,14 +1416,15 @@ const file_codemode_remote_v1_remote_proto_rawDesc = "" +
 	"\rinvoke_result\x18\x03 \x01(\v2 .codemode.remote.v1.InvokeResultH\x00R\finvokeResult\x123\n" +
 	"\x04logs\x18\x04 \x01(\v2\x1d.codemode.remote.v1.LogsReplyH\x00R\x04logs\x124\n" +
 	"\x06closed\x18\x05 \x01(\v2\x1a.codemode.remote.v1.ClosedH\x00R\x06closedB\x05\n" +
-	"\x03msg\"\xd2\x02\n" +
+	"\x03msg\"\xf9\x02\n" +
 	"\x05Start\x122\n" +
 	"\x04mode\x18\x01 \x01(\x0e2\x1e.codemode.remote.v1.Start.ModeR\x04mode\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\tR\x04code\x12:\n" +
 	"\tproviders\x18\x03 \x03(\v2\x1c.codemode.remote.v1.ProviderR\tproviders\x12B\n" +
 	"\fcapabilities\x18\x04 \x03(\v2\x1e.codemode.remote.v1.CapabilityR\fcapabilities\x122\n" +
 	"\x06limits\x18\x05 \x01(\v2\x1a.codemode.remote.v1.LimitsR\x06limits\x12%\n" +
-	"\x0eretain_handles\x18\x06 \x01(\bR\rretainHandles\"&\n" +
+	"\x0eretain_handles\x18\x06 \x01(\bR\rretainHandles\x12%\n" +
+	"\x0erequire_limits\x18\a \x01(\bR\rrequireLimits\"&\n" +
 	"\x04Mode\x12\x10\n" +
 	"\fMODE_EXECUTE\x10\x00\x12\f\n" +
 	"\bMODE_RUN\x10\x01\"\xc3\x01\n" +
