@@ -4,6 +4,16 @@
 // bidirectional stream to the client ([Dial]), which runs the dispatch and
 // the capabilities in its own process: the tools still run where the
 // credentials are, and the daemon holds none of them.
+//
+// What a client can hold is bounded, whatever it does: a stream waits
+// StartTimeout for its start; a program's calls wait no longer than its
+// deadline, and its result SendGrace for a client that does not read (all
+// of a stream's sends go through one writer goroutine, so no caller waits
+// on gRPC's flow control beyond its own bound); a retained sandbox's
+// stream has MaxInvokes handle calls in flight, its replies the same
+// grace. Give grpc.NewServer [Server.GRPCOptions], so messages as large as
+// the maxima allow are received; [Dial]'s client sizes its own from its
+// limits.
 package remote
 
 import (
