@@ -8,6 +8,40 @@
 // The sandbox has no network: a program reaches only the upstream tools
 // configured here, through the host, and the upstreams' credentials stay
 // in their own processes (or HTTP headers the host holds).
+//
+// # Upstreams
+//
+// An upstream server is someone else's code, and may be hostile or broken;
+// one must never hold up the host or the other upstreams:
+//
+//   - Listing a server's tools stops at 500 pages, 5,000 tools and 30 s
+//     (a cursor that never ends, a flood, a server that never answers),
+//     failing with an error naming the bound. No real server comes near.
+//   - [Config.Start] starts every server at once, each within 30 s to
+//     connect and 30 s to list, and serves those that started, reporting
+//     the others.
+//   - One message of a stdio server is at most 16 MiB (the SDK's own bound
+//     on a line and on an HTTP event). The stdio transport is our copy of
+//     the SDK's, so that the bound is an error we recognize and stopping a
+//     server closes its stdout too (a server blocked writing the rest ends).
+//     A larger reply fails its call, saying so, and ends the session, as any
+//     transport failure does: an upstream watches its session, and one that
+//     [Reconnecting] made opens a new session for the next call; one that
+//     [NewUpstream] made says the server is gone for good. A call that finds
+//     its session already ended (the SDK sent nothing) goes once more on a
+//     new session; a call the server may have received is never sent twice.
+//   - A stdio server gets only its configured environment over a small
+//     default (HOME, LOGNAME, PATH, SHELL, TERM, USER), as the official
+//     SDKs give one, never the host's secrets.
+//
+// Tool names become JavaScript names: every run of characters an
+// identifier cannot hold becomes one underscore (get-issue → get_issue),
+// reserved words get a suffix ([codemode.JSIdentifier]), and `then`
+// becomes `then_` (a namespace's then is never a tool: awaiting a
+// namespace must not call one), its description saying so. Every other
+// name is a property a program can call, Object.prototype's (constructor,
+// toString, valueOf, ...) included. Two tools that become one name fail
+// the upstream, naming both.
 package mcp
 
 import (
@@ -27,7 +61,8 @@ import (
 
 // Upstream is the tools of one MCP server as a provider: each tool a
 // function of the program's namespace Name, under a JavaScript name
-// (get-issue → get_issue), taking the tool's arguments object.
+// (get-issue → get_issue), taking the tool's arguments object. Its
+// methods are safe for concurrent use.
 type Upstream struct {
 	name  string
 	tools []upstreamTool
@@ -35,6 +70,7 @@ type Upstream struct {
 
 	mu      sync.Mutex
 	session *mcp.ClientSession
+	why     error                                             // why session is nil
 	connect func(context.Context) (*mcp.ClientSession, error) // nil: no restart
 	backoff time.Duration
 	retry   time.Time
@@ -45,20 +81,33 @@ type upstreamTool struct {
 	tool *mcp.Tool
 }
 
-// NewUpstream lists the session's tools (every page) and makes the
-// provider name of them. Two tools whose names mangle to the same
-// identifier are refused, naming both.
+// Bounds on listing one server's tools.
+const (
+	maxPages    = 500
+	maxTools    = 5000
+	listTimeout = 30 * time.Second
+)
+
+// NewUpstream lists the session's tools (every page, within the bounds of
+// the package documentation) and makes the provider name of them. Two
+// tools whose names mangle to the same identifier are refused, naming
+// both. The upstream watches the session (a goroutine until it ends);
+// once it ends, calls fail saying the server is gone: NewUpstream never
+// reconnects (see [Reconnecting]). The caller keeps the session and
+// closes it, or closes the upstream.
 func NewUpstream(ctx context.Context, name string, session *mcp.ClientSession) (*Upstream, error) {
 	u := &Upstream{name: name, session: session}
 	if err := u.load(ctx, session); err != nil {
 		return nil, err
 	}
+	go u.watch(session)
 	return u, nil
 }
 
-// Reconnecting makes an upstream that connect (re)opens: when a call
-// finds the session gone (the server died), the next call reconnects,
-// after a backoff that doubles from 100 ms to 5 s while it keeps failing.
+// Reconnecting makes an upstream that connect (re)opens: when a session
+// ends (the server died, or closed the session), the next call
+// reconnects, after a backoff that doubles from 100 ms to 5 s while it
+// keeps failing. The tools are listed once, on the first session.
 func Reconnecting(ctx context.Context, name string, connect func(context.Context) (*mcp.ClientSession, error)) (*Upstream, error) {
 	s, err := connect(ctx)
 	if err != nil {
@@ -69,18 +118,45 @@ func Reconnecting(ctx context.Context, name string, connect func(context.Context
 		s.Close()
 		return nil, err
 	}
+	u.mu.Lock()
 	u.connect = connect
+	u.mu.Unlock()
 	return u, nil
 }
 
 func (u *Upstream) load(ctx context.Context, s *mcp.ClientSession) error {
+	lctx, cancel := context.WithTimeout(ctx, listTimeout)
+	defer cancel()
 	var tools []upstreamTool
 	byJS := map[string]*upstreamTool{}
-	for t, err := range s.Tools(ctx, nil) {
+	params := &mcp.ListToolsParams{}
+	for page := 0; ; page++ {
+		if page == maxPages {
+			return fmt.Errorf("mcp: listing the tools of %s: more than %d pages (the bound on pages; does its cursor never end?)", u.name, maxPages)
+		}
+		res, err := s.ListTools(lctx, params)
 		if err != nil {
+			if lctx.Err() != nil && ctx.Err() == nil {
+				return fmt.Errorf("mcp: listing the tools of %s took longer than %v (the bound on listing)", u.name, listTimeout)
+			}
 			return fmt.Errorf("mcp: listing the tools of %s: %w", u.name, err)
 		}
-		tools = append(tools, upstreamTool{js: codemode.JSIdentifier(mangle(t.Name)), tool: t})
+		if len(tools)+len(res.Tools) > maxTools {
+			return fmt.Errorf("mcp: listing the tools of %s: more than %d tools (the bound on tools)", u.name, maxTools)
+		}
+		for _, t := range res.Tools {
+			js := codemode.JSIdentifier(mangle(t.Name))
+			if js == "then" {
+				js = "then_"
+				t = ptr(*t)
+				t.Description = strings.TrimSpace(t.Description + "\n\n(The MCP tool \"then\": then_ here, as a namespace's then is never a tool.)")
+			}
+			tools = append(tools, upstreamTool{js: js, tool: t})
+		}
+		if res.NextCursor == "" {
+			break
+		}
+		params = &mcp.ListToolsParams{Cursor: res.NextCursor}
 	}
 	for i := range tools {
 		t := &tools[i]
@@ -92,6 +168,8 @@ func (u *Upstream) load(ctx context.Context, s *mcp.ClientSession) error {
 	u.tools, u.byJS = tools, byJS
 	return nil
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // mangle turns a tool name into identifier characters: every run of
 // others becomes one underscore, and a leading digit gets one in front.
@@ -147,7 +225,11 @@ func schemaJSON(s any) json.RawMessage {
 // Dispatch calls the tool (by its JavaScript name) with the arguments
 // object and answers the result envelope (see [Unwrap]). The context's end
 // cancels the MCP request. A tool the upstream does not have is
-// [codemode.ToolNotFoundError].
+// [codemode.ToolNotFoundError]. A call during which the session ends (the
+// server exited, or sent a reply past 16 MiB) fails saying so, and
+// whether the server is restarted for later calls; a call that finds the
+// session already ended, and so sent nothing, goes once more on a new
+// session of an upstream that restarts.
 func (u *Upstream) Dispatch(ctx context.Context, provider, tool, argsJSON string) (string, error) {
 	t, ok := u.byJS[tool]
 	if !ok || provider != u.name {
@@ -157,29 +239,45 @@ func (u *Upstream) Dispatch(ctx context.Context, provider, tool, argsJSON string
 	if err := json.Unmarshal([]byte(argsJSON), &args); err != nil {
 		return "", fmt.Errorf("%s.%s takes one arguments object: %v", provider, tool, err)
 	}
-	s, err := u.live(ctx)
-	if err != nil {
-		return "", err
-	}
-	res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: t.tool.Name, Arguments: args})
-	if err != nil {
-		if ctx.Err() != nil {
+	for retried := false; ; retried = true {
+		s, err := u.live(ctx)
+		if err != nil {
+			return "", err
+		}
+		res, err := s.CallTool(ctx, &mcp.CallToolParams{Name: t.tool.Name, Arguments: args})
+		switch {
+		case err == nil:
+			return Unwrap(res)
+		case ctx.Err() != nil:
 			return "", ctx.Err()
+		case !gone(err):
+			return "", fmt.Errorf("%s.%s: %v", provider, tool, err)
 		}
-		if gone(err) {
-			u.lost(s)
-			return "", fmt.Errorf("the MCP server %s went away during the call (%v); it is restarted for later calls", u.name, err)
+		restarts := u.lost(s, err)
+		what := fmt.Sprintf("the MCP server %s went away during the call (%v)", u.name, err)
+		switch {
+		case errors.Is(err, errTooLarge):
+			what = fmt.Sprintf("the reply was larger than %d MiB, the most one message may be, so the session with the MCP server %s closed", maxMessage>>20, u.name)
+		case errors.Is(err, mcp.ErrConnectionClosed):
+			// The SDK sent nothing: the session had ended before the call.
+			if restarts && !retried {
+				continue
+			}
+			what = fmt.Sprintf("the session with the MCP server %s had ended (%v)", u.name, err)
 		}
-		return "", fmt.Errorf("%s.%s: %v", provider, tool, err)
+		next := "it is restarted for later calls"
+		if !restarts {
+			next = "it is gone for good (this upstream does not restart it)"
+		}
+		return "", fmt.Errorf("%s.%s: %s; %s", provider, tool, what, next)
 	}
-	return Unwrap(res)
 }
 
 // gone reports an error that means the session is over: the server
-// exited or closed the connection.
+// exited or closed the connection, or sent a message past the bound.
 func gone(err error) bool {
 	return errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		strings.HasSuffix(err.Error(), ": EOF")
+		errors.Is(err, errTooLarge) || strings.HasSuffix(err.Error(), ": EOF")
 }
 
 // live returns the session, reconnecting a lost one after its backoff.
@@ -190,7 +288,7 @@ func (u *Upstream) live(ctx context.Context) (*mcp.ClientSession, error) {
 		return u.session, nil
 	}
 	if u.connect == nil {
-		return nil, fmt.Errorf("the MCP server %s is gone", u.name)
+		return nil, fmt.Errorf("the MCP server %s is gone (%v); this upstream does not restart it", u.name, u.why)
 	}
 	if wait := time.Until(u.retry); wait > 0 {
 		u.mu.Unlock()
@@ -204,6 +302,9 @@ func (u *Upstream) live(ctx context.Context) (*mcp.ClientSession, error) {
 		if u.session != nil {
 			return u.session, nil
 		}
+		if u.connect == nil {
+			return nil, fmt.Errorf("the MCP server %s is gone (%v)", u.name, u.why)
+		}
 	}
 	s, err := u.connect(ctx)
 	if err != nil {
@@ -211,18 +312,33 @@ func (u *Upstream) live(ctx context.Context) (*mcp.ClientSession, error) {
 		return nil, fmt.Errorf("the MCP server %s does not restart: %v", u.name, err)
 	}
 	u.session, u.backoff = s, 0
+	go u.watch(s)
 	return s, nil
 }
 
-// lost forgets a session that went away.
-func (u *Upstream) lost(s *mcp.ClientSession) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	if u.session == s {
-		u.session = nil
-		s.Close()
-		u.failed()
+// watch forgets the session when it ends.
+func (u *Upstream) watch(s *mcp.ClientSession) {
+	err := s.Wait()
+	if err == nil {
+		err = errors.New("the session ended")
 	}
+	u.lost(s, err)
+}
+
+// lost forgets a session that went away (if it is still the current one)
+// and reports whether the upstream restarts.
+func (u *Upstream) lost(s *mcp.ClientSession, why error) (restarts bool) {
+	u.mu.Lock()
+	restarts = u.connect != nil
+	if u.session != s {
+		u.mu.Unlock()
+		return restarts
+	}
+	u.session, u.why = nil, why
+	u.failed()
+	u.mu.Unlock()
+	s.Close()
+	return restarts
 }
 
 // failed schedules the next connection attempt (u.mu held).
@@ -231,17 +347,16 @@ func (u *Upstream) failed() {
 	u.retry = time.Now().Add(u.backoff)
 }
 
-// Close ends the session.
+// Close ends the session; later calls fail. It is idempotent.
 func (u *Upstream) Close() error {
 	u.mu.Lock()
-	defer u.mu.Unlock()
-	u.connect = nil
-	if u.session == nil {
+	s := u.session
+	u.connect, u.session, u.why = nil, nil, errors.New("the upstream was closed")
+	u.mu.Unlock()
+	if s == nil {
 		return nil
 	}
-	err := u.session.Close()
-	u.session = nil
-	return err
+	return s.Close()
 }
 
 // Unwrap turns a tool's result into the dispatch's envelope, in this order:

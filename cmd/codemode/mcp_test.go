@@ -63,7 +63,8 @@ func TestMCPServe(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, res.IsError)
 	b, _ = json.Marshal(res.StructuredContent)
-	assert.Contains(t, string(b), "caught: the MCP server calc went away during the call")
+	assert.Contains(t, string(b), "caught: calc.die: the MCP server calc went away during the call (")
+	assert.Contains(t, string(b), "); it is restarted for later calls")
 
 	// Restarted (after its backoff) for the next call.
 	res, err = call(ctx, "return (await calc.add({a: 40, b: 2})).sum")
