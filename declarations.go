@@ -3,6 +3,7 @@
 package codemode
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -19,8 +20,15 @@ import (
 // arrays unions with null, prefixItems tuples, additionalProperties an
 // index signature; formats, bounds and patterns are JSDoc tags. Type
 // names are prefixed with the tool's, so two tools' inputs never collide.
-// The output is deterministic: tools in the order given, properties in
-// schema order.
+// A tool that takes no input (an object schema with no properties and
+// nothing else that admits any: `{}`, {"type":"object"},
+// {"type":"object","properties":{}}, the MCP SDKs' schema of a tool without
+// arguments) is declared with no parameter, `name()`; a call without an
+// argument sends {}, which its schema accepts (a tool without Parameters
+// keeps `args: NameInput`, NameInput = {}). A default is its JSON
+// literal (arrays and objects too) when that is at most 100 bytes, and
+// left out when longer. The output is deterministic: tools in the order
+// given, properties in schema order.
 func Declarations(apis []ToolAPI) string {
 	var b strings.Builder
 	used := map[string]bool{}
@@ -29,7 +37,10 @@ func Declarations(apis []ToolAPI) string {
 			b.WriteByte('\n')
 		}
 		d := &declarer{prefix: typePrefix(api.JSName, used), named: map[string]string{}}
-		in := d.named1("Input", parseOrdered(api.Parameters), true)
+		params := ""
+		if sch := parseOrdered(api.Parameters); !noInput(sch) {
+			params = "args: " + d.named1("Input", sch, true)
+		}
 		out := "unknown"
 		if len(strings.TrimSpace(string(api.Returns))) > 0 {
 			out = d.named1("Output", parseOrdered(api.Returns), false)
@@ -41,7 +52,7 @@ func Declarations(apis []ToolAPI) string {
 		if api.Async {
 			out = "Promise<" + out + ">"
 		}
-		fmt.Fprintf(&b, "declare function %s(args: %s): %s;\n", api.JSName, in, out)
+		fmt.Fprintf(&b, "declare function %s(%s): %s;\n", api.JSName, params, out)
 	}
 	return b.String()
 }
@@ -347,9 +358,101 @@ func tags(p *ordered) []string {
 		}
 	}
 	if v := p.get("default"); v != nil {
-		out = append(out, "@default "+literal(v))
+		var b strings.Builder
+		if writeJSON(&b, v, maxDefault) {
+			out = append(out, "@default "+b.String())
+		}
 	}
 	return out
+}
+
+// maxDefault bounds a @default tag's literal, in bytes: past it the tag is
+// left out (a cut literal is nothing a model can copy).
+const maxDefault = 100
+
+// writeJSON writes v as compact JSON, keys in schema order, without HTML
+// escaping; false when it would exceed limit bytes (what was written is
+// then to be discarded). v's depth is bounded by parseOrdered.
+func writeJSON(b *strings.Builder, v *ordered, limit int) bool {
+	switch {
+	case v == nil:
+		b.WriteString("null")
+	case v.object:
+		b.WriteByte('{')
+		for i, k := range v.keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(jsonString(k))
+			b.WriteByte(':')
+			if !writeJSON(b, v.fields[k], limit) {
+				return false
+			}
+		}
+		b.WriteByte('}')
+	case v.array:
+		b.WriteByte('[')
+		for i, e := range v.items {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if !writeJSON(b, e, limit) {
+				return false
+			}
+		}
+		b.WriteByte(']')
+	default:
+		b.WriteString(literal(v))
+	}
+	return b.Len() <= limit
+}
+
+// jsonString is s as a JSON string, without HTML escaping (a model copies
+// "<a>", not "\u003ca\u003e").
+func jsonString(s string) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.Encode(s)
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// noInput reports whether a tool's parsed Parameters take no input: an
+// object schema whose only keywords are annotations, type "object", an
+// empty properties or required, and additionalProperties false. Anything
+// else that could admit a property (additionalProperties true or a
+// schema, patternProperties, $ref, combinators...) takes input, and so
+// does a tool without Parameters (unknown, not empty: it keeps its
+// parameter, of the type {}).
+func noInput(s *ordered) bool {
+	if s == nil || !s.object {
+		return false // unreadable, or a boolean schema
+	}
+	for _, k := range s.keys {
+		v := s.fields[k]
+		switch k {
+		case "type":
+			if v.str() != "object" {
+				return false
+			}
+		case "properties":
+			if !v.object || len(v.keys) > 0 {
+				return false
+			}
+		case "required":
+			if !v.array || len(v.items) > 0 {
+				return false
+			}
+		case "additionalProperties":
+			if v.object || v.array || v.scalar != false {
+				return false
+			}
+		case "$schema", "$id", "$comment", "title", "description", "examples", "default":
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // writeDoc writes a JSDoc comment, if there is anything to say.
@@ -389,8 +492,7 @@ func literal(v *ordered) string {
 	}
 	switch x := v.scalar.(type) {
 	case string:
-		b, _ := json.Marshal(x)
-		return string(b)
+		return jsonString(x)
 	case bool:
 		if x {
 			return "true"
@@ -486,7 +588,9 @@ func propName(k string) string {
 // in its calling convention (one options object with ObjectArgs, else
 // positional parameters from the Params array schema's prefixItems), with
 // the types named per provider and tool, JSDoc from the descriptions; a
-// tool in Tools without an APIs entry takes and returns unknown.
+// tool in Tools without an APIs entry takes and returns unknown. A tool
+// of an ObjectArgs provider (or a positional one whose Params is an object
+// schema) that takes no input (see [Declarations]) has no parameter.
 func ProviderDeclarations(providers []Provider) string {
 	var b strings.Builder
 	used := map[string]bool{}
@@ -502,7 +606,10 @@ func ProviderDeclarations(providers []Provider) string {
 			params := "...args: unknown[]"
 			if sch := parseOrdered(t.Params); sch != nil {
 				if p.ObjectArgs {
-					params = "args: " + d.named1("Input", sch, true)
+					params = ""
+					if !noInput(sch) {
+						params = "args: " + d.named1("Input", sch, true)
+					}
 				} else {
 					params = d.positional(sch)
 				}
@@ -534,6 +641,9 @@ func (d *declarer) positional(s *ordered) string {
 	items := s.get("prefixItems")
 	if items == nil || !items.array {
 		if s.get("type").str() == "object" || s.get("properties") != nil {
+			if noInput(s) {
+				return ""
+			}
 			return "args: " + d.named1("Input", s, true)
 		}
 		return "...args: unknown[]"

@@ -1,6 +1,7 @@
 package codemode
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"os"
@@ -184,4 +185,61 @@ declare const p: {
 	if got != want {
 		t.Fatalf("got\n%s\nwant\n%s", got, want)
 	}
+}
+
+// TestDeclarationsDefaults: a default is its JSON literal, arrays and
+// objects too (server-filesystem's excludePatterns printed `@default
+// unknown`), keys in schema order and without HTML escaping; one past
+// 100 bytes is left out, never cut.
+func TestDeclarationsDefaults(t *testing.T) {
+	t.Parallel()
+	long := `"` + strings.Repeat("x", 100) + `"`
+	got := Declarations([]ToolAPI{{JSName: "search_files", Parameters: json.RawMessage(`{"type":"object","properties":{` +
+		`"excludePatterns":{"type":"array","items":{"type":"string"},"default":[]},` +
+		`"opts":{"type":"object","default":{"z":1,"a":[true,null,"<b>"]}},` +
+		`"tag":{"type":"string","default":"<a&b>"},` +
+		`"huge":{"type":"string","default":` + long + `}}}`)}})
+	want := `type SearchFilesInput = {
+  /** @default [] */
+  excludePatterns?: string[];
+  /** @default {"z":1,"a":[true,null,"<b>"]} */
+  opts?: Record<string, unknown>;
+  /** @default "<a&b>" */
+  tag?: string;
+  huge?: string;
+};
+declare function search_files(args: SearchFilesInput): unknown;
+`
+	assert.Equal(t, want, got)
+}
+
+// TestDeclarationsNoInput: a tool that takes no input — the MCP SDKs'
+// {"type":"object","properties":{}} (server-memory's read_graph), `{}`,
+// {"type":"object"}, additionalProperties false, annotations — is declared
+// with no parameter, as a function and as a provider's method; a schema
+// that admits any property keeps its parameter. Called without an
+// argument, such a tool gets {} and its check passes.
+func TestDeclarationsNoInput(t *testing.T) {
+	t.Parallel()
+	none := []string{`{"type":"object","properties":{}}`, `{}`, `{"type":"object"}`,
+		`{"type":"object","properties":{},"required":[],"additionalProperties":false,"$schema":"http://json-schema.org/draft-07/schema#","description":"Nothing."}`}
+	for _, s := range none {
+		got := Declarations([]ToolAPI{{JSName: "read_graph", Description: "Read the graph.", Parameters: json.RawMessage(s)}})
+		assert.Equal(t, "/** Read the graph. */\ndeclare function read_graph(): unknown;\n", got, s)
+		got = ProviderDeclarations([]Provider{{Name: "memory", ObjectArgs: true, APIs: []ProviderTool{{Name: "read_graph", Params: json.RawMessage(s)}}}})
+		assert.Equal(t, "declare const memory: {\n  read_graph(): Promise<unknown>;\n};\n", got, s)
+	}
+	for _, s := range []string{`{"type":"object","additionalProperties":true}`, `{"type":"object","patternProperties":{"^x":{}}}`,
+		`{"type":"object","required":["a"]}`, `{"anyOf":[{"type":"object"}]}`} {
+		got := Declarations([]ToolAPI{{JSName: "f", Parameters: json.RawMessage(s)}})
+		assert.Contains(t, got, "declare function f(args: FInput): unknown;", s)
+	}
+
+	e, err := New(WithCapability(Capability{Name: "read_graph", Params: json.RawMessage(none[3]),
+		Func: func(_ context.Context, args json.RawMessage) (any, error) { return json.RawMessage(args), nil }}))
+	require.NoError(t, err)
+	defer e.Close()
+	res, err := e.Run(context.Background(), "return read_graph()")
+	require.NoError(t, err)
+	assert.Equal(t, `{}`, string(res.Value))
 }

@@ -1,9 +1,14 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -27,7 +32,8 @@ type ServerOptions struct {
 	// progressively: the description lists the servers and how many tools
 	// each has, and the program (or the client, through a search_tools
 	// MCP tool) looks declarations up by keyword with
-	// `await codemode.search_tools("word")`.
+	// `await codemode.search_tools("word")`. It bounds every search's
+	// answer as well.
 	TokenBudget int
 	// Progress is how often a running program reports progress to a
 	// client that asked for it (default 1 s); every upstream call also
@@ -42,12 +48,39 @@ const DefaultTokenBudget = 8000
 const searchProvider = "codemode"
 
 // NewServer returns an MCP server exposing code mode over the router's
-// providers: one tool taking {code} that runs the program with exec
-// (every upstream tool in its scope) and returns {result, logs} as
-// structured content with a text rendering; a program that fails sets
-// isError, its text the model-readable error JSON with the logs. The
+// providers: one tool, named ServerOptions.ToolName, taking {code} that
+// runs the program with exec (every upstream tool in its scope) and
+// returns {result, logs} as structured content with a text rendering; a
+// program that fails sets isError, its text the model-readable error JSON
+// (its name the tool's, as the client knows it) with the logs. The
 // request's cancellation stops the program; a client's progress token
-// gets progress notifications while it runs.
+// gets progress notifications while it runs. It refuses a provider named
+// codemode, the server's own namespace.
+//
+// What the client is shown:
+//
+//   - Text blocks are JSON as a model reads it: no HTML escaping
+//     ("<anonymous>", never "\u003canonymous\u003e"), keys in order.
+//   - An image or audio value — an object {mimeType: "image/…" or
+//     "audio/…", data: a typed array or ArrayBuffer}, with type "image",
+//     "audio" or none, as an upstream tool's image arrives in the program
+//     — returned as the result, as an item of the returned array or as a
+//     property of the returned object, becomes an MCP image (or audio)
+//     content block after the text block, and in the text and structured
+//     content a placeholder naming the block: "[image/png, 4 bytes:
+//     content 2]". Any other binary value, anywhere, is the placeholder
+//     "[Uint8Array, 12 bytes: not shown]": a model reads no bytes, and an
+//     embedded resource would need a URI this server does not have; a
+//     program that wants them read returns them encoded (btoa).
+//   - The description says how upstream MCP results arrive in the
+//     program (the rules of [Unwrap]) whenever an upstream is routed.
+//   - `codemode.search_tools` exists in every program, past the budget or
+//     not; it and the search_tools MCP tool (listed only past the budget)
+//     take a query string or {query, limit?}, and answer whole
+//     declarations within TokenBudget, then a comment naming those left
+//     out.
+//   - Tools that take no input are declared without a parameter (see
+//     [codemode.Declarations]); called without an argument they get {}.
 func NewServer(exec *codemode.Executor, router *Router, opts ServerOptions) (*mcp.Server, error) {
 	if opts.Name == "" {
 		opts.Name = "codemode"
@@ -70,13 +103,19 @@ func NewServer(exec *codemode.Executor, router *Router, opts ServerOptions) (*mc
 		}
 	}
 	h := &handler{exec: exec, router: router, opts: opts}
-	full := description(router.Providers())
+	upstream := false
+	for _, rt := range router.routes {
+		if u, ok := rt.(*Upstream); ok && len(u.tools) > 0 {
+			upstream = true
+		}
+	}
+	full := description(router.Providers(), upstream)
 	h.progressive = len(full)/4 > opts.TokenBudget
 	desc := opts.Description
 	if desc == "" {
 		desc = full
 		if h.progressive {
-			desc = progressiveDescription(router.Providers())
+			desc = progressiveDescription(router.Providers(), upstream)
 		}
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, nil)
@@ -100,12 +139,16 @@ func NewServer(exec *codemode.Executor, router *Router, opts ServerOptions) (*mc
 	}, h.run)
 	if h.progressive {
 		s.AddTool(&mcp.Tool{
-			Name:        "search_tools",
-			Description: "Finds the APIs " + opts.ToolName + " programs may call: the TypeScript declarations of every tool whose name or description holds a word of the query.",
+			Name: "search_tools",
+			Description: "Finds the APIs " + opts.ToolName + " programs may call: the TypeScript declarations of every tool whose name or description holds a word of the query " +
+				"(at most limit, within the token budget; a closing comment names those left out).",
 			InputSchema: map[string]any{
-				"type":       "object",
-				"properties": map[string]any{"query": map[string]any{"type": "string"}},
-				"required":   []string{"query"},
+				"type": "object",
+				"properties": map[string]any{
+					"query": map[string]any{"type": "string"},
+					"limit": map[string]any{"type": "integer", "minimum": 1, "description": "the most declarations to return"},
+				},
+				"required": []string{"query"},
 			},
 		}, h.search)
 	}
@@ -125,23 +168,22 @@ func (h *handler) run(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallT
 		Code *string `json:"code"`
 	}
 	if err := json.Unmarshal(req.Params.Arguments, &in); err != nil || in.Code == nil {
-		return failure(`{"kind":"invalid_args","name":"`+h.opts.ToolName+`","reason":"the arguments are {\"code\": string}"}`, nil), nil
+		return failure(h.invalidArgs(`the arguments are {"code": string}`), nil), nil
 	}
-	providers := h.router.Providers()
-	dispatch := h.router.Dispatch
-	if h.progressive {
-		providers = append(providers, codemode.Provider{Name: searchProvider, Tools: []string{"search_tools"}})
-		inner := dispatch
-		dispatch = func(ctx context.Context, provider, tool, args string) (string, error) {
-			if provider == searchProvider && tool == "search_tools" {
-				var q []string
-				if err := json.Unmarshal([]byte(args), &q); err != nil || len(q) != 1 {
-					return "", fmt.Errorf("search_tools takes one string")
-				}
-				return envelope("result", search(h.router.Providers(), q[0]))
+	providers := append(h.router.Providers(), codemode.Provider{Name: searchProvider, Tools: []string{"search_tools"}})
+	dispatch := func(ctx context.Context, provider, tool, args string) (string, error) {
+		if provider == searchProvider && tool == "search_tools" {
+			var list []json.RawMessage
+			if err := json.Unmarshal([]byte(args), &list); err != nil || len(list) != 1 {
+				return "", errSearchArgs
 			}
-			return inner(ctx, provider, tool, args)
+			q, err := searchArgs(list[0])
+			if err != nil {
+				return "", err
+			}
+			return envelope("result", h.find(q))
 		}
+		return h.router.Dispatch(ctx, provider, tool, args)
 	}
 	if token := req.Params.GetProgressToken(); token != nil && req.Session != nil {
 		var calls atomic.Int64
@@ -176,22 +218,63 @@ func (h *handler) run(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallT
 	}
 	res := h.exec.Execute(ctx, codemode.Request{Code: *in.Code, Providers: providers, Dispatch: dispatch})
 	if res.Error != "" {
-		var ej json.RawMessage
-		if res.Err != nil {
-			ej = json.RawMessage(res.Err.LLMJSON())
-		} else {
-			b, _ := json.Marshal(map[string]string{"kind": "invalid_args", "name": h.opts.ToolName, "reason": res.Error})
-			ej = b
+		if res.Err == nil {
+			return failure(h.invalidArgs(res.Error), res.Logs), nil
 		}
-		return failure(string(ej), res.Logs), nil
+		// Execute attributes its errors to "execute"; the client knows
+		// this tool by its own name.
+		e := *res.Err
+		e.Name = h.opts.ToolName
+		if rest, ok := strings.CutPrefix(e.Message, "codemode: "+codemode.ExecuteName+": "); ok && e.Kind == codemode.KindInternal {
+			e.Message = "codemode: " + h.opts.ToolName + ": " + rest
+		}
+		return failure(e.LLMJSON(), res.Logs), nil
 	}
 	result := res.Result
 	if result == nil {
 		result = json.RawMessage("null")
 	}
-	out := map[string]any{"result": result, "logs": res.Logs}
-	text, _ := json.Marshal(out)
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}, StructuredContent: out}, nil
+	result, media := splitMedia(result)
+	logs := res.Logs
+	if logs == nil {
+		logs = []string{}
+	}
+	out := runOutput{Result: result, Logs: logs}
+	content := append([]mcp.Content{&mcp.TextContent{Text: jsonText(out)}}, media...)
+	return &mcp.CallToolResult{Content: content, StructuredContent: out}, nil
+}
+
+// invalidArgs is the error JSON of a request refused before it ran.
+func (h *handler) invalidArgs(reason string) string {
+	return jsonText(struct {
+		Kind   codemode.ErrorKind `json:"kind"`
+		Name   string             `json:"name"`
+		Reason string             `json:"reason"`
+	}{codemode.KindInvalidArgs, h.opts.ToolName, reason})
+}
+
+// runOutput is a program's structured content and, as JSON, its text.
+type runOutput struct {
+	Result json.RawMessage `json:"result"`
+	Logs   []string        `json:"logs"`
+}
+
+// failOutput is a failed program's.
+type failOutput struct {
+	Error json.RawMessage `json:"error"`
+	Logs  []string        `json:"logs"`
+}
+
+// jsonText is v as compact JSON without HTML escaping: the text a model
+// reads ("<anonymous>", not "\u003canonymous\u003e").
+func jsonText(v any) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return `{"error":{"kind":"internal","message":"the result does not encode"}}`
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // failure is an isError result: the error JSON with the logs, as text and
@@ -200,48 +283,168 @@ func failure(errJSON string, logs []string) *mcp.CallToolResult {
 	if logs == nil {
 		logs = []string{}
 	}
-	out := map[string]any{"error": json.RawMessage(errJSON), "logs": logs}
-	text, _ := json.Marshal(out)
-	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}, StructuredContent: out}
+	out := failOutput{Error: json.RawMessage(errJSON), Logs: logs}
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: jsonText(out)}}, StructuredContent: out}
 }
 
 // search serves the search_tools MCP tool.
 func (h *handler) search(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	var in struct {
-		Query string `json:"query"`
+	q, err := searchArgs(req.Params.Arguments)
+	if err != nil {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}, nil
 	}
-	if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
-		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "the arguments are {\"query\": string}"}}}, nil
-	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: search(h.router.Providers(), in.Query)}}}, nil
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: h.find(q)}}}, nil
 }
 
-// search returns the declarations of the tools matching a word of query
-// in their name or description.
-func search(providers []codemode.Provider, query string) string {
-	words := strings.Fields(strings.ToLower(query))
-	var hits []codemode.Provider
-	for _, p := range providers {
-		q := p
-		q.Tools, q.APIs = nil, nil
+// query is a search: its words, and the most declarations to return (0:
+// no limit but the budget).
+type query struct {
+	text  string
+	limit int
+}
+
+var errSearchArgs = errors.New(`search_tools takes a string or {query: string, limit?: number}`)
+
+// searchArgs reads both shapes of a search: "words" or {query, limit?}.
+func searchArgs(raw json.RawMessage) (query, error) {
+	var text string
+	if json.Unmarshal(raw, &text) == nil {
+		return query{text: text}, nil
+	}
+	var in struct {
+		Query *string  `json:"query"`
+		Limit *float64 `json:"limit"`
+	}
+	if err := json.Unmarshal(raw, &in); err != nil || in.Query == nil {
+		return query{}, errSearchArgs
+	}
+	q := query{text: *in.Query}
+	if in.Limit != nil {
+		if *in.Limit < 1 || *in.Limit != math.Trunc(*in.Limit) {
+			return query{}, errSearchArgs
+		}
+		q.limit = int(min(*in.Limit, math.MaxInt32))
+	}
+	return q, nil
+}
+
+// find answers a search within the token budget.
+func (h *handler) find(q query) string {
+	return search(h.router.Providers(), q, 4*h.opts.TokenBudget)
+}
+
+// hit is one tool a search found.
+type hit struct {
+	provider int // index into the providers
+	api      codemode.ProviderTool
+}
+
+// search returns the declarations of the tools matching a word of the
+// query in their name or description: whole declarations, in the
+// providers' order, at most q.limit of them and at most budget bytes in
+// all, then a comment naming the matches left out.
+func search(providers []codemode.Provider, q query, budget int) string {
+	words := strings.Fields(strings.ToLower(q.text))
+	var hits []hit
+	for i, p := range providers {
 		for _, api := range p.APIs {
 			hay := strings.ToLower(api.Name + " " + strings.ReplaceAll(api.Name, "_", " ") + " " + api.Description)
 			for _, w := range words {
 				if strings.Contains(hay, w) {
-					q.Tools = append(q.Tools, api.Name)
-					q.APIs = append(q.APIs, api)
+					hits = append(hits, hit{i, api})
 					break
 				}
 			}
 		}
-		if len(q.APIs) > 0 {
-			hits = append(hits, q)
-		}
 	}
 	if len(hits) == 0 {
-		return "No tool matches " + fmt.Sprintf("%q", query) + "."
+		return fmt.Sprintf("No tool matches %q.", q.text)
 	}
-	return codemode.ProviderDeclarations(hits)
+	render := func(hs []hit) string {
+		var ps []codemode.Provider
+		for _, h := range hs {
+			if len(ps) == 0 || ps[len(ps)-1].Name != providers[h.provider].Name {
+				p := providers[h.provider]
+				p.Tools, p.APIs = nil, nil
+				ps = append(ps, p)
+			}
+			p := &ps[len(ps)-1]
+			p.Tools = append(p.Tools, h.api.Name)
+			p.APIs = append(p.APIs, h.api)
+		}
+		return codemode.ProviderDeclarations(ps)
+	}
+	n := len(hits)
+	if q.limit > 0 && q.limit < n {
+		n = q.limit
+	}
+	reason := fmt.Sprintf("the %d-token budget", budget/4)
+	note := func(k int) string { // the comment after k declarations
+		if k == len(hits) {
+			return ""
+		}
+		why := reason
+		if k == n && n < len(hits) {
+			why = fmt.Sprintf("limit %d", n)
+		}
+		tools := "tools"
+		if len(hits)-k == 1 {
+			tools = "tool"
+		}
+		return fmt.Sprintf("// %d more matching %s left out (%s):", len(hits)-k, tools, why)
+	}
+	// Each declaration's size alone (less its provider's frame when it
+	// shares one) tells how many fit; the real rendering then decides.
+	reserve := len(note(0)) + len(" (limit 2147483647) x.y, …\n")
+	k, total := 0, 0
+	for ; k < n; k++ {
+		size := len(render(hits[k : k+1]))
+		switch {
+		case k > 0 && hits[k-1].provider == hits[k].provider:
+			size -= len("declare const " + providers[hits[k].provider].Name + ": {\n};\n")
+		case k > 0:
+			size++ // the blank line between providers
+		}
+		if total+size+reserveIf(k+1 < len(hits), reserve) > budget {
+			break
+		}
+		total += size
+	}
+	decls := render(hits[:k])
+	for k > 0 && len(decls)+reserveIf(k < len(hits), reserve) > budget {
+		k--
+		decls = render(hits[:k])
+	}
+	if k == len(hits) {
+		return decls
+	}
+	// The note: how many, why, and as many of their names as fit.
+	var b strings.Builder
+	b.WriteString(decls)
+	b.WriteString(note(k))
+	room := budget - b.Len() - len(" …\n")
+	for i, h := range hits[k:] {
+		name := " " + providers[h.provider].Name + "." + h.api.Name
+		if i < len(hits[k:])-1 {
+			name += ","
+		}
+		if len(name) > room {
+			b.WriteString(" …")
+			break
+		}
+		b.WriteString(name)
+		room -= len(name)
+	}
+	b.WriteString("\n")
+	return b.String()
+}
+
+// reserveIf is n when a note will follow, else 0.
+func reserveIf(noted bool, n int) int {
+	if noted {
+		return n
+	}
+	return 0
 }
 
 const contract = "Run JavaScript or TypeScript to do the task in one step. `code` is the body of an async function " +
@@ -251,31 +454,266 @@ const contract = "Run JavaScript or TypeScript to do the task in one step. `code
 	"A failed call throws an Error you can catch. console.log output comes back with the result. " +
 	"There is no network and no filesystem: only these tools."
 
+// contentNote says how an upstream MCP tool's result arrives in the
+// program: exactly [Unwrap]'s rules, and what returning media does.
+const contentNote = "MCP results arrive as: structuredContent when present; else all-text content as its text " +
+	"(blocks joined by \"\\n\"), parsed if it is JSON; else one value per block (text: a string; image, audio: " +
+	"{type, mimeType, data: Uint8Array}; resource_link: {type, uri, name, title?, description?, mimeType?, size?}; " +
+	"resource: {type, uri, mimeType?, text or data: Uint8Array}), one block as itself, several as an array, none as null. " +
+	"isError throws an Error with the text. An image or audio value returned as it came (or in the returned array or " +
+	"object) reaches the client as an image or audio."
+
+// head is the contract, with the content note when an upstream is routed.
+func head(upstream bool) string {
+	if upstream {
+		return contract + "\n\n" + contentNote
+	}
+	return contract
+}
+
 // description is the code tool's full description.
-func description(providers []codemode.Provider) string {
-	return contract + "\n\nAPIs (TypeScript):\n" + codemode.ProviderDeclarations(providers) + example(providers)
+func description(providers []codemode.Provider, upstream bool) string {
+	d := head(upstream) + "\n\nAPIs (TypeScript):\n" + codemode.ProviderDeclarations(providers)
+	if ex := example(providers); ex != "" {
+		d += "\n" + ex
+	}
+	return d
 }
 
 // progressiveDescription names the servers and their tool counts only.
-func progressiveDescription(providers []codemode.Provider) string {
+func progressiveDescription(providers []codemode.Provider, upstream bool) string {
 	var b strings.Builder
-	b.WriteString(contract)
+	b.WriteString(head(upstream))
 	b.WriteString("\n\nThe servers (namespaces) and how many tools each has:\n")
 	for _, p := range providers {
 		fmt.Fprintf(&b, "- %s: %d tools\n", p.Name, len(p.Tools))
 	}
 	b.WriteString("\nThere are too many to list here: look them up first with `await " + searchProvider +
-		".search_tools(\"word\")`, which returns the TypeScript declarations of every tool whose name or description holds a word of the query " +
+		".search_tools(\"word\")` (or {query, limit}), which returns the TypeScript declarations of every tool whose name or description holds a word of the query " +
 		"(or call the search_tools MCP tool before writing the program).")
-	b.WriteString(example(providers))
+	if ex := example(providers); ex != "" {
+		b.WriteString("\n\n" + ex)
+	}
 	return b.String()
 }
 
+// example calls the first tool that takes arguments (one declaring
+// properties), else the first tool, without any; "" with no tools.
 func example(providers []codemode.Provider) string {
+	first := ""
 	for _, p := range providers {
-		if len(p.Tools) > 0 {
-			return "\n\nExample:\nconst r = await " + p.Name + "." + p.Tools[0] + "({ /* arguments */ });\nreturn r;"
+		for _, api := range p.APIs {
+			var s struct {
+				Properties map[string]json.RawMessage `json:"properties"`
+			}
+			if json.Unmarshal(api.Params, &s) == nil && len(s.Properties) > 0 {
+				return "Example:\nconst r = await " + p.Name + "." + api.Name + "({ /* arguments */ });\nreturn r;"
+			}
+		}
+		if first == "" && len(p.Tools) > 0 {
+			first = p.Name + "." + p.Tools[0]
 		}
 	}
-	return ""
+	if first == "" {
+		return ""
+	}
+	return "Example:\nconst r = await " + first + "();\nreturn r;"
+}
+
+// maxMediaDepth bounds the walk of a result for binary values: deeper
+// ones stay as the codec wrote them.
+const maxMediaDepth = 512
+
+// jnode is a decoded JSON value whose objects keep their key order.
+type jnode struct {
+	raw      json.RawMessage // a scalar's JSON, or a value past maxMediaDepth
+	obj, arr bool
+	keys     []string // an object's
+	vals     []*jnode // an object's values, an array's items
+}
+
+// splitMedia takes the binary values out of a program's result (see
+// [NewServer]): the result with placeholders, and the image and audio
+// content blocks, numbered from 2 (the text block is the first). A
+// result without binary, or one that does not decode, is returned as it
+// is.
+func splitMedia(result json.RawMessage) (json.RawMessage, []mcp.Content) {
+	if !bytes.Contains(result, []byte(codemode.BinaryTag)) {
+		return result, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(result))
+	dec.UseNumber()
+	root, err := decodeNode(dec, 0)
+	if err != nil {
+		return result, nil
+	}
+	var blocks []mcp.Content
+	take := func(n *jnode) *jnode {
+		kind, mime, data, ok := media(n)
+		if !ok {
+			return n
+		}
+		if kind == "image" {
+			blocks = append(blocks, &mcp.ImageContent{Data: data, MIMEType: mime})
+		} else {
+			blocks = append(blocks, &mcp.AudioContent{Data: data, MIMEType: mime})
+		}
+		return stringNode(fmt.Sprintf("[%s, %s: content %d]", mime, byteCount(len(data)), len(blocks)+1))
+	}
+	root = take(root)
+	if root.obj || root.arr {
+		for i, v := range root.vals {
+			root.vals[i] = take(v)
+		}
+	}
+	var b strings.Builder
+	writeNode(&b, placeholders(root))
+	return json.RawMessage(b.String()), blocks
+}
+
+// decodeNode reads one value.
+func decodeNode(dec *json.Decoder, depth int) (*jnode, error) {
+	if depth >= maxMediaDepth {
+		var raw json.RawMessage
+		err := dec.Decode(&raw)
+		return &jnode{raw: raw}, err
+	}
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		n := &jnode{obj: t == '{', arr: t == '['}
+		for dec.More() {
+			if n.obj {
+				k, err := dec.Token()
+				if err != nil {
+					return nil, err
+				}
+				key, _ := k.(string)
+				n.keys = append(n.keys, key)
+			}
+			v, err := decodeNode(dec, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			n.vals = append(n.vals, v)
+		}
+		_, err := dec.Token()
+		return n, err
+	case string:
+		return stringNode(t), nil
+	case json.Number:
+		return &jnode{raw: json.RawMessage(t)}, nil
+	case bool:
+		return &jnode{raw: json.RawMessage(strconv.FormatBool(t))}, nil
+	}
+	return &jnode{raw: json.RawMessage("null")}, nil
+}
+
+func stringNode(s string) *jnode { return &jnode{raw: json.RawMessage(jsonText(s))} }
+
+// get is an object's value of key, or nil.
+func (n *jnode) get(key string) *jnode {
+	if n == nil || !n.obj {
+		return nil
+	}
+	for i, k := range n.keys {
+		if k == key {
+			return n.vals[i]
+		}
+	}
+	return nil
+}
+
+// str is a string's value; false for anything else.
+func (n *jnode) str() (string, bool) {
+	if n == nil || len(n.raw) == 0 || n.raw[0] != '"' {
+		return "", false
+	}
+	var s string
+	return s, json.Unmarshal(n.raw, &s) == nil
+}
+
+// binary is a binary envelope's type and bytes.
+func binary(n *jnode) (typ string, data []byte, ok bool) {
+	typ, ok = n.get(codemode.BinaryTag).str()
+	if !ok || typ == "" {
+		return "", nil, false
+	}
+	enc, ok := n.get("data").str()
+	if !ok {
+		return "", nil, false
+	}
+	data, err := base64.StdEncoding.DecodeString(enc)
+	return typ, data, err == nil
+}
+
+// media reads an image or audio value: {type?: "image" | "audio",
+// mimeType: "image/…" | "audio/…", data: binary}.
+func media(n *jnode) (kind, mime string, data []byte, ok bool) {
+	mime, ok = n.get("mimeType").str()
+	if !ok {
+		return "", "", nil, false
+	}
+	kind, sub, _ := strings.Cut(mime, "/")
+	if (kind != "image" && kind != "audio") || sub == "" {
+		return "", "", nil, false
+	}
+	if t := n.get("type"); t != nil {
+		if s, _ := t.str(); s != "image" && s != "audio" {
+			return "", "", nil, false
+		}
+	}
+	if _, data, ok = binary(n.get("data")); !ok {
+		return "", "", nil, false
+	}
+	return kind, mime, data, true
+}
+
+// placeholders replaces every binary value left in n.
+func placeholders(n *jnode) *jnode {
+	if typ, data, ok := binary(n); ok {
+		return stringNode(fmt.Sprintf("[%s, %s: not shown]", typ, byteCount(len(data))))
+	}
+	for i, v := range n.vals {
+		n.vals[i] = placeholders(v)
+	}
+	return n
+}
+
+func byteCount(n int) string {
+	if n == 1 {
+		return "1 byte"
+	}
+	return strconv.Itoa(n) + " bytes"
+}
+
+// writeNode writes n as compact JSON.
+func writeNode(b *strings.Builder, n *jnode) {
+	switch {
+	case n.obj:
+		b.WriteByte('{')
+		for i, k := range n.keys {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(jsonText(k))
+			b.WriteByte(':')
+			writeNode(b, n.vals[i])
+		}
+		b.WriteByte('}')
+	case n.arr:
+		b.WriteByte('[')
+		for i, v := range n.vals {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			writeNode(b, v)
+		}
+		b.WriteByte(']')
+	default:
+		b.Write(n.raw)
+	}
 }

@@ -1,3 +1,2 @@
-type NameInput = Record<string, unknown>;
 type NameOutput = string;
-declare function name(args: NameInput): NameOutput;
+declare function name(): NameOutput;

@@ -1,2 +1,1 @@
-type EmptyInput = Record<string, unknown>;
-declare function empty(args: EmptyInput): unknown;
+declare function empty(): unknown;

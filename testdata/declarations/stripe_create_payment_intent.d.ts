@@ -6,7 +6,7 @@ type CreatePaymentIntentInput = {
   amount: number;
   /** @pattern ^[a-z]{3}$ */
   currency: string;
-  /** @default unknown */
+  /** @default ["card"] */
   payment_method_types?: string[];
   capture_method?: "automatic" | "automatic_async" | "manual";
   confirm?: boolean;
