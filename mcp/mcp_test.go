@@ -183,25 +183,13 @@ func TestRouter(t *testing.T) {
 // client session to it.
 func codeClient(t testing.TB, opts cmcp.ServerOptions, block chan struct{}, progress func(*mcp.ProgressNotificationParams)) *mcp.ClientSession {
 	t.Helper()
-	ctx := context.Background()
-	up, err := cmcp.NewUpstream(ctx, "shapes", connect(t, upstreamServer(block)))
+	up, err := cmcp.NewUpstream(context.Background(), "shapes", connect(t, upstreamServer(block)))
 	require.NoError(t, err)
-	r, err := cmcp.NewRouter(up)
-	require.NoError(t, err)
-	srv, err := cmcp.NewServer(newExec(t), r, opts)
-	require.NoError(t, err)
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := srv.Connect(ctx, st, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { ss.Close() })
 	copts := &mcp.ClientOptions{}
 	if progress != nil {
 		copts.ProgressNotificationHandler = func(_ context.Context, req *mcp.ProgressNotificationClientRequest) { progress(req.Params) }
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "1"}, copts).Connect(ctx, ct, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { cs.Close() })
-	return cs
+	return serveTo(t, opts, copts, up)
 }
 
 // TestServer: the code tool runs a program over the upstream tools; a

@@ -22,6 +22,12 @@ import (
 // session to it.
 func serve(t testing.TB, opts cmcp.ServerOptions, routes ...cmcp.Route) *mcp.ClientSession {
 	t.Helper()
+	return serveTo(t, opts, &mcp.ClientOptions{}, routes...)
+}
+
+// serveTo is serve with the client's options.
+func serveTo(t testing.TB, opts cmcp.ServerOptions, copts *mcp.ClientOptions, routes ...cmcp.Route) *mcp.ClientSession {
+	t.Helper()
 	ctx := context.Background()
 	r, err := cmcp.NewRouter(routes...)
 	require.NoError(t, err)
@@ -31,7 +37,7 @@ func serve(t testing.TB, opts cmcp.ServerOptions, routes ...cmcp.Route) *mcp.Cli
 	ss, err := srv.Connect(ctx, st, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { ss.Close() })
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "1"}, nil).Connect(ctx, ct, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "1"}, copts).Connect(ctx, ct, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { cs.Close() })
 	return cs

@@ -135,10 +135,14 @@ func NewServer(opts ServerOptions) *Server {
 
 // GRPCOptions are the gRPC server options the daemon's limits need: the
 // largest message it receives (a program's answers and its start) follows
-// its maximum payload and logs, never below 64 MiB. Pass them to
-// grpc.NewServer.
+// its maximum payload and logs, never below 64 MiB; and a connection has
+// at most twice MaxPrograms streams, and 16 more (health checks), open at
+// once, which bounds what the transport keeps of streams whose client
+// stopped reading (a message and gRPC's 64 KiB write quota each, until the
+// client reads or leaves). Pass them to grpc.NewServer.
 func (s *Server) GRPCOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{grpc.MaxRecvMsgSize(max(64<<20, MessageLimit(s.max)))}
+	return []grpc.ServerOption{grpc.MaxRecvMsgSize(max(64<<20, MessageLimit(s.max))),
+		grpc.MaxConcurrentStreams(uint32(min(2*cap(s.admit)+16, math.MaxInt32)))}
 }
 
 // MessageLimit is the largest message a program under l sends or receives
