@@ -76,32 +76,40 @@ func (p *peer) write() {
 // errNotRead is a message the client did not take in time.
 var errNotRead = errors.New("the client is not reading the stream")
 
-// send sends m, waiting no longer than ctx: a message still waiting then
-// may yet go out, but no one waits for it.
-func (p *peer) send(ctx context.Context, m *pb.ServerMessage) error {
-	o := outgoing{m, make(chan error, 1)}
+// send sends m, waiting no longer than ctx or limit (nil: no limit): a
+// message still waiting then may yet go out, but no one waits for it.
+func (p *peer) send(ctx context.Context, limit <-chan time.Time, m *pb.ServerMessage) error {
+	o := outgoing{m, acks.Get().(chan error)}
 	select {
 	case p.out <- o:
 	case <-ctx.Done():
+		return errNotRead
+	case <-limit:
 		return errNotRead
 	case <-p.done:
 		return errNoAnswer
 	}
 	select {
 	case err := <-o.sent:
+		acks.Put(o.sent)
 		return err
 	case <-ctx.Done():
-		return errNotRead
+	case <-limit:
 	}
+	return errNotRead // o.sent is write's now: not put back
 }
+
+// acks are the channels write answers a send on (one message each,
+// buffered, so write never waits on a caller that gave up).
+var acks = sync.Pool{New: func() any { return make(chan error, 1) }}
 
 // reply sends one of the daemon's own messages (a result, a retained
 // sandbox's replies), waiting at most the grace for a client that does
 // not read, or until ctx ends; past it the stream is to end.
 func (p *peer) reply(ctx context.Context, m *pb.ServerMessage) error {
-	wctx, cancel := context.WithTimeout(ctx, p.grace)
-	defer cancel()
-	err := p.send(wctx, m)
+	t := time.NewTimer(p.grace)
+	defer t.Stop()
+	err := p.send(ctx, t.C, m)
 	switch {
 	case err == nil:
 		return nil
@@ -161,7 +169,7 @@ func (p *peer) call(ctx context.Context, c *pb.Call) (*pb.Answer, error) {
 		delete(p.pending, c.Id)
 		p.mu.Unlock()
 	}
-	err := p.send(ctx, &pb.ServerMessage{Msg: &pb.ServerMessage_Call{Call: c}})
+	err := p.send(ctx, nil, &pb.ServerMessage{Msg: &pb.ServerMessage_Call{Call: c}})
 	p.sent.Add(1)
 	if err != nil {
 		forget()
