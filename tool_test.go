@@ -196,7 +196,7 @@ func TestCall(t *testing.T) {
 		{"convert", `{"amount":-1,"to":"gbp"}`, "{\"kind\":\"invalid_args\",\"name\":\"convert\",\"reason\":\"`amount`: minimum: got -1, want 0; `to`: value must be one of 'eur', 'usd'\"}"},
 		{"convert", `{"amount":1,"to":"eur","when":{"day":1.5}}`, "{\"kind\":\"invalid_args\",\"name\":\"convert\",\"reason\":\"`when.day`: got number, want integer\"}"},
 		{"fails", `{}`, `{"kind":"js","name":"fails","message":"RangeError: out of range\n    at <anonymous> (tool.js:1:19)"}`},
-		{"slow", `{}`, `{"kind":"timeout","name":"slow","deadline_ms":200}`},
+		{"slow", `{}`, `timeout`}, // deadline_ms: what was left of the caller's 200 ms when the call began
 		// The engine's parser refuses invalid UTF-8, which Go's decoders
 		// accept: decided before any sandbox, as the arguments' fault.
 		{"noargs", "{\"s\":\"\xff\"}", `{"kind":"invalid_args","name":"noargs","reason":"the arguments are not valid UTF-8 (byte 6 is 0xff)"}`},
@@ -214,6 +214,13 @@ func TestCall(t *testing.T) {
 		}
 		got, err := e.Call(callCtx, tt.name, json.RawMessage(tt.args))
 		cancel()
+		if tt.want == "timeout" {
+			ee := execErr(t, err)
+			assert.Equal(t, KindTimeout, ee.Kind)
+			assert.Equal(t, tt.name, ee.Name)
+			assert.True(t, ee.DeadlineMS > 0 && ee.DeadlineMS <= 200, "deadline_ms %d", ee.DeadlineMS)
+			continue
+		}
 		if strings.HasPrefix(tt.want, `{"kind"`) {
 			assert.Equal(t, tt.want, execErr(t, err).LLMJSON(), "Call(%s, %s)", tt.name, tt.args)
 			continue
