@@ -3940,6 +3940,11 @@ int32_t bridge_slot_step(bridge_slot *s, int64_t budget_ns, bridge_out *out)
 	return settle_run(s, advance(s, out), out);
 }
 
+void bridge_slot_rearm(bridge_slot *s, int64_t budget_ns)
+{
+	s->deadline = now_ns() + budget_ns;
+}
+
 int32_t bridge_slot_invoke(bridge_slot *s, int64_t budget_ns, double handle, const char *args, size_t len,
                            uint32_t *inv)
 {

@@ -220,6 +220,10 @@ void bridge_slot_settle(bridge_slot *s, uint32_t call, int32_t status, const cha
 /* Advances a pending run: fires the timers that are due, runs the jobs
  * that follow, and reports where the program stands, like bridge_slot_run. */
 int32_t bridge_slot_step(bridge_slot *s, int64_t budget_ns, bridge_out *out);
+/* bridge_slot_rearm sets a run's deadline budget_ns from now, from inside
+ * a synchronous capability's callback (the run waited for its execution
+ * right, and that wait was not its time). It runs no JavaScript. */
+void bridge_slot_rearm(bridge_slot *s, int64_t budget_ns);
 
 /* Retained sandboxes (cfg.retain): after the program settled the sandbox
  * stays open; bridge_slot_step (budget_ns > 0 re-arms the deadline for the

@@ -325,7 +325,7 @@ type hostRun struct {
 	caps     *capTable
 	dispatch DispatchFunc
 	caller   context.Context
-	deadline time.Time
+	clock    *clock // the run's deadline
 
 	// The handlers' context, made on the first call.
 	ctx      context.Context
@@ -383,8 +383,8 @@ type completion struct {
 	tool    string // a failed dispatch: "provider.tool", what the failure is attributed to
 }
 
-func newHostRun(ex *Executor, caps *capTable, dispatch DispatchFunc, caller context.Context, deadline time.Time) *hostRun {
-	return &hostRun{ex: ex, caps: caps, dispatch: dispatch, caller: caller, deadline: deadline, notify: make(chan struct{}, 1)}
+func newHostRun(ex *Executor, caps *capTable, dispatch DispatchFunc, caller context.Context, clk *clock) *hostRun {
+	return &hostRun{ex: ex, caps: caps, dispatch: dispatch, caller: caller, clock: clk, notify: make(chan struct{}, 1)}
 }
 
 // context returns the handlers' context, creating it on first use: it
@@ -392,7 +392,7 @@ func newHostRun(ex *Executor, caps *capTable, dispatch DispatchFunc, caller cont
 // executor.
 func (h *hostRun) context() context.Context {
 	if h.ctx == nil {
-		h.ctx, h.cancel = context.WithDeadline(h.caller, h.deadline)
+		h.ctx, h.cancel = h.clock.context(h.caller)
 		h.stopExec = context.AfterFunc(h.ex.closing, h.cancel)
 	}
 	return h.ctx
@@ -401,7 +401,7 @@ func (h *hostRun) context() context.Context {
 // dispatchContext returns the context provider calls get.
 func (h *hostRun) dispatchContext() context.Context {
 	if h.dctx == nil {
-		h.dctx, h.dcancel = context.WithDeadline(h.caller, h.deadline)
+		h.dctx, h.dcancel = h.clock.context(h.caller)
 	}
 	return h.dctx
 }
@@ -660,11 +660,15 @@ func (h *hostRun) callSync(index int, args json.RawMessage, reply *C.bridge_repl
 		h.scratch = result
 	}
 	entered := h.run.enter()
+	if entered == nil && h.clock.queueMax > 0 {
+		// The wait for the right was not the run's time: C's deadline moves.
+		C.bridge_slot_rearm(h.run.slot.c, C.int64_t(max(time.Until(h.clock.Deadline()), 1)))
+	}
 	switch {
 	case h.caller.Err() != nil || h.ex.isClosed() || (entered != nil && entered != errWaitDeadline):
 		reply.status = C.BRIDGE_CALL_CANCELED
 		return
-	case entered != nil || !time.Now().Before(h.deadline):
+	case entered != nil || h.clock.passed():
 		reply.status = C.BRIDGE_CALL_TIMEOUT
 		return
 	case badArgs:

@@ -427,6 +427,10 @@
 // (kind internal: the host's overload, not the script's fault; matching
 // context.Canceled too when its context was cancelled) and never with a
 // timeout. A run that started and ran out of time is a timeout as before.
+// With [WithQueueTimeout] the deadline counts the run's own time instead:
+// its waits for a sandbox or a right are not charged to it (they are
+// bounded apart), so a run's outcome does not depend on what runs beside
+// it — what package batch and the command line use.
 // [WithSlots](1) makes consecutive runs share one sandbox.
 //
 // A retained sandbox ([Request].RetainHandles) holds its slot until it

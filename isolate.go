@@ -15,6 +15,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"hash"
 	mrand "math/rand/v2"
 	"net/http"
@@ -278,8 +279,10 @@ type call struct {
 	name     string
 	slot     *slot
 	start    time.Time
-	deadline time.Time     // start + Limits.Deadline, or the caller's deadline if sooner
+	clock    *clock        // the deadline: start + Limits.Deadline (plus queue waits, WithQueueTimeout), or the caller's if sooner
 	budget   time.Duration // deadline - start: a timeout's deadline_ms
+	queueErr error         // the run waited out its queue timeout after it started
+	fixed    clock         // the clock of a run without a queue timeout
 	caps     *capTable
 	ctx      context.Context
 	host     *hostRun // made by the run's first host call
@@ -300,7 +303,7 @@ func runDeadline(ctx context.Context, start time.Time, limit time.Duration) (tim
 // hostRun returns the run's host side, making it on first use.
 func (c *call) hostRun() *hostRun {
 	if c.host == nil {
-		c.host = newHostRun(c.ex, c.caps, c.prog.dispatch, c.ctx, c.deadline)
+		c.host = newHostRun(c.ex, c.caps, c.prog.dispatch, c.ctx, c.clock)
 		c.host.run = c
 	}
 	return c.host
@@ -319,13 +322,25 @@ type outcome struct {
 	stats    RunStats  // HostCalls and PeakMemory (the API sets Elapsed)
 }
 
-// run executes a program in a fresh sandbox. Its deadline counts from start.
+// run executes a program in a fresh sandbox. Its deadline counts from
+// start (less its queue waits, WithQueueTimeout).
 func (ex *Executor) run(ctx context.Context, prog *program, start time.Time) (o outcome) {
 	name, smap := prog.name, prog.smap
 	deadline, budget := runDeadline(ctx, start, ex.limits.Deadline)
-	s, noSlot := ex.slots.get(ctx, deadline, ex.closing.Done())
+	var clk *clock // nil: a fixed clock, the call's own (no allocation)
+	until, queue := deadline, false
+	if ex.queueTimeout > 0 {
+		clk = newClock(ctx, start, ex.limits.Deadline, ex.queueTimeout)
+		until, queue = clk.waitUntil()
+	}
+	s, noSlot := ex.slots.get(ctx, until, ex.closing.Done(), clk)
+	clk.start()
 	if noSlot != nil {
-		return outcome{err: busyError(ctx, name, noSlot.cause)}
+		cause := noSlot.cause
+		if noSlot.timeout && queue {
+			cause = ex.queueTimeoutError()
+		}
+		return outcome{err: busyError(ctx, name, cause)}
 	}
 	kept := false
 	caps := ex.caps.Load()
@@ -346,9 +361,12 @@ func (ex *Executor) run(ctx context.Context, prog *program, start time.Time) (o 
 	s.gen++
 	s.prog = *prog // the caller's program stays on its stack
 	p := &s.prog
-	s.run = call{ex: ex, prog: p, name: p.name, slot: s, start: start, deadline: deadline, budget: budget,
-		caps: caps, ctx: ctx}
+	s.run = call{ex: ex, prog: p, name: p.name, slot: s, start: start, clock: clk, budget: budget,
+		caps: caps, ctx: ctx, fixed: clock{deadline: deadline}}
 	c := &s.run
+	if c.clock == nil {
+		c.clock = &c.fixed
+	}
 	s.call = c
 	defer func() {
 		if c.host != nil {
@@ -393,7 +411,14 @@ func (ex *Executor) run(ctx context.Context, prog *program, start time.Time) (o 
 // enter takes an execution right for the run, under its deadline, its
 // context and the executor's life.
 func (c *call) enter() error {
-	if err := c.ex.gate.enter(c.ctx, c.deadline, c.ex.closing, c.started); err != nil {
+	until, queue := c.clock.waitUntil()
+	err := c.ex.gate.enter(c.ctx, until, c.ex.closing, c.started, c.clock)
+	c.clock.start()
+	if err == errWaitDeadline && queue {
+		err = c.ex.queueTimeoutError()
+		c.queueErr = err
+	}
+	if err != nil {
 		return err
 	}
 	c.holding, c.started = true, true
@@ -409,6 +434,16 @@ func (c *call) leave() {
 		c.ex.gate.leave()
 	}
 }
+
+// queueTimeoutError is the cause of a run that waited out its queue
+// timeout.
+func (ex *Executor) queueTimeoutError() error {
+	return fmt.Errorf("%w (it waited %v in queues: WithQueueTimeout)", errQueueTimeout, ex.queueTimeout)
+}
+
+// errQueueTimeout: a run waited its queue timeout for a sandbox or an
+// execution right.
+var errQueueTimeout = errors.New("no sandbox or execution right was free within the queue timeout")
 
 // busyError is the error of a run that never started: no sandbox, or no
 // execution right, before its deadline or its context ended (ErrBusy,
@@ -436,7 +471,6 @@ func busyError(ctx context.Context, name string, cause error) *ExecError {
 // and the executor's life, then lets C settle and run jobs.
 func (c *call) loop(ctx context.Context) C.int32_t {
 	s := c.slot
-	deadline := c.deadline
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
@@ -444,7 +478,7 @@ func (c *call) loop(ctx context.Context) C.int32_t {
 		}
 	}()
 	for {
-		wait := time.Until(deadline)
+		wait := time.Until(c.clock.Deadline())
 		if wait <= 0 {
 			return c.abandon(C.BRIDGE_TIMEOUT)
 		}
@@ -505,7 +539,14 @@ func (c *call) step() C.int32_t {
 		}
 		return c.abandon(C.BRIDGE_CANCELED)
 	}
-	st := C.bridge_slot_step(c.slot.c, 0, &c.slot.io.out)
+	var budget time.Duration // 0: C keeps its deadline
+	if c.clock.queueMax > 0 {
+		if budget = time.Until(c.clock.Deadline()); budget <= 0 {
+			c.leave()
+			return c.abandon(C.BRIDGE_TIMEOUT)
+		}
+	}
+	st := C.bridge_slot_step(c.slot.c, C.int64_t(budget), &c.slot.io.out)
 	c.leave()
 	return st
 }
@@ -519,7 +560,7 @@ func (c *call) ended(ctx context.Context) (C.int32_t, bool) {
 	switch {
 	case ctx.Err() != nil || c.ex.isClosed():
 		return C.BRIDGE_CANCELED, true
-	case !time.Now().Before(c.deadline):
+	case c.clock.passed():
 		return C.BRIDGE_TIMEOUT, true
 	}
 	return 0, false
@@ -561,7 +602,7 @@ func (c *call) bridgeConfig() C.bridge_config {
 		stack:     C.uint64_t(lim.Stack),
 		logs:      C.uint64_t(lim.Logs),
 		payload:   C.uint64_t(lim.Payload),
-		budget_ns: C.int64_t(time.Until(c.deadline)),
+		budget_ns: C.int64_t(time.Until(c.clock.Deadline())),
 		run_id:    C.int64_t(c.slot.gen),
 		filename:  scriptFile,
 		cap_names: c.caps.names,
@@ -648,13 +689,14 @@ func textArg(b []byte) (*C.char, C.size_t) {
 // and returns its JSON length (or -1): the floor that benchmarks hold Run
 // against. p carries what Run would pass (the cached bytecode, if any).
 func (ex *Executor) rawLifecycle(p *program) int64 {
-	s, noSlot := ex.slots.get(context.Background(), time.Now().Add(time.Hour), nil)
+	s, noSlot := ex.slots.get(context.Background(), time.Now().Add(time.Hour), nil, nil)
 	if noSlot != nil {
 		return -1
 	}
 	defer ex.slots.put(s)
 	s.gen++
-	c := call{ex: ex, slot: s, caps: ex.caps.Load(), prog: p, deadline: time.Now().Add(ex.limits.Deadline), ctx: context.Background()}
+	c := call{ex: ex, slot: s, caps: ex.caps.Load(), prog: p, clock: &clock{deadline: time.Now().Add(ex.limits.Deadline)},
+		ctx: context.Background()}
 	s.io.cfg = c.bridgeConfig()
 	bc, bcLen := bytesArg(p.bc)
 	return int64(C.bridge_raw_lifecycle(s.c, &s.io.cfg, (*C.char)(unsafe.Pointer(&p.src[0])), C.size_t(len(p.src)-1), bc, bcLen))
@@ -753,6 +795,9 @@ func budgetMS(d time.Duration) int64 { return int64((d + time.Millisecond - 1) /
 // the caller cancelled, or the caller's deadline came (a timeout, like the
 // executor's own).
 func (c *call) canceled(ctx context.Context) *ExecError {
+	if c.queueErr != nil {
+		return busyError(ctx, c.name, c.queueErr)
+	}
 	if c.ex.isClosed() {
 		return internalError(c.name, ErrClosed)
 	}

@@ -75,8 +75,8 @@ type errNoSlot struct {
 }
 
 // get returns a free slot, waiting for one until the deadline, the end of
-// ctx or of closing.
-func (p *slotPool) get(ctx context.Context, deadline time.Time, closing <-chan struct{}) (*slot, *errNoSlot) {
+// ctx or of closing; clk, when set, is stopped while it waits.
+func (p *slotPool) get(ctx context.Context, deadline time.Time, closing <-chan struct{}, clk *clock) (*slot, *errNoSlot) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -107,6 +107,7 @@ func (p *slotPool) get(ctx context.Context, deadline time.Time, closing <-chan s
 	ch := make(chan *slot, 1)
 	p.waiters = append(p.waiters, ch)
 	p.mu.Unlock()
+	clk.stop()
 
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
@@ -284,9 +285,10 @@ type gate struct {
 func newGate(n int) *gate { return &gate{size: n, free: n} }
 
 // enter takes a right, waiting for one until the deadline, the end of ctx
-// or the executor's closing; resuming says the run has started. Its error
-// is errWaitDeadline, ctx's error or ErrClosed.
-func (g *gate) enter(ctx context.Context, deadline time.Time, closing context.Context, resuming bool) error {
+// or the executor's closing; resuming says the run has started, and clk,
+// when set, is stopped while it waits. Its error is errWaitDeadline, ctx's
+// error or ErrClosed.
+func (g *gate) enter(ctx context.Context, deadline time.Time, closing context.Context, resuming bool, clk *clock) error {
 	g.mu.Lock()
 	if g.free > 0 && len(g.resume) == 0 && (resuming || len(g.start) == 0) {
 		g.free--
@@ -301,6 +303,7 @@ func (g *gate) enter(ctx context.Context, deadline time.Time, closing context.Co
 		g.start = append(g.start, ch)
 	}
 	g.mu.Unlock()
+	clk.stop()
 
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()

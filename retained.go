@@ -286,7 +286,7 @@ func (r *Retained) loop(waitNs int64) {
 		}
 		// The engine runs from here to the end of the iteration: it takes an
 		// execution right, like any run.
-		if e.gate.enter(context.Background(), time.Now().Add(365*24*time.Hour), e.closing, true) != nil {
+		if e.gate.enter(context.Background(), time.Now().Add(365*24*time.Hour), e.closing, true, nil) != nil {
 			why = closedError("the executor closed")
 			if !fired {
 				req.reply <- retainedReply{err: why}

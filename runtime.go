@@ -49,9 +49,12 @@ type Executor struct {
 	// retained counts the loops of retained sandboxes, which own slots.
 	retained   sync.WaitGroup
 	retainIdle time.Duration
-	ts         TypeScript        // strips a source that is not JavaScript; nil: none
-	outbound   http.RoundTripper // the network runs are granted (fetch); nil: none
-	modules    *moduleTable      // WithModules, compiled; nil: none
+	// queueTimeout, when positive, makes a run's deadline its own time
+	// and bounds its queue waits apart (WithQueueTimeout).
+	queueTimeout time.Duration
+	ts           TypeScript        // strips a source that is not JavaScript; nil: none
+	outbound     http.RoundTripper // the network runs are granted (fetch); nil: none
+	modules      *moduleTable      // WithModules, compiled; nil: none
 }
 
 // Option configures an [Executor] in [New].
@@ -63,6 +66,7 @@ type config struct {
 	limits      Limits
 	caps        []Capability
 	retainIdle  time.Duration
+	queue       time.Duration
 	cacheSize   int
 	ts          TypeScript
 	tsSet       bool
@@ -85,6 +89,30 @@ func WithSlots(n int) Option {
 			return fmt.Errorf("%w: negative slot count %d", ErrInvalidLimits, n)
 		}
 		c.slots = n
+		return nil
+	}
+}
+
+// WithQueueTimeout makes a run's deadline count the run's own time: the
+// time it waits for a sandbox ([WithSlots]) or for an execution right
+// ([WithConcurrency]) — queued behind other runs, at its start or on its
+// way back from a host call or a timer — is not charged to
+// Limits.Deadline. Its JavaScript, its host calls and its timers are. The
+// waits are bounded apart: d in all for one run, then it fails with
+// [ErrBusy] (kind internal: the host's overload, never a timeout). A
+// caller's context deadline still counts wall-clock time and decides as
+// before. So a run's outcome does not depend on what runs beside it: a
+// batch of evaluations scores the same at any concurrency (package batch
+// and the command line use it). A service that promises its callers a
+// wall-clock latency keeps the default (zero): every wait counts against
+// the deadline, and a run that queues too long is ErrBusy at its
+// deadline. New refuses a negative d.
+func WithQueueTimeout(d time.Duration) Option {
+	return func(c *config) error {
+		if d < 0 {
+			return fmt.Errorf("%w: negative queue timeout %v", ErrInvalidLimits, d)
+		}
+		c.queue = d
 		return nil
 	}
 }
@@ -131,7 +159,8 @@ func New(opts ...Option) (*Executor, error) {
 			return nil, err
 		}
 	}
-	e := &Executor{limits: limits, retainIdle: cfg.retainIdle, checked: checkedMode, ts: cfg.ts, outbound: cfg.outbound}
+	e := &Executor{limits: limits, retainIdle: cfg.retainIdle, queueTimeout: cfg.queue, checked: checkedMode, ts: cfg.ts,
+		outbound: cfg.outbound}
 	if !cfg.tsSet {
 		e.ts = registeredTypeScript()
 	}

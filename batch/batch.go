@@ -9,6 +9,14 @@
 // [codemode.Executor.Execute] program; its limits are the batch's unless
 // the job brings its own (an executor per distinct set of limits, made on
 // first use and closed when the batch ends).
+//
+// A job's outcome is a function of the job alone: its deadline counts its
+// own time — its JavaScript, its tool calls, its timers — and not the time
+// it waits for its turn behind other jobs ([codemode.WithQueueTimeout]),
+// so the same file of jobs gets the same outcomes, job by job, at any
+// Concurrency and on a loaded machine (within the timing a job's own code
+// asks for). A job that waits longer than Options.QueueTimeout for its
+// turn is busy (kind internal), never a timeout.
 package batch
 
 import (
@@ -24,6 +32,11 @@ import (
 
 	"github.com/codemode-go/codemode"
 )
+
+// DefaultQueueTimeout is how long a job may wait for its turn unless
+// Options.QueueTimeout says otherwise: long enough for a batch whose jobs
+// are all CPU-bound at a high Concurrency.
+const DefaultQueueTimeout = time.Hour
 
 // Job is one program of a batch.
 type Job struct {
@@ -77,12 +90,17 @@ type Progress struct {
 
 // Options configure a batch.
 type Options struct {
-	// Concurrency bounds the jobs in flight. Zero means GOMAXPROCS: the
-	// executor runs that many programs' JavaScript at once, and a job's
-	// deadline counts from its start, so more jobs in flight than cores
-	// would spend CPU-bound jobs' deadlines waiting. Raise it when jobs
-	// mostly wait on tools (a job waiting on a tool holds no core).
+	// Concurrency bounds the jobs in flight. Zero means GOMAXPROCS. The
+	// executor runs at most GOMAXPROCS programs' JavaScript at once; a job
+	// waiting for its turn spends none of its deadline (see the package
+	// documentation), so raising it costs CPU-bound jobs nothing but
+	// memory, and helps when jobs mostly wait on tools (a job waiting on a
+	// tool holds no core).
 	Concurrency int
+	// QueueTimeout bounds the time one job may wait for its turn (a
+	// sandbox, an execution right), in all (default DefaultQueueTimeout);
+	// past it the job is busy (kind internal).
+	QueueTimeout time.Duration
 	// Unordered yields outcomes as jobs finish instead of in input order.
 	Unordered bool
 	// Limits are the jobs' limits unless a job brings its own.
@@ -99,7 +117,9 @@ type Options struct {
 	// Dispatch serves the jobs' tool calls, unless DispatchFor is set.
 	Dispatch codemode.DispatchFunc
 	// DispatchFor, when set, gives each job its own dispatch (a recorder,
-	// a replayer); nil from it means Dispatch.
+	// a replayer); nil from it means Dispatch. It is called on the job's
+	// worker before the job's run starts, so it may block (until a tool
+	// server is ready, say) without spending the job's deadline.
 	DispatchFor func(Job) codemode.DispatchFunc
 	// Stop, when closed, ends the batch gracefully: no further job starts,
 	// the ones in flight finish and are yielded. Cancelling the context
@@ -313,7 +333,11 @@ func (b *runner) executor(l codemode.Limits) (*codemode.Executor, error) {
 	}
 	b.mu.Unlock()
 	x.once.Do(func() {
-		x.e, x.err = codemode.New(append([]codemode.Option{codemode.WithLimits(l)}, b.opts.Executor...)...)
+		q := b.opts.QueueTimeout
+		if q <= 0 {
+			q = DefaultQueueTimeout
+		}
+		x.e, x.err = codemode.New(append([]codemode.Option{codemode.WithLimits(l), codemode.WithQueueTimeout(q)}, b.opts.Executor...)...)
 	})
 	return x.e, x.err
 }
