@@ -280,6 +280,16 @@ func gone(err error) bool {
 		errors.Is(err, errTooLarge) || strings.HasSuffix(err.Error(), ": EOF")
 }
 
+// Ready returns once the upstream has a live session: at once while it
+// has one, else after reconnecting a lost one (after its backoff), within
+// ctx; the error says why it has none. A harness calls it before a job
+// starts, so that a restart's wait is charged to no job's deadline
+// (codemode batch does).
+func (u *Upstream) Ready(ctx context.Context) error {
+	_, err := u.live(ctx)
+	return err
+}
+
 // live returns the session, reconnecting a lost one after its backoff.
 func (u *Upstream) live(ctx context.Context) (*mcp.ClientSession, error) {
 	u.mu.Lock()

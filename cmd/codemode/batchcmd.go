@@ -37,14 +37,44 @@ stderr shows a progress bar; at the end a summary table (counts by outcome,
 latency percentiles, scripts/s). SIGINT lets the runs in flight finish, writes
 them, prints the summary and exits 130; a second SIGINT stops them too.
 
+The tools are ready before the first job starts. A --dispatch-cmd (its
+protocol: codemode run -h) is started at once and is ready when it has
+answered the first line it reads, a ping:
+
+  {"id": 0, "provider": "codemode", "tool": "ping", "args": []}
+
+(any answer: a program that answers a tool it does not have with an error
+needs no change), within --dispatch-start-timeout, or the batch fails (exit 4)
+and no job runs. When it dies, the calls it had in flight fail (a capability
+error saying it died), so does any call until it is back, and it is
+restarted before the next job starts: no job's deadline pays for the wait.
+It runs in a process group of its own, killed at the end. --mcp servers
+start, and list their tools, before the first job too.
+
+--repeat N, a flakiness check: every job runs N times, interleaved across
+the batch (jobs 1..k, then 1..k again, N times; k is 256, or 4 per -j),
+and its line, written once its runs are done, is its first run's with
+
+  "repeats": {"runs": 3, "differed": true, "distinct": 2, "kinds": {"js": 1, "ok": 2}}
+
+(runs are compared by kind and value, the result or the error's JSON, not by
+logs or stats); the summary names the jobs whose runs differed. A run draws
+Math.random, crypto and the clock from the machine, unless --record (every
+run of a job gets the job's seed and clock; the tape keeps them and the first
+run's calls) or --replay (the tape's seed, clock and answers): then what
+still differs is the program's own (with --record, or its live tools'). --resume
+takes an output of the same --repeat.
+
 Examples:
   codemode batch -j 8 -o out.jsonl jobs.jsonl
   codemode batch --tools fixtures.json --record tape.jsonl -o out.jsonl jobs.jsonl
   codemode batch --replay tape.jsonl -o again.jsonl jobs.jsonl
   codemode batch --resume -o out.jsonl jobs.jsonl
+  codemode batch --repeat 5 --replay tape.jsonl --stable jobs.jsonl
+  codemode batch --dispatch-cmd 'python3 tools.py' --providers store --dispatch-start-timeout 1m jobs.jsonl
 
 Exit status: 0 every job has its line (whatever its outcome), 2 bad usage,
-4 an output error, 130 interrupted.
+4 an output error or a --dispatch-cmd that does not start, 130 interrupted.
 `
 
 // progressMode is --progress.
@@ -62,6 +92,7 @@ func cmdBatch(ctx context.Context, stop <-chan struct{}, args []string, stdin io
 	resume := fs.Bool("resume", false, "skip the ids already in -o's file and append the rest")
 	stable := fs.Bool("stable", false, "leave out elapsed_ms and peak_memory_bytes (which vary between identical runs)")
 	progress := fs.String("progress", "auto", "the progress bar: auto (when stderr is a terminal), always or never")
+	repeat := fs.Int("repeat", 1, "run every job N times, interleaved across the batch, and report the jobs whose outcomes differed")
 	if code, ok := parseOne(fs, args, "one input file"); !ok {
 		return code
 	}
@@ -69,6 +100,10 @@ func cmdBatch(ctx context.Context, stop <-chan struct{}, args []string, stdin io
 	if *jobs < 1 {
 		return exitFor(stderr, usagef("-j must be at least 1"))
 	}
+	if *repeat < 1 {
+		return exitFor(stderr, usagef("--repeat must be at least 1"))
+	}
+	n := *repeat
 	if *resume && *outPath == "" {
 		return exitFor(stderr, usagef("--resume needs -o: the file whose ids are done"))
 	}
@@ -87,7 +122,7 @@ func cmdBatch(ctx context.Context, stop <-chan struct{}, args []string, stdin io
 	var outFile *os.File
 	if *outPath != "" {
 		if *resume {
-			if done, err = doneIDs(*outPath); err != nil {
+			if done, err = doneIDs(*outPath, n); err != nil {
 				return exitFor(stderr, err)
 			}
 			outFile, err = os.OpenFile(*outPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
@@ -107,21 +142,38 @@ func cmdBatch(ctx context.Context, stop <-chan struct{}, args []string, stdin io
 
 	w := newLineWriter(out)
 	sum := newSummary()
-	bar := newProgress(stderr, pm, total-len(done))
+	sum.repeat = n
+	if total >= 0 {
+		total = (total - len(done)) * n
+	}
+	bar := newProgress(stderr, pm, total)
 	replays := newReplaySet()
-	setupErr := func(j batch.Job, err error) batch.Job {
-		j.Err = err
+	// prepare gives a run of a job (rep 0 to n-1, its key in Line) its
+	// view of the toolbox.
+	prepare := func(j batch.Job, rep int) batch.Job {
+		real := j.Line
+		j.Line = runKey(real, rep, n)
+		if j.Err != nil || !tb.taped() {
+			return j
+		}
+		tj, err := tb.forRun(j.ID, j.Providers, rep, j.Determinism)
+		if err != nil {
+			j.Err = fmt.Errorf("line %d: %v", real, err)
+			return j
+		}
+		j.Determinism = tj.det
+		replays.put(j.ID, j.Line, tj)
 		return j
 	}
-	seq := func(yield func(batch.Job) bool) {
+	read := func(yield func(batch.Job) bool) {
 		lr := newLineReader(in, maxLine)
-		for n := 1; ; n++ {
+		for ln := 1; ; ln++ {
 			raw, err := lr.next()
 			if err == io.EOF {
 				return
 			}
 			if err != nil {
-				if !yield(batch.Job{Line: n, ID: "null", Err: fmt.Errorf("line %d: %v", n, err)}) || !errors.Is(err, errLineTooLong) {
+				if !yield(batch.Job{Line: ln, ID: "null", Err: fmt.Errorf("line %d: %v", ln, err)}) || !errors.Is(err, errLineTooLong) {
 					return
 				}
 				continue
@@ -130,20 +182,22 @@ func cmdBatch(ctx context.Context, stop <-chan struct{}, args []string, stdin io
 			if len(line) == 0 {
 				continue
 			}
-			j := parseJob(line, n, lf.l)
+			j := parseJob(line, ln, lf.l)
 			if j.Err == nil && done[canonicalID(json.RawMessage(j.ID))] {
 				continue
 			}
-			if j.Err == nil && tb.taped() {
-				tj, err := tb.forJob(j.ID, j.Providers)
-				if err != nil {
-					j = setupErr(j, fmt.Errorf("line %d: %v", n, err))
-				} else {
-					j.Determinism = tj.det
-					replays.put(j.ID, j.Line, tj)
-				}
+			if j.Err == nil && tb.rec != nil && n > 1 {
+				det := freshDeterminism() // every run of the job gets it
+				j.Determinism = &det
 			}
 			if !yield(j) {
+				return
+			}
+		}
+	}
+	seq := func(yield func(batch.Job) bool) {
+		for j, rep := range interleave(read, n, max(256, 4**jobs)) {
+			if !yield(prepare(j, rep)) {
 				return
 			}
 		}
@@ -152,14 +206,18 @@ func cmdBatch(ctx context.Context, stop <-chan struct{}, args []string, stdin io
 		Concurrency: *jobs, Unordered: *unordered, Limits: lf.l, Providers: tb.providers, Stop: stop,
 		Dispatch: tb.serve,
 	}
-	if tb.taped() {
+	if tb.taped() || tb.proc != nil || len(tb.ups) > 0 {
+		// Called as a job starts, before its deadline runs: the hold for
+		// a restarting tool server is charged to no job.
 		opts.DispatchFor = func(j batch.Job) codemode.DispatchFunc {
+			tb.hold(ctx, j.Providers)
 			if tj := replays.get(j.ID, j.Line); tj != nil {
 				return tj.dispatch
 			}
 			return nil
 		}
 	}
+	reps := newRepeatSet(n)
 	if bar.active() {
 		opts.Progress = bar.update
 	}
@@ -173,7 +231,17 @@ func cmdBatch(ctx context.Context, stop <-chan struct{}, args []string, stdin io
 			}
 		}
 		sum.add(o)
-		line = resultLine(line[:0], j, o, *stable)
+		if n > 1 {
+			r := reps.add(j, o)
+			if r == nil {
+				continue // more runs to come
+			}
+			sum.addRepeated(r)
+			line = resultLine(line[:0], r.job, r.first, *stable)
+			line = r.appendTo(line)
+		} else {
+			line = resultLine(line[:0], j, o, *stable)
+		}
 		if err := w.write(line); err != nil {
 			fmt.Fprintf(stderr, "codemode: writing results: %v\n", err)
 			status = exitInternal
@@ -198,6 +266,22 @@ func cmdBatch(ctx context.Context, stop <-chan struct{}, args []string, stdin io
 		return exitInterrupted
 	}
 	return status
+}
+
+// plural is "1 run", "3 runs".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+// times is "once", "3 times".
+func times(n int) string {
+	if n == 1 {
+		return "once"
+	}
+	return strconv.Itoa(n) + " times"
 }
 
 // maxLine bounds one input line (a var for the tests).
@@ -317,8 +401,9 @@ func validID(raw json.RawMessage) bool {
 }
 
 // doneIDs reads the ids of an earlier run's output, cutting a last line
-// the killed run left unfinished.
-func doneIDs(path string) (map[string]bool, error) {
+// the killed run left unfinished; the output must be of the same --repeat
+// (its lines' "repeats" say).
+func doneIDs(path string, repeat int) (map[string]bool, error) {
 	done := map[string]bool{}
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if errors.Is(err, os.ErrNotExist) {
@@ -333,7 +418,7 @@ func doneIDs(path string) (map[string]bool, error) {
 	var good, lastStart int64
 	lastOK := true
 	r := bufio.NewReader(f)
-	for {
+	for n := 1; ; n++ {
 		line, err := r.ReadBytes('\n')
 		if err == io.EOF {
 			break // a partial line: cut below
@@ -342,10 +427,21 @@ func doneIDs(path string) (map[string]bool, error) {
 			return nil, usagef("--resume: %v", err)
 		}
 		var l struct {
-			ID json.RawMessage `json:"id"`
+			ID      json.RawMessage `json:"id"`
+			Repeats *struct {
+				Runs int `json:"runs"`
+			} `json:"repeats"`
 		}
 		lastOK = json.Unmarshal(line, &l) == nil
 		if lastOK && validID(l.ID) {
+			runs := 1
+			if l.Repeats != nil {
+				runs = l.Repeats.Runs
+			}
+			if runs != repeat {
+				return nil, usagef("--resume: %s:%d holds the outcome of %s of its job and this batch runs each job %s (--repeat): resume with --repeat %d, or write to another -o",
+					path, n, plural(runs, "run"), times(repeat), runs)
+			}
 			done[canonicalID(l.ID)] = true
 		}
 		lastStart = good

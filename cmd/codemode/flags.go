@@ -162,12 +162,16 @@ type toolFlags struct {
 	record      string
 	replay      string
 	mcp         string
+	// startTimeout bounds a --dispatch-cmd's start: from its start to its
+	// answer to the ping.
+	startTimeout time.Duration
 }
 
 func (tf *toolFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&tf.fixtures, "tools", "", "a JSON file of canned answers per provider and tool")
 	fs.StringVar(&tf.dispatchCmd, "dispatch-cmd", "", "a command (run by /bin/sh) serving tool calls as JSON lines on stdin/stdout")
 	fs.StringVar(&tf.providers, "providers", "", "comma-separated provider names --dispatch-cmd serves")
+	fs.DurationVar(&tf.startTimeout, "dispatch-start-timeout", defaultStartTimeout, "how long --dispatch-cmd may take to start (to answer its ping); no job runs before, and none pays for it")
 	fs.StringVar(&tf.record, "record", "", "write every tool call and its answer to this tape (JSON lines)")
 	fs.StringVar(&tf.replay, "replay", "", "serve tool calls from this tape instead of the tools")
 	fs.StringVar(&tf.mcp, "mcp", "", "an mcpServers JSON file: every server's tools as a provider of its name")

@@ -23,11 +23,15 @@ func TestMain(m *testing.M) {
 		// its first argument in ms, meet answers once its first argument
 		// of meet calls wait (a rendezvous: the calls overlap), and die exits the process (status 3)
 		// with the call in flight. With FAKEDISPATCH_DIE_AFTER=n it exits
-		// on its n-th call instead.
+		// on its n-th call instead (the ping, id 0, is no call: it answers
+		// it as a tool it does not have, as a program written before the
+		// ping would), and with FAKEDISPATCH_START_DELAY=d it sleeps d
+		// before it reads its first line.
 		"fakedispatch": fakeDispatch,
 		// fakemcp is a stdio MCP server: add({a, b}) answers {sum} as
 		// structured content, echo({x}) x as JSON text, block waits for
-		// its call's cancellation, die exits the process (status 3).
+		// its call's cancellation, die exits the process (status 3). With
+		// FAKEMCP_START_DELAY=d it sleeps d before it serves.
 		"fakemcp": fakeMCP,
 	})
 }
@@ -64,6 +68,9 @@ func fakeMCP() {
 		os.Exit(3)
 		return nil, nil
 	})
+	if d, err := time.ParseDuration(os.Getenv("FAKEMCP_START_DELAY")); err == nil {
+		time.Sleep(d)
+	}
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		os.Exit(1)
 	}
@@ -71,6 +78,9 @@ func fakeMCP() {
 
 func fakeDispatch() {
 	dieAfter, _ := strconv.Atoi(os.Getenv("FAKEDISPATCH_DIE_AFTER"))
+	if d, err := time.ParseDuration(os.Getenv("FAKEDISPATCH_START_DELAY")); err == nil {
+		time.Sleep(d)
+	}
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 1<<20), 64<<20)
 	out := make(chan []byte, 64)
@@ -101,7 +111,9 @@ func fakeDispatch() {
 			fmt.Fprintln(os.Stderr, "fakedispatch: bad line:", err)
 			os.Exit(2)
 		}
-		calls++
+		if c.ID != 0 {
+			calls++
+		}
 		if c.Tool == "die" || (dieAfter > 0 && calls >= dieAfter) {
 			fmt.Fprintln(os.Stderr, "fakedispatch: dying as asked")
 			os.Exit(3)

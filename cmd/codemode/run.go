@@ -23,6 +23,17 @@ function, statements whose last expression is the result (top-level await
 works), a markdown fence, TypeScript. Its tools are providers: canned answers
 (--tools), a subprocess (--dispatch-cmd with --providers), or a tape (--replay).
 
+--dispatch-cmd runs a command (by /bin/sh, in a process group of its own)
+that reads one call per line on stdin and writes one answer per line on
+stdout, in any order, matched by id:
+
+  {"id": 7, "provider": "store", "tool": "get", "args": [1]}
+  {"id": 7, "result": {"name": "Ada"}}    or    {"id": 7, "error": "no such user"}
+
+Its first line is a ping, {"id": 0, "provider": "codemode", "tool": "ping",
+"args": []}: the script starts once it has been answered (any answer, an
+error too), within --dispatch-start-timeout (exit 4 past it).
+
 Examples:
   codemode run script.js
   echo 'return 6 * 7' | codemode run -
@@ -32,7 +43,8 @@ Examples:
   codemode run --replay tape.jsonl task.js
 
 Exit status: 0 success, 1 script error, 2 bad usage, 3 deadline or memory limit,
-4 internal error, 5 the replay diverged from the tape.
+4 internal error (or a --dispatch-cmd that does not start), 5 the replay
+diverged from the tape.
 `
 
 func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {

@@ -53,8 +53,17 @@ func (r *replaySet) take(id string, line int) *job {
 type summary struct {
 	kinds map[string]int
 	hist  latencies
-	n     int
+	n     int // runs (jobs, unless --repeat)
+
+	// --repeat
+	repeat   int         // runs per job
+	jobs     int         // jobs whose runs are all done
+	differed []*repeated // the first maxDiffered jobs whose runs differed
+	ndiffer  int
 }
+
+// maxDiffered bounds the differing jobs the summary names.
+const maxDiffered = 20
 
 func newSummary() *summary { return &summary{kinds: map[string]int{}} }
 
@@ -66,10 +75,26 @@ func (s *summary) add(o batch.Outcome) {
 	}
 }
 
+// addRepeated counts a job whose runs are all done (--repeat).
+func (s *summary) addRepeated(r *repeated) {
+	s.jobs++
+	if !r.differed() {
+		return
+	}
+	s.ndiffer++
+	if len(s.differed) < maxDiffered {
+		s.differed = append(s.differed, &repeated{job: r.job, kinds: r.kinds, outcomes: r.outcomes})
+	}
+}
+
 // line is the one-line summary for a stderr that is no terminal.
 func (s *summary) line(elapsed time.Duration, interrupted bool) string {
 	failed := s.n - s.kinds[batch.KindOK]
 	msg := fmt.Sprintf("codemode batch: %d jobs, %d failed, %.0f scripts/s in %v", s.n, failed, rate(s.n, elapsed), elapsed.Round(time.Millisecond))
+	if s.repeat > 1 {
+		msg = fmt.Sprintf("codemode batch: %s × %d runs, %d of %d runs failed, %s differed, %.0f scripts/s in %v",
+			plural(s.jobs, "job"), s.repeat, failed, s.n, plural(s.ndiffer, "job"), rate(s.n, elapsed), elapsed.Round(time.Millisecond))
+	}
 	if interrupted {
 		msg += " (interrupted: the runs in flight finished)"
 	}
@@ -89,7 +114,11 @@ func (s *summary) table(elapsed time.Duration) string {
 		}
 		return strings.Compare(a, b)
 	})
-	fmt.Fprintf(&b, "%-18s %10s\n", "outcome", "jobs")
+	unit := "jobs"
+	if s.repeat > 1 {
+		unit = "runs"
+	}
+	fmt.Fprintf(&b, "%-18s %10s\n", "outcome", unit)
 	for _, k := range kinds {
 		fmt.Fprintf(&b, "%-18s %10d\n", k, s.kinds[k])
 	}
@@ -99,6 +128,15 @@ func (s *summary) table(elapsed time.Duration) string {
 			ms(s.hist.quantile(0.50)), ms(s.hist.quantile(0.95)), ms(s.hist.quantile(0.99)), ms(s.hist.max))
 	}
 	fmt.Fprintf(&b, "throughput         %.0f scripts/s (%d in %v)\n", rate(s.n, elapsed), s.n, elapsed.Round(time.Millisecond))
+	if s.repeat > 1 {
+		fmt.Fprintf(&b, "repeats            %d runs of each job; %d of %d jobs differed\n", s.repeat, s.ndiffer, s.jobs)
+		for _, r := range s.differed {
+			fmt.Fprintf(&b, "differed           %s: %d outcomes (%s)\n", r.job.ID, len(r.outcomes), r.kindCounts())
+		}
+		if more := s.ndiffer - len(s.differed); more > 0 {
+			fmt.Fprintf(&b, "differed           and %d more (their lines' \"repeats\" say \"differed\": true)\n", more)
+		}
+	}
 	return b.String()
 }
 

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/codemode-go/codemode"
 	cmcp "github.com/codemode-go/codemode/mcp"
@@ -56,6 +57,9 @@ func (tf *toolFlags) open(ctx context.Context, stderr io.Writer) (*toolbox, erro
 			tb.providers = append(tb.providers, codemode.Provider{Name: name, Tools: sortedKeys(fx[name])})
 		}
 	}
+	if tf.startTimeout <= 0 {
+		return nil, usagef("--dispatch-start-timeout must be positive")
+	}
 	if tf.providers != "" && tf.dispatchCmd == "" {
 		return nil, usagef("--providers names the providers --dispatch-cmd serves; give --dispatch-cmd too")
 	}
@@ -74,7 +78,7 @@ func (tf *toolFlags) open(ctx context.Context, stderr io.Writer) (*toolbox, erro
 			tb.procNames[name] = true
 			tb.providers = append(tb.providers, codemode.Provider{Name: name})
 		}
-		tb.proc = newProcDispatch(tf.dispatchCmd)
+		tb.proc = newProcDispatch(tf.dispatchCmd, tf.startTimeout)
 	}
 	if tf.mcp != "" {
 		ups, router, err := openMCP(ctx, tf.mcp, stderr)
@@ -93,12 +97,46 @@ func (tf *toolFlags) open(ctx context.Context, stderr io.Writer) (*toolbox, erro
 	if tf.record != "" {
 		r, err := newRecorder(tf.record)
 		if err != nil {
+			closeAll(tb.ups)
 			return nil, err
 		}
 		tb.rec = r
 	}
+	if tb.proc != nil {
+		// Started now, the first job runs once it is ready (it answered
+		// its ping), and no job's deadline pays for its start.
+		if err := tb.proc.open(ctx); err != nil {
+			tb.close()
+			return nil, err
+		}
+	}
 	return tb, nil
 }
+
+// hold returns when the tool servers a job may use are ready: a
+// --dispatch-cmd that died is restarted first. A job calls it before it
+// starts, so the wait is charged to no run's deadline; a server that does
+// not come back fails the job's calls saying so.
+func (tb *toolbox) hold(ctx context.Context, providers []string) {
+	for _, u := range tb.ups { // an MCP server that went away reconnects first, likewise
+		if providers == nil || slices.Contains(providers, u.Name()) {
+			rctx, cancel := context.WithTimeout(ctx, mcpReadyTimeout)
+			u.Ready(rctx) // one that does not come back fails the job's calls saying so
+			cancel()
+		}
+	}
+	if tb.proc == nil {
+		return
+	}
+	if providers != nil && !slices.ContainsFunc(providers, func(p string) bool { return tb.procNames[p] }) {
+		return
+	}
+	tb.proc.hold(ctx)
+}
+
+// mcpReadyTimeout bounds the wait for a lost MCP server's reconnection
+// before a job (its connect and listing have bounds of their own).
+const mcpReadyTimeout = 30 * time.Second
 
 // taped reports whether runs record to or replay from a tape (then each
 // run gets a dispatch of its own).
@@ -142,6 +180,13 @@ type job struct {
 // seed and the current time, which the tape keeps; a replayed one gets the
 // tape's.
 func (tb *toolbox) forJob(id string, providers []string) (*job, error) {
+	return tb.forRun(id, providers, 0, nil)
+}
+
+// forRun prepares run rep (from 0) of a job (--repeat): every replayed run
+// follows the tape afresh; a recorded job's runs share det (fresh when
+// nil), and only its first run is recorded (the tape has each job once).
+func (tb *toolbox) forRun(id string, providers []string, rep int, det *codemode.Determinism) (*job, error) {
 	j := &job{dispatch: tb.serve}
 	switch {
 	case tb.tape != nil:
@@ -153,9 +198,14 @@ func (tb *toolbox) forJob(id string, providers []string) (*job, error) {
 		det := r.det
 		j.det = &det
 	case tb.rec != nil:
-		det := freshDeterminism()
-		j.det = &det
-		j.dispatch = tb.rec.start(id, det, providerList(tb.providers, providers), tb.serve)
+		if det == nil {
+			fresh := freshDeterminism()
+			det = &fresh
+		}
+		j.det = det
+		if rep == 0 {
+			j.dispatch = tb.rec.start(id, *det, providerList(tb.providers, providers), tb.serve)
+		}
 	}
 	return j, nil
 }
