@@ -107,6 +107,13 @@ func WithSlots(n int) Option {
 // wall-clock latency keeps the default (zero): every wait counts against
 // the deadline, and a run that queues too long is ErrBusy at its
 // deadline. New refuses a negative d.
+//
+// A host call's context follows the run's clock: its Done never fires
+// for time the run spent queued, and its Deadline is the deadline as of
+// the moment it is read, later after each wait. A handler that arms a
+// timer of its own from Deadline (a write deadline, a dial) should read
+// it again when that timer fires while the context lives. A retained
+// sandbox's handle calls (Retained.Call) keep a wall-clock deadline.
 func WithQueueTimeout(d time.Duration) Option {
 	return func(c *config) error {
 		if d < 0 {

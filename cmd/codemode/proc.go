@@ -223,8 +223,7 @@ func (d *procDispatch) send(ctx context.Context, provider, tool, args string) (*
 	}
 	p.pending[id] = ch
 	p.pmu.Unlock()
-	deadline, _ := ctx.Deadline()
-	if n, err := p.write(append(line, '\n'), deadline); err != nil {
+	if n, err := p.write(ctx, append(line, '\n')); err != nil {
 		p.forget(id)
 		if n == 0 && errors.Is(err, os.ErrDeadlineExceeded) {
 			return nil, 0, nil, fmt.Errorf("the dispatch command read none of the call before the deadline: %w", context.DeadlineExceeded)
@@ -250,18 +249,30 @@ func downError(p *proc) error {
 	return errors.New("the tool server went down: the dispatch command is restarting; the call was not sent")
 }
 
-// write writes a line to the process's stdin by deadline (zero: none;
-// closing stdin ends the wait). A line written in part breaks the stream:
-// the process is killed.
-func (p *proc) write(line []byte, deadline time.Time) (int, error) {
+// write writes a line to the process's stdin by ctx's deadline (none:
+// no bound; closing stdin ends the wait). The deadline is read again when
+// it passes while ctx lives: a run whose queue waits are not its time
+// (codemode.WithQueueTimeout) moves it later. A line written in part
+// breaks the stream: the process is killed.
+func (p *proc) write(ctx context.Context, line []byte) (int, error) {
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
-	p.stdin.SetWriteDeadline(deadline)
-	n, err := p.stdin.Write(line)
-	if err != nil && (n > 0 || !errors.Is(err, os.ErrDeadlineExceeded)) {
-		p.kill()
+	written := 0
+	for {
+		deadline, _ := ctx.Deadline()
+		p.stdin.SetWriteDeadline(deadline)
+		n, err := p.stdin.Write(line[written:])
+		written += n
+		if err != nil && errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() == nil {
+			if d, _ := ctx.Deadline(); d.After(deadline) {
+				continue
+			}
+		}
+		if err != nil && (written > 0 || !errors.Is(err, os.ErrDeadlineExceeded)) {
+			p.kill()
+		}
+		return written, err
 	}
-	return n, err
 }
 
 // start runs the command and sends it the ping (d.mu held).
@@ -312,7 +323,9 @@ func (d *procDispatch) start() (*proc, error) {
 		defer d.mu.Unlock()
 		d.died(healthy)
 	})
-	p.write([]byte(pingLine), p.started.Add(timeout)) // a failure kills it: run reports the death
+	wctx, cancel := context.WithDeadline(context.Background(), p.started.Add(timeout))
+	p.write(wctx, []byte(pingLine)) // a failure kills it: run reports the death
+	cancel()
 	return p, nil
 }
 
