@@ -478,6 +478,7 @@ func TestRetainedHandles(t *testing.T) {
 			let ticks = 0
 			setInterval(() => { ticks++ }, 1)
 			const onEvent = async (event, bytes) => {
+				if (event.kind === 'peek') return ticks > 0
 				console.log('event', event.kind)
 				if (event.kind === 'boom') throw new RangeError('bad event')
 				if (event.kind === 'call') return await store.fromHandle()
@@ -495,7 +496,10 @@ func TestRetainedHandles(t *testing.T) {
 	h := handle.Load()
 	require.NotNil(t, h)
 
-	time.Sleep(20 * time.Millisecond) // let the interval tick
+	require.Eventually(t, func() bool { // let the interval tick (a loaded machine may take a while)
+		v, err := r.Call(context.Background(), *h, map[string]any{"kind": "peek"}, []byte{})
+		return err == nil && v == true
+	}, 10*time.Second, 5*time.Millisecond)
 	v, err := r.Call(context.Background(), *h, map[string]any{"kind": "ping"}, []byte{1, 2, 3})
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"seen": "ping", "ticks": true, "len": float64(3), "isBytes": true}, v)

@@ -340,9 +340,12 @@ func TestBadInputNeverCrashes(t *testing.T) {
 	t.Parallel()
 	e := newExecutor(t, WithLimits(Limits{Deadline: 10 * time.Second}))
 
+	// 10 MiB to prepare and compile: a minute's margin for the race
+	// detector and checked mode on a loaded machine (it took 11.5 s so).
+	slow := newExecutor(t, WithLimits(Limits{Deadline: time.Minute}))
 	big := strings.Repeat("// filler line of a very long script\n", (10<<20)/37+1) + "return 'end'"
 	require.GreaterOrEqual(t, len(big), 10<<20)
-	res, err := e.Run(context.Background(), big)
+	res, err := slow.Run(context.Background(), big)
 	require.NoError(t, err)
 	assert.Equal(t, `"end"`, string(res.Value))
 
