@@ -63,16 +63,16 @@ func TestQueueWaitsAreNotTheRunsTime(t *testing.T) {
 }
 
 // TestHostCallsOutliveQueueWaits: a run whose two 100 ms host calls fit
-// its 300 ms deadline, but which waits between them behind a loop that
-// holds the one execution right for 300 ms, succeeds: the wait is not its
-// time, and its second call's context has the deadline moved by the wait.
-// The loop times out.
+// its 1 s deadline with room to spare, but which waits between them
+// behind a loop that holds the one execution right for 1 s, succeeds: the
+// wait is not its time, and its second call's context has the deadline
+// moved by the wait. The loop times out.
 func TestHostCallsOutliveQueueWaits(t *testing.T) {
 	loopStarted := make(chan struct{})
 	var once sync.Once
 	var deadlines []time.Duration
 	var mu sync.Mutex
-	e, err := codemode.New(codemode.WithLimits(codemode.Limits{Deadline: 300 * time.Millisecond}),
+	e, err := codemode.New(codemode.WithLimits(codemode.Limits{Deadline: time.Second}),
 		codemode.WithConcurrency(1), codemode.WithQueueTimeout(time.Minute),
 		codemode.WithCapability(codemode.Capability{Name: "started", Func: func(context.Context, json.RawMessage) (any, error) {
 			once.Do(func() { close(loopStarted) })
@@ -127,7 +127,7 @@ func TestHostCallsOutliveQueueWaits(t *testing.T) {
 // right fails with ErrBusy (kind internal), never a timeout; a caller's
 // context deadline still counts wall-clock time.
 func TestQueueTimeout(t *testing.T) {
-	e, err := codemode.New(codemode.WithLimits(codemode.Limits{Deadline: 2 * time.Second}),
+	e, err := codemode.New(codemode.WithLimits(codemode.Limits{Deadline: 10 * time.Second}),
 		codemode.WithConcurrency(1), codemode.WithQueueTimeout(100*time.Millisecond))
 	require.NoError(t, err)
 	defer e.Close()
@@ -144,6 +144,7 @@ func TestQueueTimeout(t *testing.T) {
 	assert.Equal(t, codemode.KindInternal, ee.Kind)
 	assert.ErrorIs(t, ee, codemode.ErrBusy)
 	assert.Contains(t, ee.Message, "it waited 100ms in queues")
+	e.Close() // ends the loop
 	<-loop
 
 	_, err = codemode.New(codemode.WithQueueTimeout(-1))
