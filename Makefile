@@ -32,6 +32,7 @@ test:
 	$(GO) test -race ./...
 	$(GO) test -race -tags codemode_checked ./...
 	GOEXPERIMENT=cgocheck2 $(GO) test .
+	$(GO) test -count=1 -run TestOutcomesAreTheJobs ./batch
 	$(MAKE) conformance CONFORMANCE_SUBSET=20
 	for m in $(MODULES); do (cd $$m && $(GO) vet ./... && $(GO) test -race ./...) || exit 1; done
 	$(MAKE) leakcheck

@@ -313,7 +313,9 @@ func TestIdleSandboxesCostLittle(t *testing.T) {
 			return nil, ctx.Err()
 		}
 	}
-	e := newExecutor(t, WithLimits(Limits{Deadline: time.Minute}),
+	// Five minutes: 1,000 sandboxes filling 4 MiB each under ASan on a
+	// loaded machine took more than one.
+	e := newExecutor(t, WithLimits(Limits{Deadline: 5 * time.Minute}),
 		WithCapability(Capability{Name: "gather", Async: true, Func: gather}))
 	errs := runMany(e, 4, "return 1")
 	require.Empty(t, failures(errs))
