@@ -84,7 +84,8 @@ func TestDeterminismTools(t *testing.T) {
 // TestRunStats: elapsed time, host calls and peak memory per run.
 func TestRunStats(t *testing.T) {
 	t.Parallel()
-	e := newExecutor(t, WithCapability(Capability{Name: "ping", Func: func(context.Context, json.RawMessage) (any, error) { return 1, nil }}),
+	e := newExecutor(t, WithLimits(Limits{Deadline: 10 * time.Second}), // a 500,000-element fill under ASan, loaded
+		WithCapability(Capability{Name: "ping", Func: func(context.Context, json.RawMessage) (any, error) { return 1, nil }}),
 		WithCapability(Capability{Name: "pong", Async: true, Func: func(context.Context, json.RawMessage) (any, error) { return 2, nil }}))
 	ctx := context.Background()
 	res, err := e.Run(ctx, "ping(); ping(); await pong(); return 1")

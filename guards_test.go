@@ -91,7 +91,11 @@ func TestBuiltinsStopAtTheDeadline(t *testing.T) {
 			assert.Contains(t, []ErrorKind{KindTimeout, KindMemoryExceeded}, kind, "Run(%q) = %s", script, err)
 			// Generous: a JS loop stops within tens of µs; what one guarded
 			// call may do unpolled is bounded to milliseconds.
-			assert.Less(t, time.Since(start), 3*time.Second, "Run(%q) ended %v after it began", script, time.Since(start))
+			bound := 3 * time.Second
+			if sanitized || checkedMode { // ASan in checked mode on a loaded machine took 4.2 s
+				bound = 15 * time.Second
+			}
+			assert.Less(t, time.Since(start), bound, "Run(%q) ended %v after it began", script, time.Since(start))
 			// The next run works. Its budget is the same 100 ms, which a
 			// loaded machine (the race detector, cgocheck2, parallel
 			// tests) can spend before it starts: a timeout is retried, any

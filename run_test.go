@@ -306,7 +306,9 @@ func TestConsole(t *testing.T) {
 
 func TestLogFloodIsBounded(t *testing.T) {
 	t.Parallel()
-	e := newExecutor(t, WithLimits(Limits{Logs: 100}))
+	// 100,000 calls: a 10 s deadline for ASan in checked mode on a loaded
+	// machine (it passed 500 ms so).
+	e := newExecutor(t, WithLimits(Limits{Logs: 100, Deadline: 10 * time.Second}))
 	res, err := e.Run(context.Background(), `
 		for (let i = 0; i < 100000; i++) console.log('line ' + String(i).padStart(4, '0'))
 		return 'done'`)
