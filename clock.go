@@ -24,56 +24,47 @@ type clock struct {
 	ctxs     []*runContext
 }
 
-// newClock is the clock of a run that starts at start with the limit
-// and, when queueMax is positive, whose queue waits are not its time.
-func newClock(ctx context.Context, start time.Time, limit, queueMax time.Duration) *clock {
-	c := &clock{deadline: start.Add(limit), queueMax: queueMax}
-	if d, ok := ctx.Deadline(); ok {
-		c.hard = d
-		c.deadline = minTime(c.deadline, d)
-	}
+// newClock is the clock of a run whose deadline is deadline (start plus
+// the limit, or the caller's if sooner: runDeadline) and, when queueMax is
+// positive, whose queue waits are not its time.
+func newClock(ctx context.Context, deadline time.Time, queueMax time.Duration) *clock {
+	c := &clock{deadline: deadline, queueMax: queueMax}
+	c.hard, _ = ctx.Deadline()
 	return c
 }
 
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
+// capped is t, or the caller's deadline if that is sooner.
+func (c *clock) capped(t time.Time) time.Time {
+	if !c.hard.IsZero() && c.hard.Before(t) {
+		return c.hard
 	}
-	return a
+	return t
 }
 
-// now is the deadline and whether it has passed (a stopped clock's has
-// not, unless the caller's has).
-func (c *clock) now() (time.Time, bool) {
+// now is the deadline, whether it has passed (a stopped clock's has not,
+// unless the caller's has), and whether the clock is stopped.
+func (c *clock) now() (deadline time.Time, passed, stopped bool) {
 	if c.queueMax <= 0 { // fixed: no lock
-		return c.deadline, !time.Now().Before(c.deadline)
+		return c.deadline, !time.Now().Before(c.deadline), false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := time.Now()
 	if !c.stopped.IsZero() {
-		d := minTime(c.deadline.Add(t.Sub(c.stopped)), c.hardOr(t.Add(time.Hour)))
-		return d, !c.hard.IsZero() && !t.Before(c.hard)
+		return c.capped(c.deadline.Add(t.Sub(c.stopped))), !c.hard.IsZero() && !t.Before(c.hard), true
 	}
-	return c.deadline, !t.Before(c.deadline)
-}
-
-func (c *clock) hardOr(t time.Time) time.Time {
-	if c.hard.IsZero() {
-		return t
-	}
-	return c.hard
+	return c.deadline, !t.Before(c.deadline), false
 }
 
 // Deadline is when the run must end, as of now.
 func (c *clock) Deadline() time.Time {
-	d, _ := c.now()
+	d, _, _ := c.now()
 	return d
 }
 
 // passed reports whether the deadline has passed.
 func (c *clock) passed() bool {
-	_, p := c.now()
+	_, p, _ := c.now()
 	return p
 }
 
@@ -88,8 +79,8 @@ func (c *clock) waitUntil() (until time.Time, queue bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	until = time.Now().Add(c.queueMax - c.queued)
-	if !c.hard.IsZero() && c.hard.Before(until) {
-		return c.hard, false
+	if capped := c.capped(until); capped != until {
+		return capped, false
 	}
 	return until, true
 }
@@ -120,10 +111,7 @@ func (c *clock) start() {
 	waited := time.Since(c.stopped)
 	c.stopped = time.Time{}
 	c.queued += waited
-	c.deadline = c.deadline.Add(waited)
-	if !c.hard.IsZero() {
-		c.deadline = minTime(c.deadline, c.hard)
-	}
+	c.deadline = c.capped(c.deadline.Add(waited))
 	d := c.deadline
 	ctxs := c.ctxs
 	c.mu.Unlock()
@@ -165,21 +153,14 @@ type runContext struct {
 // check ends the context if the deadline has passed; a stopped clock's
 // start sets its timer again.
 func (r *runContext) check() {
-	d, passed := r.clock.now()
+	d, passed, stopped := r.clock.now()
 	switch {
 	case passed:
 		r.end(context.DeadlineExceeded)
 		r.stopParent()
-	case r.clock.running():
+	case !stopped:
 		r.timer.Reset(time.Until(d))
 	}
-}
-
-// running reports whether the clock runs (is not stopped).
-func (c *clock) running() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.stopped.IsZero()
 }
 
 func (r *runContext) end(err error) {

@@ -3,7 +3,6 @@
 package codemode
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -410,11 +409,8 @@ func writeJSON(b *strings.Builder, v *ordered, limit int) bool {
 // jsonString is s as a JSON string, without HTML escaping (a model copies
 // "<a>", not "\u003ca\u003e").
 func jsonString(s string) string {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.Encode(s)
-	return strings.TrimSuffix(b.String(), "\n")
+	b, _ := marshal(s)
+	return string(b)
 }
 
 // noInput reports whether a tool's parsed Parameters take no input: an

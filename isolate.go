@@ -330,7 +330,7 @@ func (ex *Executor) run(ctx context.Context, prog *program, start time.Time) (o 
 	var clk *clock // nil: a fixed clock, the call's own (no allocation)
 	until, queue := deadline, false
 	if ex.queueTimeout > 0 {
-		clk = newClock(ctx, start, ex.limits.Deadline, ex.queueTimeout)
+		clk = newClock(ctx, deadline, ex.queueTimeout)
 		until, queue = clk.waitUntil()
 	}
 	s, noSlot := ex.slots.get(ctx, until, ex.closing.Done(), clk)
