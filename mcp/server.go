@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -393,31 +394,16 @@ func search(providers []codemode.Provider, q query, budget int) string {
 		}
 		return fmt.Sprintf("// %d more matching %s left out (%s):", len(hits)-k, tools, why)
 	}
-	// Each declaration's size alone (less its provider's frame when it
-	// shares one) tells how many fit; the real rendering then decides.
+	if n == len(hits) { // all of them, with no note, if they fit
+		if all := render(hits); len(all) <= budget {
+			return all
+		}
+	}
+	// The most that fit with the note after them: the rendering grows
+	// with each declaration, so a binary search finds it.
 	reserve := len(note(0)) + len(" (limit 2147483647) x.y, …\n")
-	k, total := 0, 0
-	for ; k < n; k++ {
-		size := len(render(hits[k : k+1]))
-		switch {
-		case k > 0 && hits[k-1].provider == hits[k].provider:
-			size -= len("declare const " + providers[hits[k].provider].Name + ": {\n};\n")
-		case k > 0:
-			size++ // the blank line between providers
-		}
-		if total+size+reserveIf(k+1 < len(hits), reserve) > budget {
-			break
-		}
-		total += size
-	}
+	k := max(sort.Search(n+1, func(k int) bool { return len(render(hits[:k]))+reserve > budget })-1, 0)
 	decls := render(hits[:k])
-	for k > 0 && len(decls)+reserveIf(k < len(hits), reserve) > budget {
-		k--
-		decls = render(hits[:k])
-	}
-	if k == len(hits) {
-		return decls
-	}
 	// The note: how many, why, and as many of their names as fit.
 	var b strings.Builder
 	b.WriteString(decls)
@@ -437,14 +423,6 @@ func search(providers []codemode.Provider, q query, budget int) string {
 	}
 	b.WriteString("\n")
 	return b.String()
-}
-
-// reserveIf is n when a note will follow, else 0.
-func reserveIf(noted bool, n int) int {
-	if noted {
-		return n
-	}
-	return 0
 }
 
 const contract = "Run JavaScript or TypeScript to do the task in one step. `code` is the body of an async function " +
