@@ -134,10 +134,9 @@ func TestMessagesAsLargeAsThePayload(t *testing.T) {
 // client that only asks runs under the maxima, and the daemon logs what it
 // capped. A daemon given no deadline grants 30 s.
 func TestRequiredLimits(t *testing.T) {
-	var log bytes.Buffer
-	var mu sync.Mutex
+	var log logBuffer
 	addr, _ := daemon(t, remote.ServerOptions{Max: codemode.Limits{Deadline: 100 * time.Millisecond},
-		Logger: slog.New(slog.NewTextHandler(&lockedWriter{&mu, &log}, nil))})
+		Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	want := codemode.Limits{Deadline: 5 * time.Second, Memory: 64 << 20}
 	res := dial(t, addr, remote.WithRequiredLimits(want)).Execute(context.Background(), codemode.Request{Code: "async () => 1"})
 	require.NotNil(t, res.Err)
@@ -146,9 +145,7 @@ func TestRequiredLimits(t *testing.T) {
 	res = dial(t, addr, remote.WithLimits(want)).Execute(context.Background(), codemode.Request{Code: "async () => 1"})
 	require.Empty(t, res.Error)
 	assert.Equal(t, 100*time.Millisecond, res.Stats.Limits.Deadline)
-	mu.Lock()
 	assert.Contains(t, log.String(), `msg="limits capped at the maxima"`)
-	mu.Unlock()
 	res = dial(t, addr, remote.WithRequiredLimits(codemode.Limits{Deadline: 50 * time.Millisecond})).Execute(context.Background(), codemode.Request{Code: "async () => 1"})
 	require.Empty(t, res.Error)
 	assert.Equal(t, 50*time.Millisecond, res.Stats.Limits.Deadline, "what the daemon grants runs as asked")
@@ -160,35 +157,40 @@ func TestRequiredLimits(t *testing.T) {
 	assert.Equal(t, 30*time.Second, remote.DefaultServerDeadline)
 }
 
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  *bytes.Buffer
+// logBuffer is a daemon's log, written by its goroutines and read by the
+// test.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
 }
 
-func (l *lockedWriter) Write(p []byte) (int, error) {
+func (l *logBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.w.Write(p)
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // TestRefusalsLoggedAndCounted: a call with a wrong token or none is
 // logged and counted in the metrics.
 func TestRefusalsLoggedAndCounted(t *testing.T) {
-	var log bytes.Buffer
-	var mu sync.Mutex
+	var log logBuffer
 	reg := prometheus.NewRegistry()
 	m := remote.NewMetrics(reg)
-	srv := remote.NewServer(remote.ServerOptions{Metrics: m, Logger: slog.New(slog.NewTextHandler(&lockedWriter{&mu, &log}, nil))})
+	srv := remote.NewServer(remote.ServerOptions{Metrics: m, Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	u, s := srv.TokenAuth("right")
 	addr := serve(t, srv, grpc.ChainUnaryInterceptor(u), grpc.ChainStreamInterceptor(s))
 	for _, opts := range [][]remote.Option{nil, {remote.WithToken("wrong")}} {
 		assert.Contains(t, dial(t, addr, opts...).Execute(context.Background(), codemode.Request{Code: "async () => 1"}).Error, "Unauthenticated")
 	}
 	assert.Equal(t, 2.0, counter(t, reg, "codemode_unauthenticated_total"))
-	mu.Lock()
 	assert.Contains(t, log.String(), `level=WARN msg="unauthenticated call refused"`)
 	assert.Contains(t, log.String(), `method=/codemode.remote.v1.Executor/Program`)
-	mu.Unlock()
 }
 
 // counter is a counter's value in reg.
