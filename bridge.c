@@ -1494,6 +1494,28 @@ static JSValue js_web_fill(JSContext *ctx, JSValueConst this_val, int argc, JSVa
 	return JS_UNDEFINED;
 }
 
+/* native.toASCII(domain): URL's host parser's domain to ASCII, for a
+ * domain with a code point past ASCII (the Go side's golang.org/x/net/idna:
+ * pure computation, no authority). The ASCII form; null if the domain is
+ * not valid; false if a label is past the bound IDNA runs on. */
+static JSValue js_web_to_ascii(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+	(void)this_val;
+	size_t n;
+	const char *in = argc > 0 ? JS_ToCStringLen(ctx, &n, argv[0]) : NULL;
+	if (!in)
+		return JS_EXCEPTION;
+	char *out = NULL;
+	size_t len = 0;
+	int32_t rc = go_domain_to_ascii((char *)in, n, &out, &len);
+	JS_FreeCString(ctx, in);
+	if (rc != 0)
+		return rc == 1 ? JS_NULL : JS_FALSE;
+	JSValue r = JS_NewStringLen(ctx, out, len);
+	free(out);
+	return r;
+}
+
 /* Defines native.name as a C function (defined, not assigned: native has
  * no prototype, and no setter a script put on Object.prototype runs); -1
  * with native released on failure. */
@@ -1803,6 +1825,7 @@ static JSValue web_load(JSContext *ctx, JSValueConst fetch)
 	JSValue native = JS_NewObjectProto(ctx, JS_NULL);
 	if (!JS_IsException(native) && set_native(ctx, &native, "now", js_web_now, 0) == 0 &&
 	    set_native(ctx, &native, "fill", js_web_fill, 1) == 0 &&
+	    set_native(ctx, &native, "toASCII", js_web_to_ascii, 1) == 0 &&
 	    JS_DefinePropertyValueStr(ctx, native, "fetch", JS_DupValue(ctx, fetch), JS_PROP_C_W_E) < 0) {
 		JS_FreeValue(ctx, native);
 		native = JS_EXCEPTION;

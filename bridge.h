@@ -182,6 +182,11 @@ char *go_source_text(uintptr_t handle, char *text, size_t n, size_t *len);
 /* Compiles js/web.js once per process and hands it to bridge_set_web
  * (web.go): 0, or -1 if it does not compile. */
 int32_t go_load_web(void);
+/* The URL Standard's domain to ASCII (UTS #46) for a domain with a code
+ * point past ASCII (idna.go): 0 with a malloc'd ASCII form in *out and its
+ * length in *len; 1 if the domain is not valid; 2 if a label is past the
+ * bound IDNA is run on (maxIDNALabel). */
+int32_t go_domain_to_ascii(char *domain, size_t n, char **out, size_t *len);
 
 /* A slot is the long-lived C shell one sandbox runs in: its cancel flag,
  * its kill state, its log buffer. Only one goroutine uses a slot at a time;

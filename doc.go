@@ -114,8 +114,8 @@
 // and stream as in browsers), atob, btoa, structuredClone, queueMicrotask,
 // performance.now (milliseconds since the run began), crypto.getRandomValues
 // and crypto.randomUUID (from the run's generator, seeded from a CSPRNG as
-// Math.random is), URL and URLSearchParams (the WHATWG parser; hosts must be
-// ASCII: no IDNA), AbortController, AbortSignal, Event, EventTarget and
+// Math.random is), URL and URLSearchParams (the WHATWG URL Standard, IDNA
+// included; the web-platform-tests' URL cases pass), AbortController, AbortSignal, Event, EventTarget and
 // DOMException. They cost a run nothing until it reads one (each is an
 // accessor until then, and what could tell, Object.getOwnPropertyDescriptor,
 // defineProperty, freeze and the like on the global object, sees its value

@@ -9,6 +9,7 @@ import "C"
 
 import (
 	_ "embed"
+	"errors"
 	"sync"
 )
 
@@ -37,5 +38,24 @@ func go_load_web() C.int32_t {
 	if loadWeb() != nil {
 		return -1
 	}
+	return 0
+}
+
+//export go_domain_to_ascii
+func go_domain_to_ascii(domain *C.char, n C.size_t, out **C.char, length *C.size_t) (rc C.int32_t) {
+	defer func() {
+		if recover() != nil {
+			rc = 1 // x/net/idna panicking on some input: not a valid domain
+		}
+	}()
+	ascii, err := domainToASCII(C.GoStringN(domain, C.int(n)))
+	switch {
+	case errors.Is(err, errIDNALabel):
+		return 2
+	case err != nil:
+		return 1
+	}
+	*out = (*C.char)(C.CBytes([]byte(ascii)))
+	*length = C.size_t(len(ascii))
 	return 0
 }

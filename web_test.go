@@ -51,6 +51,13 @@ func TestWebGlobals(t *testing.T) {
 		{"URL invalid", `try { new URL("nope") } catch (e) { return [e instanceof TypeError, URL.canParse("nope"), URL.canParse("/a", "http://h")] }`, `[true,false,true]`},
 		{"URL setters", `const u = new URL("https://h/p?a=1"); u.searchParams.append('b', 'x y'); u.pathname = '/q'; u.hash = 'z'; u.port = '444'; return [u.href, String(u), JSON.stringify({u})]`,
 			`["https://h:444/q?a=1&b=x+y#z","https://h:444/q?a=1&b=x+y#z","{\"u\":\"https://h:444/q?a=1&b=x+y#z\"}"]`},
+		{"URL IDNA hosts", `return [new URL("https://Bücher.example/").host, new URL("http://faß.de/").hostname, new URL("http://%F0%9F%92%A9.com/").host, URL.canParse("http://a\u200cb/"), new URL("https://XN--ab-j1t/").host]`,
+			`["xn--bcher-kva.example","xn--fa-hia.de","xn--ls8h.com",false,"xn--ab-j1t"]`},
+		{"URL setters follow the state override", `const u = new URL("https://h/p"); u.pathname = "/a?b#c"; const v = new URL("http://h:8080/"); v.host = "x.test:81/junk"; const w = new URL("http://h:443/"); w.protocol = "https:"; const f = new URL("file:///p"); f.hostname = "";
+			return [u.pathname, u.href, v.host, w.port, w.href, new URL("non-spec:/.//p").pathname, new URL("non-spec:/.//p").href]`,
+			`["/a%3Fb%23c","https://h/a%3Fb%23c","x.test:81","","https://h/","//p","non-spec:/.//p"]`},
+		{"URL refuses an IDNA label past the bound, and says so", `try { new URL("https://" + "é".repeat(256) + ".test/") } catch (e) { return [e instanceof TypeError, e.message.endsWith("(IDNA runs on a host label of at most 255 code points)"), URL.canParse("https://" + "é".repeat(255) + ".test/")] }`,
+			`[true,true,true]`},
 		{"URLSearchParams", `const p = new URLSearchParams("?a=1&b=2&a=3"); p.set('b', '9'); p.delete('x'); p.sort();
 			return [p.getAll('a'), p.get('b'), p.has('a'), p.toString(), [...p.keys()], new URLSearchParams({q: 'a&b', r: '✓'}).toString(), p.size]`,
 			`[["1","3"],"9",true,"a=1&a=3&b=9",["a","a","b"],"q=a%26b&r=%E2%9C%93",3]`},
