@@ -25,6 +25,7 @@ func TestWebGlobals(t *testing.T) {
 		{"decode stream", `const d = new TextDecoder(); return d.decode(new Uint8Array([0xe2, 0x9c]), {stream: true}) + '|' + d.decode(new Uint8Array([0x93]))`, `"|✓"`},
 		{"decode BOM", `return [new TextDecoder().decode(new Uint8Array([0xef, 0xbb, 0xbf, 0x61])), new TextDecoder('utf8', {ignoreBOM: true}).decode(new Uint8Array([0xef, 0xbb, 0xbf, 0x61])).length]`, `["a",2]`},
 		{"decode a buffer and a view", `const b = new Uint8Array([104, 105, 33]); return [new TextDecoder().decode(b.buffer), new TextDecoder().decode(new DataView(b.buffer, 1))]`, `["hi!","i!"]`},
+		{"UTF-16", `const le = new TextDecoder('utf-16'); return [le.encoding, le.decode(new Uint8Array([0xff, 0xfe, 0x68, 0, 0x69, 0, 0x3d, 0xd8, 0x00, 0xde])), new TextDecoder('utf-16be').decode(new Uint8Array([0, 0x68, 0xd8]))]`, "[\"utf-16le\",\"hi😀\",\"h\ufffd\"]"},
 		{"other encodings", `try { new TextDecoder('latin1') } catch (e) { return e instanceof RangeError }`, `true`},
 		{"JSON from bytes", `const bytes = new TextEncoder().encode('{"a":[1,2]}'); return JSON.parse(new TextDecoder().decode(bytes))`, `{"a":[1,2]}`},
 		{"base64", `return [btoa(atob("AQID")), atob("aGk="), btoa("hi"), atob(" aG k "), btoa("")]`, `["AQID","hi","aGk=","hi",""]`},

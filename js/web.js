@@ -51,8 +51,8 @@
 	Object.defineProperty(DOMException.prototype, Symbol.toStringTag, { value: 'DOMException', configurable: true });
 
 	// ---------------------------------------------------------------- text
-	// UTF-8 only, as the Encoding Standard's TextEncoder always is; a
-	// TextDecoder for another label is a RangeError.
+	// TextEncoder: UTF-8, as the Encoding Standard's always is. TextDecoder:
+	// UTF-8 and UTF-16; a label of another encoding is a RangeError.
 	function utf8Encode(s) {
 		const out = new U8(s.length * 3);
 		let n = 0;
@@ -110,7 +110,17 @@
 	}
 	Object.defineProperty(TextEncoder.prototype, Symbol.toStringTag, { value: 'TextEncoder', configurable: true });
 
-	const utf8Labels = ['unicode-1-1-utf-8', 'unicode11utf8', 'unicode20utf8', 'utf-8', 'utf8', 'x-unicode20utf8'];
+	// The Encoding Standard's labels of the encodings TextDecoder decodes:
+	// UTF-8 and UTF-16 (little- and big-endian). The legacy single- and
+	// multi-byte encodings are a RangeError.
+	const decoderLabels = {
+		__proto__: null,
+		'unicode-1-1-utf-8': 'utf-8', unicode11utf8: 'utf-8', unicode20utf8: 'utf-8', 'utf-8': 'utf-8', utf8: 'utf-8',
+		'x-unicode20utf8': 'utf-8',
+		csunicode: 'utf-16le', 'iso-10646-ucs-2': 'utf-16le', 'ucs-2': 'utf-16le', unicode: 'utf-16le', unicodefeff: 'utf-16le',
+		'utf-16': 'utf-16le', 'utf-16le': 'utf-16le',
+		unicodefffe: 'utf-16be', 'utf-16be': 'utf-16be',
+	};
 
 	function bytesOf(input) {
 		if (input === undefined) return new U8(0);
@@ -121,16 +131,22 @@
 	}
 
 	class TextDecoder {
-		#fatal; #ignoreBOM; #bomSeen = false;
-		// The decoder's state (the Encoding Standard's UTF-8 decoder).
+		#encoding; #fatal; #ignoreBOM; #bomSeen = false;
+		// The UTF-8 decoder's state (the Encoding Standard's).
 		#needed = 0; #seen = 0; #cp = 0; #lower = 0x80; #upper = 0xbf;
+		// The UTF-16 decoder's: a lead byte and a lead surrogate, -1 for none.
+		#leadByte = -1; #leadSurrogate = -1;
 		constructor(label = 'utf-8', options = {}) {
-			const l = String(label).trim().toLowerCase();
-			if (!utf8Labels.includes(l)) throw new RangeError(`The encoding label provided ('${label}') is invalid or not supported: only utf-8 is.`);
+			const l = String(label).replace(/^[\t\n\f\r ]+|[\t\n\f\r ]+$/g, '').toLowerCase();
+			const encoding = decoderLabels[l];
+			if (encoding === undefined) {
+				throw new RangeError(`The encoding label provided ('${label}') is invalid or not supported: utf-8 and utf-16 are.`);
+			}
+			this.#encoding = encoding;
 			this.#fatal = Boolean(options?.fatal);
 			this.#ignoreBOM = Boolean(options?.ignoreBOM);
 		}
-		get encoding() { return 'utf-8'; }
+		get encoding() { return this.#encoding; }
 		get fatal() { return this.#fatal; }
 		get ignoreBOM() { return this.#ignoreBOM; }
 		decode(input, options = {}) {
@@ -153,10 +169,21 @@
 			const error = () => {
 				if (this.#fatal) {
 					this.#reset();
-					throw new TypeError('The encoded data was not valid utf-8.');
+					throw new TypeError(`The encoded data was not valid ${this.#encoding}.`);
 				}
 				emit(0xfffd);
 			};
+			if (this.#encoding === 'utf-8') this.#utf8(bytes, stream, emit, error);
+			else this.#utf16(bytes, stream, this.#encoding === 'utf-16be', emit, error);
+			out += fromCharCode(...chunk);
+			if (!this.#ignoreBOM && !this.#bomSeen && out.length > 0) {
+				this.#bomSeen = true;
+				if (charCodeAt(out, 0) === 0xfeff) out = out.slice(1);
+			}
+			if (!stream) this.#bomSeen = false;
+			return out;
+		}
+		#utf8(bytes, stream, emit, error) {
 			for (let i = 0; i < bytes.length; i++) {
 				const b = bytes[i];
 				if (this.#needed === 0) {
@@ -193,17 +220,37 @@
 				this.#lower = 0x80; this.#upper = 0xbf;
 				error();
 			}
-			out += fromCharCode(...chunk);
-			if (!this.#ignoreBOM && !this.#bomSeen && out.length > 0) {
-				this.#bomSeen = true;
-				if (charCodeAt(out, 0) === 0xfeff) out = out.slice(1);
+		}
+		#utf16(bytes, stream, bigEndian, emit, error) {
+			for (let i = 0; i < bytes.length; i++) {
+				if (this.#leadByte < 0) {
+					this.#leadByte = bytes[i];
+					continue;
+				}
+				const unit = bigEndian ? (this.#leadByte << 8) | bytes[i] : this.#leadByte | (bytes[i] << 8);
+				this.#leadByte = -1;
+				if (this.#leadSurrogate >= 0) {
+					const lead = this.#leadSurrogate;
+					this.#leadSurrogate = -1;
+					if (unit >= 0xdc00 && unit <= 0xdfff) {
+						emit(0x10000 + ((lead - 0xd800) << 10) + (unit - 0xdc00));
+						continue;
+					}
+					error(); // the unit is read again, below
+				}
+				if (unit >= 0xd800 && unit <= 0xdbff) this.#leadSurrogate = unit;
+				else if (unit >= 0xdc00 && unit <= 0xdfff) error();
+				else emit(unit);
 			}
-			if (!stream) this.#bomSeen = false;
-			return out;
+			if (!stream && (this.#leadByte >= 0 || this.#leadSurrogate >= 0)) {
+				this.#leadByte = this.#leadSurrogate = -1;
+				error();
+			}
 		}
 		#reset() {
 			this.#needed = this.#seen = this.#cp = 0;
 			this.#lower = 0x80; this.#upper = 0xbf;
+			this.#leadByte = this.#leadSurrogate = -1;
 			this.#bomSeen = false;
 		}
 	}
