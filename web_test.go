@@ -36,6 +36,10 @@ func TestWebGlobals(t *testing.T) {
 			return [c !== o, c.self === c, c.m.get(1).x, c.m.get(1) !== m.get(1), [...c.s], c.d.getTime(), c.d !== d, c.t instanceof Uint16Array, [...c.t], c.r.flags, c.r.source]`,
 			`[true,true,[1,2],true,["a"],5,true,true,[1,2],"gi","x"]`},
 		{"structuredClone of errors", `const c = structuredClone(new RangeError('r', {cause: 1})); return [c instanceof RangeError, c.message, c.cause]`, `[true,"r",1]`},
+		{"structuredClone transfers buffers", `const b = new Uint8Array([1, 2, 3]).buffer; const c = structuredClone({v: new Uint8Array(b, 1), b}, {transfer: [b]});
+			const d = new ArrayBuffer(2); let refused; try { structuredClone({f() {}, d}, {transfer: [d]}) } catch (e) { refused = [e.name, d.byteLength] }
+			let twice; try { structuredClone(b, {transfer: [b]}) } catch (e) { twice = e.name }
+			return [b.byteLength, c.b.byteLength, [...c.v], c.v.buffer === c.b, refused, twice]`, `[0,3,[2,3],true,["DataCloneError",2],"DataCloneError"]`},
 		{"structuredClone refuses functions", `try { structuredClone({f() {}}) } catch (e) { return e.name }`, `"DataCloneError"`},
 		{"performance.now grows", `const a = performance.now(); const t = Date.now(); while (Date.now() - t < 3) {} const b = performance.now(); return [typeof a, a >= 0, b > a, b - a >= 2]`, `["number",true,true,true]`},
 		{"getRandomValues", `const a = crypto.getRandomValues(new Uint32Array(4)); return [a.length, a.some((x) => x !== 0)]`, `[4,true]`},

@@ -308,10 +308,17 @@
 	let platformPrototypes = [];
 	function structuredClone(value, options = undefined) {
 		if (arguments.length === 0) throw new TypeError("Failed to execute 'structuredClone': 1 argument required, but only 0 present.");
-		if (options?.transfer !== undefined && [...options.transfer].length > 0) {
-			throw new DOMException('structuredClone: transfer is not supported in this sandbox.', 'DataCloneError');
+		// The transfer list: ArrayBuffers (there is nothing else here to
+		// transfer), each once, none detached.
+		const transfer = options?.transfer === undefined ? [] : [...options.transfer];
+		for (let i = 0; i < transfer.length; i++) {
+			const b = transfer[i];
+			if (objectTag(b) !== '[object ArrayBuffer]') throw new DOMException('structuredClone: only an ArrayBuffer can be transferred here.', 'DataCloneError');
+			if (transfer.indexOf(b) !== i) throw new DOMException('structuredClone: an ArrayBuffer is transferred twice.', 'DataCloneError');
+			if (b.detached) throw new DOMException('structuredClone: a detached ArrayBuffer cannot be transferred.', 'DataCloneError');
 		}
-		const memory = new Map();
+		let memory = new Map();
+		const geometry = new Map();
 		const uncloneable = (what) => new DOMException(`${what} could not be cloned.`, 'DataCloneError');
 		const clone = (v) => {
 			const t = typeof v;
@@ -377,14 +384,21 @@
 					return out;
 				default:
 					if (isView(v)) {
-						// An out-of-bounds view, or one on a detached buffer.
-						try { v instanceof DataView ? v.byteLength : typedAt.call(v, 0); } catch { throw uncloneable('An out-of-bounds view'); }
+						// A view's place in its buffer, read once (a transfer
+						// detaches the buffer between the passes); an out-of-bounds
+						// view, or one on a detached buffer, does not clone.
+						let at = geometry.get(v);
+						if (at === undefined) {
+							try { v instanceof DataView ? v.byteLength : typedAt.call(v, 0); } catch { throw uncloneable('An out-of-bounds view'); }
+							at = [v.byteOffset, v instanceof DataView ? v.byteLength : v.length];
+							geometry.set(v, at);
+						}
 						const buffer = clone(v.buffer);
-						if (v instanceof DataView) out = new DataView(buffer, v.byteOffset, v.byteLength);
+						if (v instanceof DataView) out = new DataView(buffer, at[0], at[1]);
 						else {
 							const Ctor = typedCtors[v[Symbol.toStringTag]];
 							if (!Ctor) throw uncloneable(tag);
-							out = new Ctor(buffer, v.byteOffset, v.length);
+							out = new Ctor(buffer, at[0], at[1]);
 						}
 						break;
 					}
@@ -393,6 +407,12 @@
 			memory.set(v, out);
 			return out;
 		};
+		if (transfer.length === 0) return clone(value);
+		// Serialized once with the buffers in place, so that a value that does
+		// not clone detaches nothing; then again, each transferred buffer moved.
+		memory = new Map(transfer.map((b) => [b, b]));
+		clone(value);
+		memory = new Map(transfer.map((b) => [b, ArrayBuffer.prototype.transfer.call(b)]));
 		return clone(value);
 	}
 
