@@ -380,3 +380,26 @@ func BenchmarkRunParallel(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkWebFirstUse is a run whose first read of a web global is new URL
+// (web.js evaluated into the sandbox, then the parse), beside the same run
+// reading TextEncoder (web.js's cost alone) and a URL with an IDNA host
+// (one crossing to Go): the first-use cost of the web globals.
+func BenchmarkWebFirstUse(b *testing.B) {
+	e := newExecutor(b)
+	ctx := context.Background()
+	for _, w := range []struct{ name, src string }{
+		{"TextEncoder", `return typeof TextEncoder`},
+		{"URL", `return new URL("../a?b=1#c", "https://example.com/p/q").href`},
+		{"URL-IDNA", `return new URL("https://bücher.example/a").host`},
+	} {
+		b.Run(w.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := e.Run(ctx, w.src); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -1454,13 +1454,40 @@ static const char *const web_names[] = {
  * off the global object into the web accessors' data. */
 static const char fetch_capability[] = "__codemode_fetch";
 
+/* URL and URLSearchParams are js/url.js, a unit of its own that web.js
+ * reads only when a run first needs them (native.url): reading bytecode is
+ * most of what a first read of a web global costs. */
+#define WEB_URL 7
+#define WEB_URLSEARCHPARAMS 8
+static bool web_in_url(int i)
+{
+	return i == WEB_URL || i == WEB_URLSEARCHPARAMS;
+}
+
 static _Atomic(const uint8_t *) web_bc;
 static _Atomic size_t web_bc_len;
+static _Atomic(const uint8_t *) url_bc;
+static _Atomic size_t url_bc_len;
 
-void bridge_set_web(const uint8_t *bc, size_t len)
+void bridge_set_web(const uint8_t *bc, size_t len, const uint8_t *url, size_t url_len)
 {
+	atomic_store(&url_bc_len, url_len);
+	atomic_store(&url_bc, url);
 	atomic_store(&web_bc_len, len);
-	atomic_store(&web_bc, bc);
+	atomic_store(&web_bc, bc); /* last: web.js's bytecode set means url.js's is */
+}
+
+/* native.url(): url.js's factory (web.js calls it once, with its helpers). */
+static JSValue js_web_url(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+	(void)this_val;
+	(void)argc;
+	(void)argv;
+	const uint8_t *bc = atomic_load(&url_bc);
+	if (!bc)
+		return JS_ThrowInternalError(ctx, "codemode: the web globals do not compile");
+	JSValue fn = JS_ReadObject(ctx, bc, atomic_load(&url_bc_len), JS_READ_OBJ_BYTECODE);
+	return JS_IsException(fn) ? fn : JS_EvalFunction(ctx, fn);
 }
 
 /* performance.now(): milliseconds since the run began. */
@@ -1658,10 +1685,16 @@ int lazy_settle(bridge_slot *s, JSValueConst key)
 		return -1;
 	if (!(which & LAZY_WEB))
 		return 0;
-	/* One web getter loads them all: the first still waiting is called. */
+	/* A getter loads its unit's globals (web.js's, or url.js's): the key's
+	 * own getter is called, or for any key every one still waiting. */
+	const char *k = JS_IsString(key) ? JS_ToCStringLen(ctx, NULL, key) : NULL;
+	if (JS_IsString(key) && !k)
+		return -1;
 	JSValue global = JS_GetGlobalObject(ctx);
 	int rc = 0;
 	for (int i = 0; i < NWEB && rc == 0; i++) {
+		if (k && strcmp(k, web_names[i]) != 0)
+			continue;
 		JSAtom atom = JS_NewAtom(ctx, web_names[i]);
 		JSPropertyDescriptor d;
 		int has = atom == JS_ATOM_NULL ? -1 : JS_GetOwnProperty(ctx, &d, global, atom);
@@ -1675,12 +1708,12 @@ int lazy_settle(bridge_slot *s, JSValueConst key)
 			JSValue v = JS_Call(ctx, d.getter, global, 0, NULL);
 			rc = JS_IsException(v) ? -1 : 0;
 			JS_FreeValue(ctx, v);
-			i = NWEB; /* done */
 		}
 		JS_FreeValue(ctx, d.value);
 		JS_FreeValue(ctx, d.getter);
 		JS_FreeValue(ctx, d.setter);
 	}
+	JS_FreeCString(ctx, k);
 	JS_FreeValue(ctx, global);
 	return rc;
 }
@@ -1814,32 +1847,20 @@ static JSValue call_factory(JSContext *ctx, const uint8_t *bc, size_t len, JSVal
 	return r;
 }
 
-/* Evaluates web.js and turns every global still an accessor into its
- * value: the object of the globals. fetch is the host's fetch capability,
- * or undefined. */
-static JSValue web_load(JSContext *ctx, JSValueConst fetch)
+/* Turns every web global still an accessor, of url.js's (url) or of the
+ * rest, into its value in web (the object of the globals): 0, or -1. */
+static int web_settle(JSContext *ctx, JSValueConst web, bool url)
 {
-	const uint8_t *bc = atomic_load(&web_bc);
-	if (!bc && (go_load_web() != 0 || !(bc = atomic_load(&web_bc)))) /* the first read in the process */
-		return JS_ThrowInternalError(ctx, "codemode: the web globals do not compile");
-	JSValue native = JS_NewObjectProto(ctx, JS_NULL);
-	if (!JS_IsException(native) && set_native(ctx, &native, "now", js_web_now, 0) == 0 &&
-	    set_native(ctx, &native, "fill", js_web_fill, 1) == 0 &&
-	    set_native(ctx, &native, "toASCII", js_web_to_ascii, 1) == 0 &&
-	    JS_DefinePropertyValueStr(ctx, native, "fetch", JS_DupValue(ctx, fetch), JS_PROP_C_W_E) < 0) {
-		JS_FreeValue(ctx, native);
-		native = JS_EXCEPTION;
-	}
-	JSValue web = call_factory(ctx, bc, atomic_load(&web_bc_len), native);
-	if (JS_IsException(web))
-		return web;
 	JSValue global = JS_GetGlobalObject(ctx);
-	for (int i = 0; i < NWEB; i++) {
+	int r = 0;
+	for (int i = 0; i < NWEB && r >= 0; i++) {
+		if (web_in_url(i) != url)
+			continue;
 		JSAtom atom = JS_NewAtom(ctx, web_names[i]);
 		if (atom == JS_ATOM_NULL)
 			break;
 		JSPropertyDescriptor d;
-		int r = JS_GetOwnProperty(ctx, &d, global, atom);
+		r = JS_GetOwnProperty(ctx, &d, global, atom);
 		if (r > 0) {
 			bool accessor = (d.flags & JS_PROP_GETSET) != 0;
 			JS_FreeValue(ctx, d.value);
@@ -1853,26 +1874,62 @@ static JSValue web_load(JSContext *ctx, JSValueConst fetch)
 			}
 		}
 		JS_FreeAtom(ctx, atom);
-		if (r < 0) {
-			JS_FreeValue(ctx, global);
-			JS_FreeValue(ctx, web);
-			return JS_EXCEPTION;
-		}
 	}
 	JS_FreeValue(ctx, global);
+	return r < 0 ? -1 : 0;
+}
+
+/* Evaluates web.js and turns every global still an accessor, but url.js's,
+ * into its value: the object of the globals. fetch is the host's fetch
+ * capability, or undefined. */
+static JSValue web_load(JSContext *ctx, JSValueConst fetch)
+{
+	const uint8_t *bc = atomic_load(&web_bc);
+	if (!bc && (go_load_web() != 0 || !(bc = atomic_load(&web_bc)))) /* the first read in the process */
+		return JS_ThrowInternalError(ctx, "codemode: the web globals do not compile");
+	JSValue native = JS_NewObjectProto(ctx, JS_NULL);
+	if (!JS_IsException(native) && set_native(ctx, &native, "now", js_web_now, 0) == 0 &&
+	    set_native(ctx, &native, "fill", js_web_fill, 1) == 0 &&
+	    set_native(ctx, &native, "toASCII", js_web_to_ascii, 1) == 0 &&
+	    set_native(ctx, &native, "url", js_web_url, 0) == 0 &&
+	    JS_DefinePropertyValueStr(ctx, native, "fetch", JS_DupValue(ctx, fetch), JS_PROP_C_W_E) < 0) {
+		JS_FreeValue(ctx, native);
+		native = JS_EXCEPTION;
+	}
+	JSValue web = call_factory(ctx, bc, atomic_load(&web_bc_len), native);
+	if (!JS_IsException(web) && web_settle(ctx, web, false) < 0) {
+		JS_FreeValue(ctx, web);
+		return JS_EXCEPTION;
+	}
 	return web;
 }
 
+/* A web global's getter. data[0] is the host's fetch (or undefined);
+ * data[1] the sandbox's holder of web.js's globals object, which every
+ * getter shares: web.js is evaluated once per sandbox, and url.js, which
+ * it reads on demand, once too. */
 static JSValue js_web_get(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv, int magic,
                           JSValueConst *data)
 {
 	(void)this_val;
 	(void)argc;
 	(void)argv;
-	JSValue web = web_load(ctx, data[0]);
+	JSValue web = JS_GetPropertyUint32(ctx, data[1], 0);
+	if (JS_IsUndefined(web)) {
+		web = web_load(ctx, data[0]);
+		if (JS_IsException(web) ||
+		    JS_DefinePropertyValueUint32(ctx, data[1], 0, JS_DupValue(ctx, web), JS_PROP_C_W_E) < 0) {
+			JS_FreeValue(ctx, web);
+			return JS_EXCEPTION;
+		}
+	}
 	if (JS_IsException(web))
 		return web;
 	JSValue v = JS_GetPropertyStr(ctx, web, web_names[magic]);
+	if (!JS_IsException(v) && web_in_url(magic) && web_settle(ctx, web, true) < 0) {
+		JS_FreeValue(ctx, v);
+		v = JS_EXCEPTION;
+	}
 	JS_FreeValue(ctx, web);
 	return v;
 }
@@ -1903,8 +1960,11 @@ static int install_web(JSContext *ctx)
 	int rc = has < 0 ? -1 : 0;
 	int n = JS_IsUndefined(fetch) ? NWEB - NWEB_FETCH : NWEB;
 	bridge_slot *s = JS_GetContextOpaque(ctx);
+	JSValue data[2] = {fetch, JS_NewObjectProto(ctx, JS_NULL)}; /* the holder: js_web_get */
+	if (JS_IsException(data[1]))
+		rc = -1;
 	for (int i = 0; i < n && rc == 0; i++) {
-		JSValue get = JS_NewCFunctionData(ctx, js_web_get, 0, i, 1, (JSValueConst *)&fetch);
+		JSValue get = JS_NewCFunctionData(ctx, js_web_get, 0, i, 2, (JSValueConst *)data);
 		if (!JS_IsException(get) && JS_DefinePropertyValueUint32(ctx, s->lazy_getters, (uint32_t)(NTYPED_GLOBALS + i),
 		                                                         JS_DupValue(ctx, get), JS_PROP_C_W_E) < 0) {
 			JS_FreeValue(ctx, get);
@@ -1914,6 +1974,7 @@ static int install_web(JSContext *ctx)
 		rc = lazy_define(ctx, global, web_names[i], get,
 		                 JS_NewCFunctionMagic(ctx, js_web_set, web_names[i], 1, JS_CFUNC_generic_magic, i));
 	}
+	JS_FreeValue(ctx, data[1]);
 	JS_FreeValue(ctx, fetch);
 	JS_FreeValue(ctx, global);
 	return rc;
@@ -3614,10 +3675,10 @@ static JSValue load_runtime(bridge_slot *s, const bridge_config *cfg)
  * the whole buffer per read, an eighth of a large tool's call): the
  * version byte is followed by the u32 checksum, and UINT32_MAX there is
  * the engine's documented "do not verify". */
-static uint8_t *write_bytecode(JSContext *ctx, JSValueConst fn, size_t *len)
+static uint8_t *write_bytecode(JSContext *ctx, JSValueConst fn, size_t *len, int flags)
 {
 	size_t n = 0;
-	uint8_t *bc = JS_WriteObject(ctx, &n, fn, JS_WRITE_OBJ_BYTECODE);
+	uint8_t *bc = JS_WriteObject(ctx, &n, fn, JS_WRITE_OBJ_BYTECODE | flags);
 	if (!bc)
 		return NULL;
 	uint8_t *copy = n >= 5 ? malloc(n) : NULL;
@@ -3644,7 +3705,7 @@ static JSValue compile_unit(JSContext *ctx, const uint8_t *bc, size_t bc_len, co
 		.line_num = 1, /* the wrappers share the first line with the user's source */
 	};
 	JSValue fn = JS_Eval2(ctx, src, len, &opts);
-	if (!JS_IsException(fn) && want && !(*out_bc = write_bytecode(ctx, fn, out_len)) && JS_HasException(ctx))
+	if (!JS_IsException(fn) && want && !(*out_bc = write_bytecode(ctx, fn, out_len, 0)) && JS_HasException(ctx))
 		JS_FreeValue(ctx, JS_GetException(ctx));
 	return fn;
 }
@@ -4083,17 +4144,18 @@ void bridge_slot_take_logs(bridge_slot *s, bridge_out *out)
 	hand_over_logs(s, out);
 }
 
-static int32_t compile_as(const char *src, size_t len, const char *filename, int type, const bridge_source *srcs,
-                          int32_t nsrcs, bridge_out *out);
+static int32_t compile_as(const char *src, size_t len, const char *filename, int type, int flags,
+                          const bridge_source *srcs, int32_t nsrcs, bridge_out *out);
 
-int32_t bridge_compile(const char *src, size_t len, const char *filename, bridge_out *out)
+int32_t bridge_compile(const char *src, size_t len, const char *filename, int32_t strip, bridge_out *out)
 {
-	return compile_as(src, len, filename, JS_EVAL_TYPE_GLOBAL, NULL, 0, out);
+	return compile_as(src, len, filename, JS_EVAL_TYPE_GLOBAL,
+	                  strip ? JS_WRITE_OBJ_STRIP_SOURCE | JS_WRITE_OBJ_STRIP_DEBUG : 0, NULL, 0, out);
 }
 
 int32_t bridge_compile_module(const bridge_source *srcs, int32_t n, int32_t index, bridge_out *out)
 {
-	return compile_as(srcs[index].src, srcs[index].len, srcs[index].name, JS_EVAL_TYPE_MODULE, srcs, n, out);
+	return compile_as(srcs[index].src, srcs[index].len, srcs[index].name, JS_EVAL_TYPE_MODULE, 0, srcs, n, out);
 }
 
 /* The module sources a compile resolves imports against. */
@@ -4125,8 +4187,8 @@ static JSModuleDef *compile_loader(JSContext *ctx, const char *name, void *opaqu
 	return NULL;
 }
 
-static int32_t compile_as(const char *src, size_t len, const char *filename, int type, const bridge_source *srcs,
-                          int32_t nsrcs, bridge_out *out)
+static int32_t compile_as(const char *src, size_t len, const char *filename, int type, int flags,
+                          const bridge_source *srcs, int32_t nsrcs, bridge_out *out)
 {
 	memset(out, 0, sizeof(*out));
 	compile_sources cs = {.srcs = srcs, .n = nsrcs};
@@ -4163,7 +4225,7 @@ static int32_t compile_as(const char *src, size_t len, const char *filename, int
 		goto cleanup;
 	}
 	size_t n = 0;
-	uint8_t *bc = write_bytecode(ctx, fn, &n);
+	uint8_t *bc = write_bytecode(ctx, fn, &n, flags);
 	JS_FreeValue(ctx, fn);
 	if (bc) {
 		out->data = (char *)bc;

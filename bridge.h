@@ -300,8 +300,10 @@ typedef struct bridge_tmpl_stats {
 void bridge_tmpls_stats(bridge_tmpls *t, int32_t runtime, bridge_tmpl_stats *out);
 
 /* Compiles src (NUL at [len]) to bytecode in a throwaway runtime: out.data
- * is the bytecode (BRIDGE_DONE), or the rendered error (BRIDGE_THROWN). */
-int32_t bridge_compile(const char *src, size_t len, const char *filename, bridge_out *out);
+ * is the bytecode (BRIDGE_DONE), or the rendered error (BRIDGE_THROWN).
+ * strip leaves out the source text and debug information (line numbers):
+ * the functions' toString is [native code], as a platform's are. */
+int32_t bridge_compile(const char *src, size_t len, const char *filename, int32_t strip, bridge_out *out);
 /* A host module's source, for compiling (bridge_compile_module). */
 typedef struct bridge_source {
 	const char *name;
@@ -339,10 +341,11 @@ int32_t bridge_syntax_ok(const char *src, size_t len, uint64_t stack, uint64_t m
 int32_t bridge_plain_run(const char *src, size_t len, int32_t body, int64_t budget_ns, uint64_t memory,
                          uint64_t stack, bridge_out *out);
 
-/* The bytecode of js/web.js, the web globals' source, held by the caller for
- * the life of the process (set once, by go_load_web, when a run first reads
- * a web global). */
-void bridge_set_web(const uint8_t *bc, size_t len);
+/* The bytecode of js/web.js, the web globals' source, and of js/url.js
+ * (URL and URLSearchParams, which web.js reads on demand), held by the
+ * caller for the life of the process (set once, by go_load_web, when a run
+ * first reads a web global). */
+void bridge_set_web(const uint8_t *bc, size_t len, const uint8_t *url, size_t url_len);
 
 /* The floor for benchmarks: one whole run (sandbox, eval, jobs, result
  * JSON, teardown) in a single C call with no Go in between. Returns the

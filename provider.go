@@ -366,11 +366,21 @@ var guardsBytecode = sync.OnceValues(func() ([]byte, error) {
 
 // compileScript compiles a trusted script to bytecode in a throwaway runtime.
 func compileScript(src, file string) ([]byte, error) {
+	return compileScriptStripped(src, file, false)
+}
+
+// compileScriptStripped is compileScript, optionally without the source
+// text and the debug information (bridge_compile's strip).
+func compileScriptStripped(src, file string, strip bool) ([]byte, error) {
+	var cstrip C.int32_t
+	if strip {
+		cstrip = 1
+	}
 	csrc := append([]byte(src), 0)
 	cfile := C.CString(file)
 	defer C.free(unsafe.Pointer(cfile))
 	var out C.bridge_out
-	st := C.bridge_compile((*C.char)(unsafe.Pointer(&csrc[0])), C.size_t(len(src)), cfile, &out)
+	st := C.bridge_compile((*C.char)(unsafe.Pointer(&csrc[0])), C.size_t(len(src)), cfile, cstrip, &out)
 	defer C.bridge_out_free(&out)
 	data := C.GoBytes(unsafe.Pointer(out.data), C.int(out.size))
 	if st != C.BRIDGE_DONE {

@@ -16,20 +16,37 @@ import (
 //go:embed js/web.js
 var webSource string
 
-// webFile names web.js's frames, which error renderings drop.
-const webFile = "<codemode:web>"
+//go:embed js/url.js
+var urlSource string
 
-// loadWeb compiles js/web.js once per process and hands its bytecode to C,
-// where it stays for the life of the process: the web globals evaluate it
-// in a sandbox the first time a script reads one of them. It runs when the
-// process's first such read asks for it (go_load_web), not before: the
-// compile is some 7 ms, which a process that never reads one never pays.
+// webFile and urlFile name web.js's and url.js's frames, which error
+// renderings drop.
+const (
+	webFile = "<codemode:web>"
+	urlFile = "<codemode:url>"
+)
+
+// loadWeb compiles js/web.js and js/url.js once per process and hands
+// their bytecode to C, where it stays for the life of the process: the web
+// globals evaluate web.js in a sandbox the first time a script reads one of
+// them, and web.js reads url.js the first time the run needs URL. It runs
+// when the process's first such read asks for it (go_load_web), not
+// before: the compile is some 7 ms, which a process that never reads one
+// never pays. The bytecode leaves out the source and the line numbers
+// (three quarters of its size, and reading bytecode is most of what a
+// run's first read of a web global costs): their frames are dropped from
+// renderings anyway, and their functions print as [native code], as a
+// browser's own do.
 var loadWeb = sync.OnceValue(func() error {
-	bc, err := compileScript(webSource, webFile)
+	bc, err := compileScriptStripped(webSource, webFile, true)
 	if err != nil {
 		return err
 	}
-	C.bridge_set_web((*C.uint8_t)(C.CBytes(bc)), C.size_t(len(bc)))
+	ubc, err := compileScriptStripped(urlSource, urlFile, true)
+	if err != nil {
+		return err
+	}
+	C.bridge_set_web((*C.uint8_t)(C.CBytes(bc)), C.size_t(len(bc)), (*C.uint8_t)(C.CBytes(ubc)), C.size_t(len(ubc)))
 	return nil
 })
 

@@ -40,6 +40,10 @@ func TestWebGlobals(t *testing.T) {
 			const d = new ArrayBuffer(2); let refused; try { structuredClone({f() {}, d}, {transfer: [d]}) } catch (e) { refused = [e.name, d.byteLength] }
 			let twice; try { structuredClone(b, {transfer: [b]}) } catch (e) { twice = e.name }
 			return [b.byteLength, c.b.byteLength, [...c.v], c.v.buffer === c.b, refused, twice]`, `[0,3,[2,3],true,["DataCloneError",2],"DataCloneError"]`},
+		{"structuredClone refuses the web globals' own objects", `const names = []; for (const v of [new URL("http://a/"), new URLSearchParams("a=1"), new AbortController(), new TextEncoder()]) { try { structuredClone(v) } catch (e) { names.push(e.name) } } return names`,
+			`["DataCloneError","DataCloneError","DataCloneError","DataCloneError"]`},
+		{"URL and the other web globals are one load", `const d = Object.getOwnPropertyDescriptor(globalThis, "URLSearchParams"); const t = TextEncoder; return [typeof d.value, "get" in d, new URL("http://h/?a=1").searchParams instanceof d.value, t === TextEncoder, String(URL).includes("[native code]")]`,
+			`["function",false,true,true,true]`},
 		{"structuredClone refuses functions", `try { structuredClone({f() {}}) } catch (e) { return e.name }`, `"DataCloneError"`},
 		{"performance.now grows", `const a = performance.now(); const t = Date.now(); while (Date.now() - t < 3) {} const b = performance.now(); return [typeof a, a >= 0, b > a, b - a >= 2]`, `["number",true,true,true]`},
 		{"getRandomValues", `const a = crypto.getRandomValues(new Uint32Array(4)); return [a.length, a.some((x) => x !== 0)]`, `[4,true]`},
