@@ -9,9 +9,9 @@ import (
 	"github.com/codemode-go/codemode/internal/spectest"
 )
 
-// TestSpecExamples runs every example of providers-and-dispatch.txt with
-// its expected output (internal/spectest, which the remote client's tests
-// run too).
+// TestSpecExamples runs every example of the providers-and-dispatch
+// protocol (docs/PROTOCOL.md) with its expected output (internal/spectest,
+// which the remote client's tests run too).
 func TestSpecExamples(t *testing.T) {
 	t.Parallel()
 	e, err := codemode.New()

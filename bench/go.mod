@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	github.com/buke/quickjs-go v0.7.7
-	github.com/codemode-go/codemode v0.0.0-00010101000000-000000000000
+	github.com/codemode-go/codemode v0.0.0
 	github.com/dop251/goja v0.0.0-20260917113740-793a2a65c13b
 	github.com/fastschema/qjs v0.0.6
 	gonum.org/v1/plot v0.17.0
@@ -41,5 +41,3 @@ require (
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect
 )
-
-replace github.com/codemode-go/codemode => ../

@@ -2,22 +2,14 @@ module github.com/codemode-go/codemode/examples
 
 go 1.26.0
 
-replace (
-	github.com/codemode-go/codemode => ../
-	github.com/codemode-go/codemode/adapters/anthropic => ../adapters/anthropic
-	github.com/codemode-go/codemode/adapters/eino => ../adapters/eino
-	github.com/codemode-go/codemode/adapters/genai => ../adapters/genai
-	github.com/codemode-go/codemode/adapters/openai => ../adapters/openai
-)
-
 require (
 	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0
 	github.com/cloudwego/eino v0.7.36
 	github.com/codemode-go/codemode v0.0.0
-	github.com/codemode-go/codemode/adapters/anthropic v0.0.0-00010101000000-000000000000
-	github.com/codemode-go/codemode/adapters/eino v0.0.0-00010101000000-000000000000
-	github.com/codemode-go/codemode/adapters/genai v0.0.0-00010101000000-000000000000
-	github.com/codemode-go/codemode/adapters/openai v0.0.0-00010101000000-000000000000
+	github.com/codemode-go/codemode/adapters/anthropic v0.0.0
+	github.com/codemode-go/codemode/adapters/eino v0.0.0
+	github.com/codemode-go/codemode/adapters/genai v0.0.0
+	github.com/codemode-go/codemode/adapters/openai v0.0.0
 	github.com/openai/openai-go/v3 v3.99.0
 	github.com/stretchr/testify v1.11.1
 	google.golang.org/genai v1.77.0

@@ -33,5 +33,3 @@ require (
 	golang.org/x/time v0.15.0 // indirect
 	lukechampine.com/blake3 v1.4.1 // indirect
 )
-
-replace github.com/codemode-go/codemode => ..

@@ -317,8 +317,9 @@ func TestLimitsCapped(t *testing.T) {
 	assert.Equal(t, codemode.DefaultMemory, res.Stats.Limits.Memory)
 }
 
-// TestSpecExamplesRemote: every example of providers-and-dispatch.txt
-// through the daemon, with the outputs it has in process.
+// TestSpecExamplesRemote: every example of the providers-and-dispatch
+// protocol (docs/PROTOCOL.md) through the daemon, with the outputs it has
+// in process.
 func TestSpecExamplesRemote(t *testing.T) {
 	addr, _ := daemon(t, remote.ServerOptions{})
 	spectest.Examples(t, dial(t, addr))

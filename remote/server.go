@@ -1,5 +1,6 @@
-// Package remote is the daemon arrangement of providers-and-dispatch.txt
-// over gRPC: a program runs on the daemon ([NewServer], `codemode serve`),
+// Package remote is the daemon arrangement of the providers-and-dispatch
+// protocol (docs/PROTOCOL.md) over gRPC: a program runs on the daemon
+// ([NewServer], `codemode serve`),
 // and every tool call it makes travels back over the program's own
 // bidirectional stream to the client ([Dial]), which runs the dispatch and
 // the capabilities in its own process: the tools still run where the

@@ -17,11 +17,26 @@ import (
 // size is a byte count flag: 1048576, 1MiB, 512KiB, 64KB (KB = 1000).
 type size struct{ n *int }
 
+// String is "" for the zero value (the flag unset: codemode's default,
+// which the flag's help states), so help shows no "(default 0)".
 func (s size) String() string {
-	if s.n == nil {
+	if s.n == nil || *s.n == 0 {
 		return ""
 	}
 	return strconv.Itoa(*s.n)
+}
+
+// sizeText writes n bytes with the largest binary unit that divides it.
+func sizeText(n int) string {
+	for _, u := range []struct {
+		suffix string
+		mult   int
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.mult && n%u.mult == 0 {
+			return strconv.Itoa(n/u.mult) + u.suffix
+		}
+	}
+	return strconv.Itoa(n)
 }
 
 func (s size) Set(v string) error {
@@ -74,10 +89,10 @@ var toolDeadlines = fmt.Sprintf("default %v; %v with --dispatch-cmd, %v with --m
 
 // register registers the flags; deadlines says the deadline's default.
 func (lf *limitFlags) register(fs *flag.FlagSet, deadlines string) {
-	fs.Var(size{&lf.l.Memory}, "memory", "the heap a run may hold (e.g. 32MiB; default 32MiB)")
-	fs.Var(size{&lf.l.Stack}, "stack", "the native stack JavaScript may use (e.g. 512KiB)")
-	fs.Var(size{&lf.l.Payload}, "payload", "the largest result and tool call (e.g. 1MiB)")
-	fs.Var(size{&lf.l.Logs}, "logs", "the console text kept per run (e.g. 64KiB)")
+	fs.Var(size{&lf.l.Memory}, "memory", "the heap a run may hold (default "+sizeText(codemode.DefaultMemory)+")")
+	fs.Var(size{&lf.l.Stack}, "stack", "the native stack JavaScript may use (default "+sizeText(codemode.DefaultStack)+")")
+	fs.Var(size{&lf.l.Payload}, "payload", "the largest result and tool call (default "+sizeText(codemode.DefaultPayload)+")")
+	fs.Var(size{&lf.l.Logs}, "logs", "the console text kept per run (default "+sizeText(codemode.DefaultLogs)+")")
 	fs.DurationVar(&lf.l.Deadline, "deadline", 0, "the wall-clock budget of a run (e.g. 2s; "+deadlines+")")
 }
 
@@ -180,18 +195,38 @@ func (tf *toolFlags) register(fs *flag.FlagSet) {
 // parseOne parses a subcommand's flags and wants one argument (what it
 // names); when it cannot go on it returns the exit status (0 for -h).
 func parseOne(fs *flag.FlagSet, args []string, what string) (int, bool) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK, false
-		}
-		return exitUsage, false
+	if status, ok := parseFlags(fs, args); !ok {
+		return status, false
 	}
 	if fs.NArg() != 1 {
-		fmt.Fprintf(fs.Output(), "codemode %s: give %s, or - for stdin\n", fs.Name(), what)
-		fs.Usage()
+		return usageLine(fs, "give %s, or - for stdin", what), false
+	}
+	return 0, true
+}
+
+// parseFlags parses a subcommand's flags: -h prints its whole help (status
+// 0), a bad flag one line saying what and where the help is (status 2).
+func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
+	full := fs.Usage
+	fs.Usage = func() {} // the flag package prints the error line itself
+	err := fs.Parse(args)
+	fs.Usage = full
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		full()
+		return exitOK, false
+	case err != nil:
+		fmt.Fprintf(fs.Output(), "Run 'codemode %s -h' for its flags.\n", fs.Name())
 		return exitUsage, false
 	}
 	return 0, true
+}
+
+// usageLine reports a usage error of a subcommand in one line, and where
+// its help is: exitUsage.
+func usageLine(fs *flag.FlagSet, format string, args ...any) int {
+	fmt.Fprintf(fs.Output(), "codemode %s: %s (run 'codemode %s -h' for its flags)\n", fs.Name(), fmt.Sprintf(format, args...), fs.Name())
+	return exitUsage
 }
 
 // newFlagSet makes a subcommand's flag set writing its help to w.

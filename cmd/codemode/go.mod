@@ -49,10 +49,3 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 	lukechampine.com/blake3 v1.4.1 // indirect
 )
-
-replace (
-	github.com/codemode-go/codemode => ../..
-	github.com/codemode-go/codemode/mcp => ../../mcp
-	github.com/codemode-go/codemode/remote => ../../remote
-	github.com/codemode-go/codemode/typescript => ../../typescript
-)

@@ -103,7 +103,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	default:
-		fmt.Fprintf(stderr, "codemode: unknown command %q\n\n%s", args[0], usage)
+		fmt.Fprintf(stderr, "codemode: unknown command %q (run 'codemode -h' for the commands)\n", args[0])
 		return exitUsage
 	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -43,16 +42,11 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	addr := fs.String("http", "", "serve streamable HTTP on this address instead of stdio")
 	toolName := fs.String("tool-name", "run_js", "the code tool's name")
 	budget := fs.Int("token-budget", cmcp.DefaultTokenBudget, "the description's budget in tokens; past it, progressive discovery")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if status, ok := parseFlags(fs, args); !ok {
+		return status
 	}
 	if *config == "" || fs.NArg() != 0 {
-		fmt.Fprintln(stderr, "codemode mcp: give --config and no arguments")
-		fs.Usage()
-		return exitUsage
+		return usageLine(fs, "give --config and no arguments")
 	}
 	if lf.l.Deadline == 0 {
 		lf.l.Deadline = mcpDeadline // programs that wait on upstream tools

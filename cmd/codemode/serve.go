@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -63,15 +61,11 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics on this address (/metrics)")
 	maxPrograms := fs.Int("max-programs", codemode.DefaultSlots, "programs in flight; one more is refused with RESOURCE_EXHAUSTED")
 	sendGrace := fs.Duration("send-grace", 10*time.Second, "how long a result waits for a client that does not read before its stream ends")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+	if status, ok := parseFlags(fs, args); !ok {
+		return status
 	}
 	if fs.NArg() != 0 {
-		fs.Usage()
-		return exitUsage
+		return usageLine(fs, "takes no arguments")
 	}
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
 	if lf.l.Deadline == 0 {

@@ -1,9 +1,10 @@
 //go:build cgo
 
-// Package spectest is every example of providers-and-dispatch.txt with
-// its expected output, run against any codemode.Runner: the local executor
-// (the root package's tests) and the daemon's remote client (remote's), so
-// the two are held to the same outputs.
+// Package spectest holds the examples of the providers-and-dispatch
+// protocol (docs/PROTOCOL.md) with their expected outputs, run against any
+// codemode.Runner: the local executor (the root package's tests) and the
+// daemon's remote client (remote's), so the two are held to the same
+// outputs.
 package spectest
 
 import (
@@ -50,7 +51,7 @@ func result(t *testing.T, res codemode.ExecuteResult) string {
 	return string(res.Result)
 }
 
-// Examples runs every example of providers-and-dispatch.txt against r.
+// Examples runs every example of the protocol against r.
 func Examples(t *testing.T, r codemode.Runner) {
 	ctx := context.Background()
 	rec := &recorder{}

@@ -1,4 +1,4 @@
-// The daemon arrangement of providers-and-dispatch.txt: a program runs on
+// The daemon arrangement of the providers-and-dispatch protocol (docs/PROTOCOL.md): a program runs on
 // the daemon, and every call it makes travels back over the same stream to
 // the client, which holds the tools and their credentials.
 
