@@ -8,15 +8,10 @@ import "C"
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash"
 	mrand "math/rand/v2"
 	"net/http"
 	"strconv"
@@ -24,9 +19,6 @@ import (
 	"sync"
 	"time"
 	"unsafe"
-
-	"github.com/codemode-go/codemode/internal/jspos"
-	"github.com/codemode-go/codemode/quickjs"
 )
 
 // scriptFileName is the name scripts carry in stack traces.
@@ -38,137 +30,9 @@ var scriptFile = C.CString(scriptFileName)
 // the smallest thread stack its goroutines may run JavaScript on.
 var MaxStack = sync.OnceValue(func() int { return int(C.bridge_max_stack()) })
 
-// processKey keys every hash that must not be predictable from outside the
-// process (see wrapScript).
-var processKey = func() [32]byte {
-	var k [32]byte
-	if _, err := rand.Read(k[:]); err != nil {
-		panic("codemode: no randomness for the process key: " + err.Error())
-	}
-	return k
-}()
-
-// keyHasher is an HMAC-SHA256 keyed with processKey, with scratch space
-// (Reset keeps its key). Keyed BLAKE3 was the first choice; its hasher's
-// stack frame made every run on a new goroutine (a burst of a thousand)
-// copy its stack, 2 us a key against 0.25 us, and it was slower on large
-// sources too (80 KB: 62 us against 46 us, SHA-NI).
-type keyHasher struct {
-	h   hash.Hash
-	buf [32]byte
-}
-
-var keyHashers = sync.Pool{New: func() any { return &keyHasher{h: hmac.New(sha256.New, processKey[:])} }}
-
-// scriptKey returns the keyed hash of a script together with everything
-// that decides how it compiles.
-func scriptKey(kind string, source string) [32]byte {
-	k := newKey(kind)
-	k.h.Write(stringBytes(source))
-	return k.sum()
-}
-
-// newKey starts a keyed hash of kind; write the source's parts to its h,
-// then sum.
-func newKey(kind string) *keyHasher {
-	k := keyHashers.Get().(*keyHasher)
-	h := k.h
-	h.Reset()
-	h.Write(stringBytes(quickjs.EngineVersion))
-	binary.LittleEndian.PutUint64(k.buf[:8], C.BRIDGE_VERSION)
-	k.buf[8] = 0
-	h.Write(k.buf[:9])
-	h.Write(stringBytes(kind))
-	h.Write(k.buf[8:9])
-	return k
-}
-
-// sum returns the hash and gives the hasher back.
-func (k *keyHasher) sum() [32]byte {
-	k.h.Sum(k.buf[:0])
-	sum := k.buf
-	keyHashers.Put(k)
-	return sum
-}
-
 // stringBytes views s as bytes without a copy, for readers that neither
 // keep nor modify them.
 func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
-
-// The heads of Run's two wrappers (see wrapScript), on the script's first
-// line: positions there are shifted by their length (see sourceMap).
-const (
-	wrapHead        = "(async () => {"
-	guardHead       = "(async () => {__codemode_0123456789abcdef01234567: {"
-	strictDirective = `"use strict";`
-)
-
-// scriptHead is the length of a script's wrapper head: guarded (see
-// wrapScript) or not, and then strict or not.
-func scriptHead(guarded, strict bool) int {
-	switch {
-	case guarded && strict:
-		return len(guardHead) + len(strictDirective)
-	case guarded:
-		return len(guardHead)
-	}
-	return len(wrapHead)
-}
-
-// guarded says whether a script of a form needs the guarded wrapper: one
-// the parser did not read whole, as one body (see wrapScript).
-func guarded(form jspos.Form) bool { return form == jspos.Invalid || form == jspos.Unread }
-
-// wrapScript turns a run_js body into a program whose completion value is
-// the body's promise, NUL-terminated for the engine. A script the parser
-// read as one body that ends where the wrapper's does (package jspos) is
-// an async function's body as it is, its directives, function
-// declarations, top-level return and await the function's own:
-//
-//	(async () => {<script>
-//	})()
-//
-// Any other (one that does not parse, or was too large to read) is
-// guarded: the engine itself must refuse a script that closes the wrapper
-// early and opens another (`}); (async () => {`), so the script goes in a
-// labelled block and the wrapper ends with a break out of it,
-//
-//	(async () => {L: {<script>
-//	{break L}}})()
-//
-// and `break L` only parses where L encloses it in the same function. L is
-// derived from a process-secret hash of the script. In L's block a "use
-// strict" directive is only a string: a guarded script that begins with
-// one (strict; see jspos.StrictBody) has it in the function's prologue
-// too. Either head shares the script's first line, so line numbers in
-// errors are the script's own.
-func wrapScript(script string, key [32]byte, guard, strict bool) []byte {
-	if !guard {
-		const tail = "\n})()"
-		b := make([]byte, 0, len(wrapHead)+len(script)+len(tail)+1)
-		b = append(b, wrapHead...)
-		b = append(b, script...)
-		b = append(b, tail...)
-		return append(b, 0)
-	}
-	var label [24]byte
-	hex.Encode(label[:], key[:12])
-	const prefix, name, colon = "(async () => {", "__codemode_", ": {"
-	const tail1, tail2 = "\n{break __codemode_", "}}})()"
-	b := make([]byte, 0, scriptHead(true, strict)+len(tail1)+len(label)+len(tail2)+len(script)+1)
-	b = append(b, prefix...)
-	if strict {
-		b = append(b, strictDirective...)
-	}
-	b = append(b, name...)
-	b = append(b, label[:]...)
-	b = append(b, colon...)
-	b = append(b, script...)
-	b = append(b, tail1...)
-	b = append(b, label[:]...)
-	b = append(b, tail2...)
-	return append(b, 0)
-}
 
 // slot is a C bridge_slot: the shell a sandbox runs in. gen numbers its
 // runs so that a late cancel of a finished run cannot stop the next one.

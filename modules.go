@@ -73,13 +73,10 @@ func compileModules(modules map[string]string) (*moduleTable, error) {
 		}
 	}()
 	for i, name := range names {
-		var out C.bridge_out
-		st := C.bridge_compile_module(srcs, C.int32_t(len(names)), C.int32_t(i), &out)
-		data := C.GoBytes(unsafe.Pointer(out.data), C.int(out.size))
-		C.bridge_out_free(&out)
-		if st != C.BRIDGE_DONE {
+		data, err := compileModule(srcs, len(names), i, name)
+		if err != nil {
 			t.free()
-			return nil, fmt.Errorf("codemode: module %q: %s", name, data)
+			return nil, err
 		}
 		mods[i].bc, mods[i].len = (*C.uint8_t)(C.CBytes(data)), C.size_t(len(data))
 	}

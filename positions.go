@@ -224,24 +224,6 @@ func (in *instruments) share(ctx context.Context, deadline time.Time, key [32]by
 	return drop, 0, true
 }
 
-// prepare instruments a program's source (shared with the runs that miss
-// the cache for it at once), as part of the run that starts at start: a
-// run whose deadline passes, or whose ctx ends, while its source is
-// prepared fails with that outcome, as if it had run (see
-// instruments.share). Call release once the source is compiled.
-func (e *Executor) prepare(ctx context.Context, start time.Time, key [32]byte, p *program) (release func(), err *ExecError) {
-	deadline, budget := runDeadline(ctx, start, e.limits.Deadline)
-	release, st, ok := e.instruments.share(ctx, deadline, key, &p.smap)
-	if ok {
-		return release, nil
-	}
-	c := call{ex: e, name: p.name, budget: budget}
-	if st == C.BRIDGE_TIMEOUT {
-		return nil, c.timeout()
-	}
-	return nil, c.canceled(ctx)
-}
-
 // offset is the source offset an engine position of s.file stands for:
 // on the first line the engine counts bytes from the wrapper's start, on
 // the others columns from 1.
@@ -518,3 +500,27 @@ func enginePosition(msg, file string) (line, col int) {
 	c, _ := leadingInt(rest[n+1:])
 	return l, c
 }
+
+// The heads of Run's two wrappers (see wrapScript), on the script's first
+// line: positions there are shifted by their length (see sourceMap).
+const (
+	wrapHead        = "(async () => {"
+	guardHead       = "(async () => {__codemode_0123456789abcdef01234567: {"
+	strictDirective = `"use strict";`
+)
+
+// scriptHead is the length of a script's wrapper head: guarded (see
+// wrapScript) or not, and then strict or not.
+func scriptHead(guarded, strict bool) int {
+	switch {
+	case guarded && strict:
+		return len(guardHead) + len(strictDirective)
+	case guarded:
+		return len(guardHead)
+	}
+	return len(wrapHead)
+}
+
+// guarded says whether a script of a form needs the guarded wrapper: one
+// the parser did not read whole, as one body (see wrapScript).
+func guarded(form jspos.Form) bool { return form == jspos.Invalid || form == jspos.Unread }

@@ -9,7 +9,6 @@ import "C"
 import (
 	"context"
 	_ "embed"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -272,63 +271,6 @@ func entrySource(providers []Provider) []byte {
 	return []byte(b.String())
 }
 
-// programSource wraps the request's code (trimmed of its statement end,
-// perhaps instrumented) into the program unit, a function of the
-// providers and the contract names returning the code's value,
-// NUL-terminated:
-//
-//	(function (store, …, __dispatch, …) {'use strict';L: {return (<code>
-//	);break L}})
-//
-// The head shares the code's first line; the label works as in wrapScript.
-// It returns the head's length in bytes.
-func programSource(code string, providers []Provider, key [32]byte) (src []byte, head int) {
-	label := "__codemode_" + hex.EncodeToString(key[:12])
-	var b strings.Builder
-	b.Grow(programHead(providers) + len(code) + len(label) + 16)
-	b.WriteString("(function (")
-	for _, p := range providers {
-		b.WriteString(p.Name)
-		b.WriteString(", ")
-	}
-	b.WriteString(contractNames + ") {'use strict';" + label + ": {return (")
-	head = b.Len()
-	b.WriteString(code)
-	b.WriteString("\n);break " + label + "}})")
-	b.WriteByte(0)
-	return []byte(b.String()), head
-}
-
-// programHead is the length of programSource's head, which a run from
-// cached bytecode needs for its error positions and not the text.
-func programHead(providers []Provider) int {
-	const labelLen = len("__codemode_") + 24
-	n := len("(function (") + len(contractNames+") {'use strict';") + labelLen + len(": {return (")
-	for _, p := range providers {
-		n += len(p.Name) + len(", ")
-	}
-	return n
-}
-
-// programKey is the cache key of a program unit: its code and the names
-// it binds.
-func programKey(code string, providers []Provider) [32]byte {
-	k := newKey("program")
-	for _, p := range providers {
-		k.h.Write(stringBytes(p.Name))
-		k.h.Write(stringBytes(","))
-	}
-	k.h.Write(stringBytes("\n"))
-	k.h.Write(stringBytes(code))
-	return k.sum()
-}
-
-// trimStatementEnd drops trailing white space and one trailing semicolon.
-func trimStatementEnd(code string) string {
-	code = strings.TrimRightFunc(code, func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' })
-	return strings.TrimSuffix(code, ";")
-}
-
 //go:embed js/runtime.js
 var runtimeSource string
 
@@ -363,31 +305,6 @@ var guardsBytecode = sync.OnceValues(func() ([]byte, error) {
 	}
 	return unsafe.Slice((*byte)(C.CBytes(bc)), len(bc)), nil
 })
-
-// compileScript compiles a trusted script to bytecode in a throwaway runtime.
-func compileScript(src, file string) ([]byte, error) {
-	return compileScriptStripped(src, file, false)
-}
-
-// compileScriptStripped is compileScript, optionally without the source
-// text and the debug information (bridge_compile's strip).
-func compileScriptStripped(src, file string, strip bool) ([]byte, error) {
-	var cstrip C.int32_t
-	if strip {
-		cstrip = 1
-	}
-	csrc := append([]byte(src), 0)
-	cfile := C.CString(file)
-	defer C.free(unsafe.Pointer(cfile))
-	var out C.bridge_out
-	st := C.bridge_compile((*C.char)(unsafe.Pointer(&csrc[0])), C.size_t(len(src)), cfile, cstrip, &out)
-	defer C.bridge_out_free(&out)
-	data := C.GoBytes(unsafe.Pointer(out.data), C.int(out.size))
-	if st != C.BRIDGE_DONE {
-		return nil, fmt.Errorf("codemode: compile %s: %s", file, data)
-	}
-	return data, nil
-}
 
 // Execute runs a provider program (the protocol of providers and dispatch):
 // Request.Code with each provider declared in its scope, tool calls served
@@ -453,19 +370,11 @@ func (e *Executor) Execute(ctx context.Context, req Request) (res ExecuteResult)
 	if req.Outbound != nil {
 		p.outbound = req.Outbound
 	}
-	key := programKey(req.Code, req.Providers)
-	if bc, ok := e.cache.get(key); ok {
-		p.bc = bc
-		p.src, p.smap.head = noSource, programHead(req.Providers)
-	} else {
-		release, err := e.prepare(ctx, start, key, p)
-		if err != nil {
-			return fail(err)
-		}
-		defer release()
-		p.src, p.smap.head = programSource(p.smap.instrument().Source(), req.Providers, key)
-		p.wantBC = true
+	key, release, lerr := e.load(ctx, start, p, unitProgram)
+	if lerr != nil {
+		return fail(lerr)
 	}
+	defer release()
 	entryKey := entry.key
 	if bc, ok := e.cache.get(entryKey); ok {
 		p.entryBC = bc

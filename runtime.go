@@ -284,17 +284,11 @@ func (e *Executor) Run(ctx context.Context, script string) (*Result, error) {
 	p := &program{name: RunJSToolName, file: scriptFile,
 		smap:     sourceMap{file: scriptFileName, head: runHead, shape: jspos.Body, src: script, ts: e.ts, mods: e.modules},
 		outbound: e.outbound}
-	key := scriptKey("run", script)
-	if bc, ok := e.cache.get(key); ok {
-		p.bc, p.src = bc, noSource
-	} else {
-		release, err := e.prepare(ctx, start, key, p)
-		if err != nil {
-			return nil, err
-		}
-		defer release()
-		p.src, p.wantBC = wrapScript(p.smap.instrument().Source(), key, guarded(p.smap.in.m.Form()), jspos.StrictBody(script)), true
+	key, release, err := e.load(ctx, start, p, unitScript)
+	if err != nil {
+		return nil, err
 	}
+	defer release()
 	o := e.run(ctx, p, start)
 	if o.bytecode != nil {
 		e.cache.put(key, o.bytecode)

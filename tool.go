@@ -11,7 +11,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -140,24 +139,14 @@ func (e *Executor) Register(ctx context.Context, src ToolSource) (RegisteredTool
 	}
 
 	source := trimStatementEnd(src.Source)
-	key := scriptKey("tool", source)
 	p := &program{name: src.Name, mode: C.BRIDGE_MODE_REGISTER, file: toolFile, smap: toolMap(source, e.ts)}
-	if bc, ok := e.cache.get(key); ok {
-		p.bc, p.src = bc, noSource
-	} else {
-		release, err := e.prepare(ctx, start, key, p)
-		if err != nil {
-			return RegisteredTool{}, &RegisterError{Stage: StageExecution, Exec: err}
-		}
-		defer release()
-		p.src, p.wantBC = wrapTool(p.smap.instrument().Source(), key), true
+	key, release, err := e.load(ctx, start, p, unitTool)
+	if err != nil {
+		return RegisteredTool{}, &RegisterError{Stage: StageExecution, Exec: err}
 	}
+	defer release()
 	if src.SelfTest != "" {
-		// The self-test takes every shape a run does: its value is the
-		// verdict (see jspos.Form), awaited.
-		sm := &sourceMap{file: selftestFileName, head: len(selftestHead), shape: jspos.Body, src: src.SelfTest, ts: e.ts, mods: e.modules}
-		p.selftestMap = sm
-		p.selftest = []byte(selftestHead + sm.instrument().Source() + selftestTail + "\x00")
+		p.selftestMap, p.selftest = e.selftestSource(src.SelfTest)
 	}
 	o := e.run(ctx, p, start)
 	if err := registerError(o); err != nil {
@@ -237,28 +226,6 @@ const toolHead = "(function () {__codemode_0123456789abcdef01234567: {return ("
 // toolMap is the source map of a tool source (trimmed of its statement end).
 func toolMap(source string, ts TypeScript) sourceMap {
 	return sourceMap{file: toolFileName, head: len(toolHead), shape: jspos.Expression, src: source, ts: ts}
-}
-
-// wrapTool turns a tool source (trimmed of its statement end, perhaps
-// instrumented) into a script whose completion value is the source's
-// value, with the labelled wrapper of wrapScript:
-//
-//	(function () {L: {return (<source>
-//	);break L}})()
-func wrapTool(source string, key [32]byte) []byte {
-	var label [24]byte
-	hex.Encode(label[:], key[:12])
-	var b strings.Builder
-	b.Grow(len(source) + 2*len(label) + 64)
-	b.WriteString("(function () {__codemode_")
-	b.Write(label[:])
-	b.WriteString(": {return (")
-	b.WriteString(source)
-	b.WriteString("\n);break __codemode_")
-	b.Write(label[:])
-	b.WriteString("}})()")
-	b.WriteByte(0)
-	return []byte(b.String())
 }
 
 // Tool returns the metadata of a registered tool. Safe for concurrent use.
