@@ -30,7 +30,9 @@
 //     and the clock; every result carries [RunStats] (elapsed time, host
 //     calls, peak memory).
 //
-// Each has an Example below.
+// Each has a runnable example in example_test.go: pkg.go.dev shows them
+// beside the names (`go doc` does not print examples), and
+// `go test -run Example -v` runs them.
 //
 // # Sandbox
 //
