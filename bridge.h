@@ -138,7 +138,7 @@ typedef struct bridge_config {
 	struct bridge_tmpls *tmpls;
 	/* Snapshot mode, Execute and tool runs: unit_key names the unit (the
 	 * entry of a provider set, a tool's bytecode); with unit_image set, a
-	 * slot keeps an image taken after the unit evaluated (bridge.c,
+	 * slot keeps an image taken after the unit evaluated (bridge_image.c,
 	 * Units). */
 	int32_t unit_image;
 	uint8_t unit_key[32];
@@ -169,8 +169,8 @@ typedef struct bridge_out {
 } bridge_out;
 
 /* The Go functions C calls back (//export, in capability.go). In a cgo
- * build bridge.c also includes _cgo_export.h, so the compiler checks these
- * against cgo's own declarations. */
+ * build the units that call Go include _cgo_export.h, so the compiler
+ * checks these against cgo's own declarations. */
 void go_capability_call(uintptr_t handle, int32_t index, char *args, size_t n, bridge_reply *reply);
 int32_t go_capability_start(uintptr_t handle, int32_t index, uint32_t id, char *args, size_t n);
 int32_t go_dispatch_start(uintptr_t handle, uint32_t id, char *provider, size_t np, char *tool, size_t nt, char *args,
@@ -267,7 +267,7 @@ void bridge_slot_take_logs(bridge_slot *s, bridge_out *out);
 
 /* Templates: a sandbox built in one slot, copied into another and its
  * pointers relocated, so that a new slot costs a copy and not a build
- * (bridge.c, Templates). One set per capability set, one template per
+ * (bridge_image.c, Templates). One set per capability set, one template per
  * image kind; owned by Go and freed once no slot can use it again. */
 typedef struct bridge_tmpls bridge_tmpls;
 

@@ -18,7 +18,7 @@
  * one.
  *
  * The same mechanism keeps the lazy globals (the typed arrays, the web
- * globals: accessors until first read, bridge.c) out of sight: the
+ * globals: accessors until first read, bridge_web.c) out of sight: the
  * methods that could tell an accessor from a data property on the global
  * object (Object.getOwnPropertyDescriptor, defineProperty, freeze...) turn
  * every lazy global into its value first, as a read would, when the
@@ -36,7 +36,7 @@ enum {
 	GK_SLOW,   /* always the slow path: what it walks depends on the elements */
 	GK_STRING, /* a string receiver, a string pattern and the search's naive cost */
 	GK_STRING_RE, /* GK_STRING, and a RegExp pattern goes to the engine (it polls) */
-	/* The engine's own, once the lazy globals are settled (bridge.c,
+	/* The engine's own, once the lazy globals are settled (bridge_web.c,
 	 * lazy_settle) when the object is the global object: */
 	GK_SETTLE_KEY,  /* the first argument, the key the second: the globals it may name */
 	GK_SETTLE_ALL,  /* the first argument: every one */

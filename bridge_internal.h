@@ -1,7 +1,27 @@
 /*
- * bridge_internal.h: what the C files of the shim share (bridge.c, the
- * sandbox and its host calls; bridge_guards.c, the guarded built-ins).
- * Go never includes it.
+ * bridge_internal.h: what the C units of the shim share. Go never
+ * includes it: bridge.h is the seam.
+ *
+ * One unit per concern, as the Go side has one file per concept. A unit
+ * calls only the units below it, never one that calls it back:
+ *
+ *   bridge_arena.c   strbuf, the allocator, the arena, interrupts
+ *   bridge_web.c     web globals, lazy globals, typed arrays
+ *   bridge_json.c    plain JSON, binary envelopes, rendering   (arena, web)
+ *   bridge_console.c console, Math.random                      (arena, json)
+ *   bridge_host.c    marks, capabilities, async host calls     (arena, web, json)
+ *   bridge_timers.c  timers, the job queue                     (arena, json, console, host)
+ *   bridge_guards.c  the guarded built-ins                     (web)
+ *   bridge_clock.c   determinism: the virtual clock
+ *   bridge_image.c   lifecycle, snapshots, templates, units    (arena, web, console, host, timers, guards)
+ *   bridge_run.c     the run loop, compile, the slot API       (arena, json, host, timers, guards, clock, image)
+ *   bridge_plain.c   the plain engine (conformance tests)      (arena)
+ *   bridge_check.c   the engine's parser as a syntax check
+ *
+ * Ownership follows quickjs.h: a JSValue parameter is taken over by the
+ * callee, a JSValueConst one is borrowed; every JSValue the shim creates
+ * is freed by the shim, exactly once. A leak makes JS_FreeRuntime abort
+ * the process, which is how the tests catch one.
  */
 #ifndef CODEMODE_BRIDGE_INTERNAL_H
 #define CODEMODE_BRIDGE_INTERNAL_H
@@ -15,6 +35,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* The guarded built-ins (bridge_guards.c), and the intrinsics their slow
  * paths use. */
@@ -53,8 +74,37 @@ typedef struct js_timer {
 
 typedef struct arena arena;
 
+/* The arena's header, at its region's start (bridge_arena.c, which says
+ * how blocks are laid out; the image and run units read its extent). */
+#define ARENA_SMALL 1024
+#define ARENA_GRAIN 8
+#define ARENA_NSMALL (ARENA_SMALL / ARENA_GRAIN + 1)
+#define ARENA_NLARGE 256
+
+struct arena {
+	size_t size;   /* the arena's bytes: its hard cap */
+	size_t mapped; /* the region's: the arena, then room for the images */
+	size_t start; /* offset of the first block */
+	size_t top;   /* bump offset: end of the last block */
+	size_t hwm;   /* the highest top since the last reset or restore */
+	void *small[ARENA_NSMALL];
+	void *large[ARENA_NLARGE];
+};
+
+/* Room reserved after the arena for each of the slot's images: one
+ * mapping per slot holds its sandbox and its images, so that making a slot
+ * takes the process's address-space lock once (a burst of new slots made
+ * on two threads was serialized on it). */
+#define IMAGE_ROOM (16u << 20)
+
+/* Regions start on a 4 GiB boundary, so the distance between two of them
+ * leaves an address's low 32 bits alone: the engine hashes Map and
+ * WeakMap keys by those bits, and a template's clone (Templates, in
+ * bridge_image.c) keeps its hash tables only if they hash alike. */
+#define REGION_ALIGN ((uintptr_t)1 << 32)
+
 /* A growable C string with an optional size cap past which it only counts
- * (sb_put). */
+ * (sb_put; its slow path is bridge_arena.c's). */
 typedef struct strbuf {
 	char *p;
 	size_t len, cap;
@@ -130,7 +180,7 @@ typedef struct slot_image {
  * Execute programs need (a quarter bigger: a Run restores less), and one
  * taken after a unit evaluated (an Execute entry's provider scope, or a
  * registered tool's module), so a run of the same unit reads and
- * evaluates nothing of it (Units, in bridge.c). */
+ * evaluates nothing of it (Units, in bridge_image.c). */
 enum { IMAGE_PLAIN, IMAGE_RUNTIME, IMAGE_UNIT, NIMAGES };
 
 struct bridge_slot {
@@ -222,7 +272,7 @@ struct bridge_slot {
 	 * evaluated without an image (the second run in a row builds one);
 	 * the global Date while it is watched. */
 	uint32_t effects;
-	/* Determinism: a virtual clock (bridge.c, Determinism). */
+	/* Determinism: a virtual clock (bridge_clock.c). */
 	bool det;
 	int64_t det_start_ns;
 	uint64_t det_ticks;
@@ -245,16 +295,161 @@ struct bridge_slot {
 	uint64_t logs_dropped;
 };
 
-/* Typed arrays, made on first use (bridge.c): 0, or -1 with an exception. */
+/* Small helpers more than one unit calls, inline where they are called. */
+
+static inline int64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Records the first kill of the run (why: a BRIDGE_* kill). */
+static inline void slot_kill(bridge_slot *s, int32_t why)
+{
+	if (!s->killed)
+		s->killed = why;
+}
+
+/* The next 64 bits of the run's generator: xorshift128+ over the slot's
+ * state, which each run seeds from the host (see bridge_config.seed). */
+static inline uint64_t rng_next(bridge_slot *s)
+{
+	s->effects++;
+	uint64_t s1 = s->rng[0];
+	const uint64_t s0 = s->rng[1];
+	s->rng[0] = s0;
+	s1 ^= s1 << 23;
+	s->rng[1] = s1 ^ s0 ^ (s1 >> 17) ^ (s0 >> 26);
+	return s->rng[1] + s0;
+}
+
+/* Calls method name of the runtime object with argc arguments. */
+static inline JSValue rt_call(bridge_slot *s, const char *name, int argc, JSValueConst *argv)
+{
+	JSValue fn = JS_GetPropertyStr(s->ctx, s->rtobj, name);
+	if (JS_IsException(fn))
+		return fn;
+	JSValue r = JS_Call(s->ctx, fn, s->rtobj, argc, argv);
+	JS_FreeValue(s->ctx, fn);
+	return r;
+}
+
+/* Evaluates src as global code in the sandbox: its completion value. */
+static inline JSValue eval_source(bridge_slot *s, const char *src, size_t len, const char *filename)
+{
+	JSEvalOptions opts = {
+		.version = JS_EVAL_OPTIONS_VERSION,
+		.eval_flags = JS_EVAL_TYPE_GLOBAL,
+		.filename = filename,
+		.line_num = 1, /* the wrappers share the first line with the user's source */
+	};
+	return JS_Eval2(s->ctx, src, len, &opts);
+}
+
+/* bridge_arena.c: the engine's allocator functions, over libc (the slot's
+ * memory limit enforced) and over the slot's arena. */
+const JSMallocFunctions *heap_allocator(void);
+const JSMallocFunctions *arena_allocator(void);
+/* A new arena of size bytes (the first prefault of them faulted in);
+ * *in_window says whether its region is a window. */
+arena *arena_new(size_t size, size_t prefault, bool *in_window);
+void arena_reset(arena *a);
+void region_unmap(void *m, size_t size, bool window);
+/* The interrupt check: 1 once the run is killed (the deadline, a cancel,
+ * memory), else 0; on_interrupt is the engine's handler over it. */
+int check_kill(bridge_slot *s);
+int on_interrupt(JSRuntime *rt, void *opaque);
+
+/* bridge_web.c. Typed arrays, made on first use: 0, or -1 with an
+ * exception. */
 int typed_ensure(bridge_slot *s);
 /* Turns the lazy globals a property key may name (every one when key is
- * undefined) into their values, as a read would, if they still wait
- * (bridge.c): 0, or -1 with an exception. */
+ * undefined) into their values, as a read would, if they still wait: 0,
+ * or -1 with an exception. */
 int lazy_settle(bridge_slot *s, JSValueConst key);
+/* Defines global.name as the accessor get/set, which it consumes: 0 or -1. */
+int lazy_define(JSContext *ctx, JSValueConst global, const char *name, JSValue get, JSValue set);
+/* Defines native.name as a C function; -1 with native released on failure. */
+int set_native(JSContext *ctx, JSValue *native, const char *name, JSCFunction *fn, int length);
+/* Runs one of our factories (bytecode whose completion value is a function
+ * of the native bindings) with native, which it consumes. */
+JSValue call_factory(JSContext *ctx, const uint8_t *bc, size_t len, JSValue native);
+/* native.typed(), and the typed arrays' hand-over to runtime.js. */
+JSValue js_typed_make(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv);
+int typed_hand_over(bridge_slot *s, JSValueConst global);
+int install_typed(JSContext *ctx);
+int install_web(JSContext *ctx);
+
+/* bridge_json.c. */
+/* What json_text found. */
+enum { JSON_TEXT, JSON_NONE, JSON_TOO_LARGE, JSON_THREW };
+
+/* How json_text writes: JSON.stringify's JSON, that with binary data as
+ * envelopes (results, arguments), or runtime.js's codec (Execute). */
+enum { JSON_STRINGIFY, JSON_BINARY, JSON_CODEC };
+
+int json_text(bridge_slot *s, JSValueConst v, uint64_t max, int mode, size_t *n);
+
+#define JSON_SCRATCH_KEEP (64 << 10)
+
+/* Gives back the memory a large value made the scratch buffer take. */
+static inline void json_scratch_trim(bridge_slot *s)
+{
+	if (s->json.cap > JSON_SCRATCH_KEEP) {
+		free(s->json.p);
+		s->json = (strbuf){0};
+	}
+}
+
+/* A capability's result parsed from JSON, its envelopes revived. */
+JSValue parse_result(JSContext *ctx, const char *data, size_t len);
+/* v as text into b (describe: a console argument; render_thrown: a thrown
+ * value). */
+int describe(bridge_slot *s, JSValueConst v, strbuf *b);
+void render_thrown(bridge_slot *s, JSValueConst exc, strbuf *b);
+
+/* bridge_console.c. */
+void logs_append(bridge_slot *s, const char *p, size_t n);
+int install_console(JSContext *ctx);
+int install_random(JSContext *ctx);
+
+/* bridge_host.c. */
+int install_marks(bridge_slot *s);
+int install_capabilities(bridge_slot *s);
+/* If v is a marked capability Error, reports what failed into out and
+ * returns true. */
+bool capability_of(bridge_slot *s, JSValueConst v, bridge_out *out);
+/* Makes room for one more element in an engine-heap array of *cap
+ * elements holding len; false on out-of-memory. */
+bool grow_array(JSContext *ctx, void **arr, uint32_t *cap, uint32_t len, size_t elem);
+/* Loads the runtime (from bytecode) and hands it the native bindings. */
+JSValue load_runtime(bridge_slot *s, const bridge_config *cfg);
+
+/* bridge_timers.c. */
+void timer_free(JSContext *ctx, js_timer *t);
+int install_timers(JSContext *ctx);
+/* The timer due first (ties: the one set first), or -1. */
+int earliest_timer(bridge_slot *s);
+void fire_timers(bridge_slot *s);
+/* Runs queued jobs until none is runnable or a kill fires. */
+void drain_jobs(bridge_slot *s);
 
 /* Guarded built-ins (bridge_guards.c). */
 int guards_install(bridge_slot *s);
 void guards_forget(bridge_slot *s);
 void guards_free(bridge_slot *s);
+
+/* bridge_clock.c: puts the virtual clock's Date in front of the engine's. */
+int det_install(bridge_slot *s);
+
+/* bridge_image.c. Opens the run's sandbox (an image, a template's clone or
+ * a fresh one): 0 or -1. */
+int open_run(bridge_slot *s, const bridge_config *cfg);
+void sandbox_close(bridge_slot *s);
+/* Around a unit's evaluation: unit_begin says whether a unit image may
+ * follow, unit_end takes it. */
+bool unit_begin(bridge_slot *s, const bridge_config *cfg);
+void unit_end(bridge_slot *s, const bridge_config *cfg, bool want, JSValueConst fn);
 
 #endif /* CODEMODE_BRIDGE_INTERNAL_H */

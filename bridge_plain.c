@@ -2,8 +2,8 @@
  * bridge_plain.c: the plain engine, the reference of the differential
  * conformance tests (conformance_test.go).
  *
- * The same QuickJS-ng with the same intrinsics as a sandbox (bridge.c,
- * make_sandbox), and nothing of codemode's: no guards, no web globals, no
+ * The same QuickJS-ng with the same intrinsics as a sandbox (bridge_image.c,
+ * sandbox_open), and nothing of codemode's: no guards, no web globals, no
  * console, no lazy globals, no rewriting, a runtime on libc made and
  * freed for each run. Its only host function is test262's print. A test
  * the plain engine passes and a sandbox fails is a bug of codemode's.

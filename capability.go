@@ -137,7 +137,7 @@ type capTable struct {
 	names **C.char
 	async *C.uint8_t
 	// tmpls are the sandboxes slots clone for this capability set
-	// (bridge.c, Templates); freed with the table, after every slot.
+	// (bridge_image.c, Templates); freed with the table, after every slot.
 	tmpls      *C.bridge_tmpls
 	fetchState // the table with fetch added (Executor.fetchTable)
 	grantState // the table narrowed to grants (Executor.grantTable)

@@ -40,7 +40,7 @@ func WithOutbound(rt http.RoundTripper) Option {
 }
 
 // fetchCapabilityName is the internal capability that serves fetch; the
-// sandbox takes it off the global object (bridge.c, web globals).
+// sandbox takes it off the global object (bridge_web.c).
 const fetchCapabilityName = "__codemode_fetch"
 
 // outboundKey carries a run's handler in its context, to the fetch

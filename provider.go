@@ -181,7 +181,7 @@ const contractNames = "__dispatch, __stringifyForDispatch, __parseForDispatch"
 
 // entrySource generates the entry scope of an Execute program, in two
 // parts: the provider scope, which a slot keeps evaluated in its unit
-// image (see bridge.c, Units), and the function it returns, which runs
+// image (see bridge_image.c, Units), and the function it returns, which runs
 // the preludes and the program on every run:
 //
 //	(async function (__codemode_rt) {

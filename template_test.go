@@ -58,7 +58,7 @@ func executeOne(e *Executor, code string) func() error {
 
 // TestTemplateLearnsPointers: a template learns its pointers from two
 // images of the same sandbox, and what else differs between them is what
-// the design expects (bridge.c, Templates): the four words that point at
+// the design expects (bridge_image.c, Templates): the four words that point at
 // the slot (the runtime's and context's opaques, the allocator's, the
 // interrupt handler's), one hash word per hashed shape of the image (their
 // count is the engine's: 21 in the plain image, 25 in Execute's), and a

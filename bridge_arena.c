@@ -1,0 +1,471 @@
+/*
+ * bridge_arena.c: where a sandbox's memory comes from, and when it stops.
+ *
+ * Owns the strbuf's slow path (sb_grow_put), the allocator over libc with
+ * the slot's memory limit, the arena (one mmap'd region per slot, the
+ * windows those regions live in, and the engine's allocator functions over
+ * it) and the interrupt handler, which reads the deadline and the cancel
+ * flag. The allocator, the arena and the interrupt check are the engine's
+ * hottest callbacks: they live together here, and this unit calls no other.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "bridge_internal.h"
+
+#include <malloc.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* ---------------------------------------------------------------------- */
+/* strbuf (sb_put and sb_puts are bridge_internal.h's) */
+
+void sb_grow_put(strbuf *b, const char *s, size_t n)
+{
+	if (b->limit && b->len + n > b->limit) {
+		n = b->len < b->limit ? b->limit - b->len : 0;
+		b->overflow = true;
+	}
+	if (n == 0)
+		return;
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 64;
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		char *p = realloc(b->p, cap);
+		if (!p) {
+			b->overflow = true;
+			return;
+		}
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+/* ---------------------------------------------------------------------- */
+/* The allocator: libc, with the slot's memory limit enforced here so the
+ * host side knows for certain when it fired (JS_SetMemoryLimit refuses
+ * inside the engine, where we could not see it). usable_size is exact, so
+ * the engine's own accounting and GC triggers keep working. */
+
+static bool heap_admit(bridge_slot *s, size_t n)
+{
+	if (n > s->heap_limit || s->heap_used > s->heap_limit - n) {
+		slot_kill(s, BRIDGE_MEMORY);
+		return false;
+	}
+	return true;
+}
+
+/* The run's high-water mark of engine heap (RunStats.PeakMemory). */
+static inline void note_peak(bridge_slot *s)
+{
+	if (s->heap_used > s->heap_peak)
+		s->heap_peak = s->heap_used;
+}
+
+static void *heap_calloc(void *opaque, size_t count, size_t size)
+{
+	bridge_slot *s = opaque;
+	size_t n;
+	if (__builtin_mul_overflow(count, size, &n) || !heap_admit(s, n))
+		return NULL;
+	void *p = calloc(count, size);
+	if (p)
+		s->heap_used += malloc_usable_size(p), note_peak(s);
+	return p;
+}
+
+static void *heap_malloc(void *opaque, size_t size)
+{
+	bridge_slot *s = opaque;
+	if (!heap_admit(s, size))
+		return NULL;
+	void *p = malloc(size);
+	if (p)
+		s->heap_used += malloc_usable_size(p), note_peak(s);
+	return p;
+}
+
+static void heap_free(void *opaque, void *ptr)
+{
+	bridge_slot *s = opaque;
+	if (!ptr)
+		return;
+	s->heap_used -= malloc_usable_size(ptr);
+	free(ptr);
+}
+
+static void *heap_realloc(void *opaque, void *ptr, size_t size)
+{
+	bridge_slot *s = opaque;
+	size_t old = ptr ? malloc_usable_size(ptr) : 0;
+	if (size > old && !heap_admit(s, size - old))
+		return NULL;
+	void *p = realloc(ptr, size);
+	if (p)
+		s->heap_used += malloc_usable_size(p) - old, note_peak(s);
+	return p;
+}
+
+static size_t heap_usable(const void *ptr) { return malloc_usable_size((void *)ptr); }
+
+static const JSMallocFunctions heap_funcs = {
+	heap_calloc, heap_malloc, heap_free, heap_realloc, heap_usable,
+};
+
+const JSMallocFunctions *heap_allocator(void) { return &heap_funcs; }
+
+
+/* ---------------------------------------------------------------------- */
+/* The arena: one mmap'd region per slot holding every allocation of its
+ * sandbox, with the allocator's own state at the region's start, so a byte
+ * image of the region's used prefix is a complete sandbox. Blocks carry an
+ * 8-byte header with their usable size, which is their size class:
+ * multiples of 8 up to 1 KiB, then four classes per power of two, so every
+ * block is 8-byte aligned (all the engine needs: its widest scalars are
+ * doubles, 64-bit integers and pointers). Freed blocks go to their class's
+ * free list and are reused; the last block is returned to the bump pointer.
+ * The region's end is a hard cap. A snapshot image is mostly headers and
+ * small objects, so the header's width is paid on every restore: at 16
+ * bytes it was a sixth of the image. */
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+
+typedef struct arena_block {
+	size_t usable;
+} arena_block;
+
+static size_t class_of(size_t n, int *small, int *idx)
+{
+	if (n == 0)
+		n = 1;
+	if (n <= ARENA_SMALL) {
+		size_t r = (n + ARENA_GRAIN - 1) & ~(size_t)(ARENA_GRAIN - 1);
+		*small = 1;
+		*idx = (int)(r / ARENA_GRAIN);
+		return r;
+	}
+	int p = 63 - __builtin_clzll((unsigned long long)(n - 1)); /* 2^p < n <= 2^(p+1) */
+	size_t base = (size_t)1 << p, step = base >> 2;
+	size_t k = (n - base + step - 1) / step; /* 1..4 */
+	*small = 0;
+	*idx = (p - 10) * 4 + (int)k - 1;
+	return base + k * step;
+}
+
+static size_t arena_class(size_t n)
+{
+	int small, idx;
+	return class_of(n, &small, &idx);
+}
+
+/* Windows: a region of at most REGION_ALIGN bytes lives in a window of
+ * that size carved from a reservation of many, mapped read-write and
+ * uncommitted (MAP_NORESERVE: a page costs memory once written). Making a
+ * slot takes no system call but the prefault, and freeing one hands its
+ * pages back (MADV_DONTNEED) and keeps the window for the next: mapping
+ * and unmapping a region per slot was a quarter of a burst of new slots,
+ * most of it the address-space lock. Windows are shared by the process's
+ * executors and never unmapped (address space only). */
+#define WINDOWS_PER_RESERVATION 64
+
+static pthread_mutex_t windows_mu = PTHREAD_MUTEX_INITIALIZER;
+static uintptr_t *windows_free; /* room for every window reserved */
+static size_t windows_nfree, windows_cap, windows_total;
+
+/* Reserves n windows at a REGION_ALIGN boundary; false when the address
+ * space (or RLIMIT_AS, or strict overcommit) refuses them. */
+static bool windows_reserve(size_t n)
+{
+	const int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+	size_t want = (n + 1) * REGION_ALIGN;
+	void *r = mmap(NULL, want, PROT_READ | PROT_WRITE, flags, -1, 0);
+	if (r == MAP_FAILED)
+		return false;
+	uintptr_t lo = (uintptr_t)r, at = (lo + REGION_ALIGN - 1) & ~(REGION_ALIGN - 1);
+	uintptr_t end = at + n * REGION_ALIGN, hi = lo + want;
+	if (windows_total + n > windows_cap) {
+		size_t cap = windows_cap ? windows_cap * 2 : 256;
+		while (cap < windows_total + n)
+			cap *= 2;
+		uintptr_t *p = realloc(windows_free, cap * sizeof(*p));
+		if (!p) {
+			munmap(r, want);
+			return false;
+		}
+		windows_free = p;
+		windows_cap = cap;
+	}
+	if (at > lo)
+		munmap(r, at - lo);
+	if (hi > end)
+		munmap((void *)end, hi - end);
+	for (size_t i = n; i-- > 0;) /* the lowest handed out first */
+		windows_free[windows_nfree++] = at + i * REGION_ALIGN;
+	windows_total += n;
+	return true;
+}
+
+static void *window_get(void)
+{
+	void *w = NULL;
+	pthread_mutex_lock(&windows_mu);
+	if (windows_nfree == 0)
+		for (size_t n = WINDOWS_PER_RESERVATION; n >= 1 && !windows_reserve(n); n /= 4)
+			;
+	if (windows_nfree > 0)
+		w = (void *)windows_free[--windows_nfree];
+	pthread_mutex_unlock(&windows_mu);
+	return w;
+}
+
+/* Gives a window back, its first used bytes written or not. */
+static void window_put(void *w, size_t used)
+{
+	madvise(w, used, MADV_DONTNEED);
+	pthread_mutex_lock(&windows_mu);
+	windows_free[windows_nfree++] = (uintptr_t)w;
+	pthread_mutex_unlock(&windows_mu);
+}
+
+/* Maps a region of size bytes: a window, or past REGION_ALIGN bytes (or
+ * when no window can be reserved) a mapping of its own, wherever the
+ * kernel puts it (such a slot builds its sandboxes instead of cloning). */
+static void *region_map(size_t size, bool *window)
+{
+	*window = size <= REGION_ALIGN;
+	if (*window) {
+		void *w = window_get();
+		if (w)
+			return w;
+		*window = false;
+	}
+	return mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+}
+
+void region_unmap(void *m, size_t size, bool window)
+{
+	if (window)
+		window_put(m, size);
+	else
+		munmap(m, size);
+}
+
+/* A new arena; *in_window says whether its region is a window (the
+ * arena's header is part of every image, so the slot keeps that). */
+arena *arena_new(size_t size, size_t prefault, bool *in_window)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size = (size + page - 1) & ~(page - 1);
+	size_t mapped = size + NIMAGES * (size_t)IMAGE_ROOM;
+	bool window;
+	void *m = region_map(mapped, &window);
+	if (m == MAP_FAILED)
+		return NULL;
+	/* A sandbox's build or clone writes the first prefault bytes: fault them
+	 * in with one call, not one fault per page (ignored where unsupported).
+	 * Making pages is most of what a new slot costs, so no more. */
+	madvise(m, size < prefault ? size : prefault, MADV_POPULATE_WRITE);
+	arena *a = m;
+	memset(a, 0, sizeof(*a));
+	a->size = size;
+	a->mapped = mapped;
+	*in_window = window;
+	a->start = (sizeof(*a) + 63) & ~(size_t)63;
+	a->top = a->hwm = a->start;
+	return a;
+}
+
+void arena_reset(arena *a)
+{
+	memset(a->small, 0, sizeof(a->small));
+	memset(a->large, 0, sizeof(a->large));
+	a->top = a->hwm = a->start;
+}
+
+static void **arena_list(arena *a, int small, int idx)
+{
+	if (small)
+		return &a->small[idx];
+	return idx < ARENA_NLARGE ? &a->large[idx] : NULL;
+}
+
+static void *arena_alloc(arena *a, size_t n)
+{
+	int small, idx;
+	size_t cs = class_of(n, &small, &idx);
+	void **list = arena_list(a, small, idx);
+	if (list && *list) {
+		void *p = *list;
+		*list = *(void **)p;
+		return p;
+	}
+	if (cs > a->size - a->top - sizeof(arena_block))
+		return NULL;
+	arena_block *b = (arena_block *)((char *)a + a->top);
+	b->usable = cs;
+	a->top += sizeof(arena_block) + cs;
+	if (a->top > a->hwm)
+		a->hwm = a->top;
+	return b + 1;
+}
+
+static size_t arena_usable(const void *p) { return p ? ((const arena_block *)p - 1)->usable : 0; }
+
+static bool arena_is_last(arena *a, void *p)
+{
+	return (char *)p + arena_usable(p) == (char *)a + a->top;
+}
+
+static void arena_free(arena *a, void *p)
+{
+	if (!p)
+		return;
+	size_t cs = arena_usable(p);
+	if (arena_is_last(a, p)) {
+		a->top -= sizeof(arena_block) + cs;
+		return;
+	}
+	int small, idx;
+	class_of(cs, &small, &idx);
+	void **list = arena_list(a, small, idx);
+	if (list) {
+		*(void **)p = *list;
+		*list = p;
+	}
+}
+
+static void *arena_realloc(arena *a, void *p, size_t n)
+{
+	if (!p)
+		return arena_alloc(a, n);
+	size_t old = arena_usable(p);
+	if (n <= old)
+		return p;
+	size_t cs = arena_class(n);
+	if (arena_is_last(a, p) && cs - old <= a->size - a->top) {
+		((arena_block *)p - 1)->usable = cs;
+		a->top += cs - old;
+		if (a->top > a->hwm)
+			a->hwm = a->top;
+		return p;
+	}
+	void *q = arena_alloc(a, n);
+	if (!q)
+		return NULL;
+	memcpy(q, p, old);
+	arena_free(a, p);
+	return q;
+}
+
+/* The engine's allocator functions over the slot's arena, with the memory
+ * limit checked against the size class a request will occupy. */
+static void *ar_malloc(void *opaque, size_t size)
+{
+	bridge_slot *s = opaque;
+	if (!heap_admit(s, arena_class(size)))
+		return NULL;
+	void *p = arena_alloc(s->ar, size);
+	if (!p) {
+		slot_kill(s, BRIDGE_MEMORY);
+		return NULL;
+	}
+	s->heap_used += arena_usable(p);
+	note_peak(s);
+	if (s->building)
+		memset(p, 0, arena_usable(p));
+	return p;
+}
+
+static void *ar_calloc(void *opaque, size_t count, size_t size)
+{
+	size_t n;
+	if (__builtin_mul_overflow(count, size, &n))
+		return NULL;
+	void *p = ar_malloc(opaque, n);
+	if (p)
+		memset(p, 0, n);
+	return p;
+}
+
+static void ar_free(void *opaque, void *ptr)
+{
+	bridge_slot *s = opaque;
+	if (!ptr)
+		return;
+	s->heap_used -= arena_usable(ptr);
+	if (s->building)
+		memset(ptr, 0, arena_usable(ptr));
+	arena_free(s->ar, ptr);
+}
+
+static void *ar_realloc(void *opaque, void *ptr, size_t size)
+{
+	bridge_slot *s = opaque;
+	if (s->building && ptr) { /* through ar_malloc and ar_free, which zero */
+		void *q = ar_malloc(opaque, size);
+		if (q) {
+			size_t old = arena_usable(ptr);
+			memcpy(q, ptr, old < size ? old : size);
+			ar_free(opaque, ptr);
+		}
+		return q;
+	}
+	size_t old = arena_usable(ptr);
+	size_t cs = arena_class(size);
+	if (cs > old && !heap_admit(s, cs - old))
+		return NULL;
+	void *p = arena_realloc(s->ar, ptr, size);
+	if (!p) {
+		slot_kill(s, BRIDGE_MEMORY);
+		return NULL;
+	}
+	s->heap_used += arena_usable(p) - old;
+	note_peak(s);
+	return p;
+}
+
+static const JSMallocFunctions arena_funcs = {
+	ar_calloc, ar_malloc, ar_free, ar_realloc, arena_usable,
+};
+
+const JSMallocFunctions *arena_allocator(void) { return &arena_funcs; }
+
+/* ---------------------------------------------------------------------- */
+/* Interrupts: the deadline and the cancel flag are read here, in C, on the
+ * engine's own polls (a Go timer would fire hundreds of µs late). Once a
+ * kill has fired every later poll interrupts again, so catching the
+ * uncatchable error or the out-of-memory error changes nothing. */
+
+int check_kill(bridge_slot *s)
+{
+	if (s->killed)
+		return 1;
+	long long c = atomic_load_explicit(&s->cancel, memory_order_relaxed);
+	if (c == s->run_id || c == -1) {
+		slot_kill(s, BRIDGE_CANCELED);
+		return 1;
+	}
+	if (now_ns() >= s->deadline) {
+		slot_kill(s, BRIDGE_TIMEOUT);
+		return 1;
+	}
+	return 0;
+}
+
+int on_interrupt(JSRuntime *rt, void *opaque)
+{
+	(void)rt;
+	return check_kill(opaque);
+}

@@ -1,0 +1,479 @@
+/*
+ * bridge_host.c: calls from a sandbox to the host.
+ *
+ * Owns capability failures (Error objects marked in the slot's WeakMap),
+ * the capabilities (one global C function each, called synchronously or as
+ * an async host call), the async host calls and provider dispatches in
+ * flight and their settling from Go, and the loading of runtime.js with
+ * the native bindings it dispatches through (load_runtime).
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include "bridge_internal.h"
+#ifndef BRIDGE_LINT
+#include "_cgo_export.h"
+#endif
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------------- */
+/* Capability failures: Error objects carrying the handler's message exactly,
+ * marked in the slot's WeakMap so the run's outcome can be attributed from
+ * host-side state. */
+
+int install_marks(bridge_slot *s)
+{
+	JSContext *ctx = s->ctx;
+	JSValue global = JS_GetGlobalObject(ctx);
+	JSValue ctor = JS_GetPropertyStr(ctx, global, "WeakMap");
+	JSValue proto = JS_GetPropertyStr(ctx, ctor, "prototype");
+	s->marks = JS_CallConstructor(ctx, ctor, 0, NULL);
+	s->marks_get = JS_GetPropertyStr(ctx, proto, "get");
+	s->marks_set = JS_GetPropertyStr(ctx, proto, "set");
+	JS_FreeValue(ctx, proto);
+	JS_FreeValue(ctx, ctor);
+	JS_FreeValue(ctx, global);
+	return JS_IsException(s->marks) || JS_IsException(s->marks_get) || JS_IsException(s->marks_set) ? -1 : 0;
+}
+
+/* A new Error whose message is msg[0:len], marked as the failure of
+ * capability cap, or (cap < 0, name[0:nlen] set) of the provider tool
+ * "provider.tool" a dispatch served; neither: a plain Error. */
+static JSValue capability_error(bridge_slot *s, int32_t cap, const char *name, size_t nlen, const char *msg,
+                                size_t len)
+{
+	JSContext *ctx = s->ctx;
+	JSValue err = JS_NewError(ctx);
+	if (JS_IsException(err))
+		return err;
+	JSValue m = JS_NewStringLen(ctx, msg, len);
+	if (JS_IsException(m)) {
+		JS_FreeValue(ctx, err);
+		return m;
+	}
+	if ((cap < 0 && !name) || JS_IsUndefined(s->marks)) {
+		if (JS_DefinePropertyValueStr(ctx, err, "message", m, JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE) < 0) {
+			JS_FreeValue(ctx, err);
+			return JS_EXCEPTION;
+		}
+		return err;
+	}
+	JSValue mark = JS_NewArray(ctx);
+	JSValue who = name ? JS_NewStringLen(ctx, name, nlen) : JS_UNDEFINED;
+	if (JS_IsException(mark) || JS_IsException(who) ||
+	    JS_DefinePropertyValueStr(ctx, err, "message", JS_DupValue(ctx, m), JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE) < 0 ||
+	    JS_DefinePropertyValueUint32(ctx, mark, 0, JS_NewInt32(ctx, cap), JS_PROP_C_W_E) < 0 ||
+	    JS_DefinePropertyValueUint32(ctx, mark, 1, JS_DupValue(ctx, m), JS_PROP_C_W_E) < 0 ||
+	    JS_DefinePropertyValueUint32(ctx, mark, 2, JS_DupValue(ctx, who), JS_PROP_C_W_E) < 0) {
+		JS_FreeValue(ctx, who);
+		JS_FreeValue(ctx, mark);
+		JS_FreeValue(ctx, m);
+		JS_FreeValue(ctx, err);
+		return JS_EXCEPTION;
+	}
+	JS_FreeValue(ctx, who);
+	JS_FreeValue(ctx, m);
+	JSValue args[2] = {err, mark};
+	JSValue r = JS_Call(ctx, s->marks_set, s->marks, 2, args);
+	JS_FreeValue(ctx, mark);
+	if (JS_IsException(r)) {
+		JS_FreeValue(ctx, err);
+		return r;
+	}
+	JS_FreeValue(ctx, r);
+	s->marked = true;
+	return err;
+}
+
+/* A copy of the string v in libc memory (NUL-terminated), or NULL. */
+static char *dup_js_string(JSContext *ctx, JSValueConst v, size_t *n)
+{
+	if (!JS_IsString(v))
+		return NULL;
+	const char *p = JS_ToCStringLen(ctx, n, v);
+	if (!p)
+		return NULL;
+	char *c = malloc(*n + 1);
+	if (c)
+		memcpy(c, p, *n + 1);
+	JS_FreeCString(ctx, p);
+	return c;
+}
+
+/* If v is a marked capability Error, reports what failed (out->cap, and
+ * for a provider tool out->cap_name) and its original message into out
+ * and returns true. */
+bool capability_of(bridge_slot *s, JSValueConst v, bridge_out *out)
+{
+	JSContext *ctx = s->ctx;
+	if (!s->marked || !JS_IsObject(v))
+		return false;
+	JSValue mark = JS_Call(ctx, s->marks_get, s->marks, 1, &v);
+	if (JS_IsException(mark)) {
+		JS_FreeValue(ctx, JS_GetException(ctx));
+		return false;
+	}
+	bool found = false;
+	if (JS_IsArray(mark)) {
+		JSValue idx = JS_GetPropertyUint32(ctx, mark, 0);
+		JSValue msg = JS_GetPropertyUint32(ctx, mark, 1);
+		JSValue who = JS_GetPropertyUint32(ctx, mark, 2);
+		size_t n = 0, nn = 0;
+		char *m = JS_VALUE_GET_TAG(idx) == JS_TAG_INT ? dup_js_string(ctx, msg, &n) : NULL;
+		char *w = m && JS_VALUE_GET_INT(idx) < 0 ? dup_js_string(ctx, who, &nn) : NULL;
+		if (m && (JS_VALUE_GET_INT(idx) >= 0 || w)) {
+			out->data = m;
+			out->size = n;
+			out->cap = JS_VALUE_GET_INT(idx);
+			out->cap_name = w;
+			out->cap_name_len = nn;
+			found = true;
+		} else {
+			free(m);
+			free(w);
+		}
+		JS_FreeValue(ctx, who);
+		JS_FreeValue(ctx, msg);
+		JS_FreeValue(ctx, idx);
+	}
+	JS_FreeValue(ctx, mark);
+	if (JS_HasException(ctx))
+		JS_FreeValue(ctx, JS_GetException(ctx));
+	return found;
+}
+
+/* Stops the run from inside a host call (why: a BRIDGE_* kill). The engine
+ * unwinds with an uncatchable error; the outcome comes from the kill. */
+static JSValue throw_kill(bridge_slot *s, int32_t why)
+{
+	slot_kill(s, why);
+	JSValue e = JS_ThrowInternalError(s->ctx, "interrupted");
+	JSValue exc = JS_GetException(s->ctx);
+	JS_SetUncatchableError(s->ctx, exc);
+	JS_Throw(s->ctx, exc);
+	return e;
+}
+
+/* Whether the program has settled: from then on every host call meets the
+ * completion text and never reaches Go. */
+static bool program_settled(bridge_slot *s)
+{
+	return s->retained || (JS_IsObject(s->program) && JS_PromiseState(s->ctx, s->program) != JS_PROMISE_PENDING);
+}
+
+static JSValue throw_message(bridge_slot *s, const char *msg, size_t len)
+{
+	JSValue err = capability_error(s, -1, NULL, 0, msg, len);
+	return JS_IsException(err) ? err : JS_Throw(s->ctx, err);
+}
+
+static JSValue throw_completed(bridge_slot *s) { return throw_message(s, MSG_COMPLETED, sizeof(MSG_COMPLETED) - 1); }
+
+/* ---------------------------------------------------------------------- */
+/* Capabilities: one global C function each, addressed by index (the magic
+ * argument). The name is used as a property key, never spliced into source. */
+
+static JSValue call_async(bridge_slot *s, int32_t cap, const char *args, size_t n);
+
+static JSValue js_capability(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv, int cap)
+{
+	(void)this_val;
+	bridge_slot *s = JS_GetContextOpaque(ctx);
+	s->effects++;
+	const char *name = s->cap_names[cap];
+	if (program_settled(s))
+		return throw_completed(s);
+	JSValueConst arg = argc > 0 ? argv[0] : JS_UNDEFINED;
+	const char *args = "{}";
+	size_t n = 2;
+	if (!JS_IsUndefined(arg)) { /* no argument: {} */
+		if (!JS_IsObject(arg) || JS_IsArray(arg) || JS_IsFunction(ctx, arg))
+			return JS_ThrowTypeError(ctx, "%s expects one argument object", name);
+		switch (json_text(s, arg, s->payload, JSON_BINARY, &n)) {
+		case JSON_TEXT:
+			args = s->json.p;
+			break;
+		case JSON_NONE: /* its toJSON said so */
+			json_scratch_trim(s);
+			return JS_ThrowTypeError(ctx, "%s expects one argument object", name);
+		case JSON_TOO_LARGE:
+			json_scratch_trim(s);
+			return JS_ThrowRangeError(ctx,
+			                          "%s: the arguments are %zu bytes of JSON, over the payload limit of %llu bytes",
+			                          name, n, (unsigned long long)s->payload);
+		default:
+			json_scratch_trim(s);
+			return JS_EXCEPTION;
+		}
+	}
+	JSValue ret;
+	if (s->cap_async[cap]) {
+		ret = call_async(s, cap, args, n);
+	} else {
+		char room[256];
+		bridge_reply r = {.buf = room, .cap = sizeof(room)};
+		go_capability_call(s->handle, cap, (char *)args, n, &r);
+		switch (r.status) {
+		case BRIDGE_CALL_OK:
+			ret = parse_result(ctx, r.data ? r.data : "null", r.data ? r.size : 4);
+			if (JS_IsException(ret) && !s->killed) {
+				JS_FreeValue(ctx, JS_GetException(ctx));
+				static const char bad[] = "the capability returned invalid JSON";
+				JSValue err = capability_error(s, cap, NULL, 0, bad, sizeof(bad) - 1);
+				ret = JS_IsException(err) ? err : JS_Throw(ctx, err);
+			}
+			break;
+		case BRIDGE_CALL_ERROR: {
+			JSValue err = capability_error(s, cap, NULL, 0, r.data ? r.data : "", r.data ? r.size : 0);
+			ret = JS_IsException(err) ? err : JS_Throw(ctx, err);
+			break;
+		}
+		case BRIDGE_CALL_TYPE_ERROR: /* NUL-terminated by Go */
+			ret = JS_ThrowTypeError(ctx, "%s", r.data ? r.data : "");
+			break;
+		case BRIDGE_CALL_TIMEOUT:
+			ret = throw_kill(s, BRIDGE_TIMEOUT);
+			break;
+		case BRIDGE_CALL_CANCELED:
+			ret = throw_kill(s, BRIDGE_CANCELED);
+			break;
+		default:
+			ret = throw_kill(s, BRIDGE_INTERNAL);
+			break;
+		}
+		if (r.data != room)
+			free(r.data);
+	}
+	json_scratch_trim(s);
+	return ret;
+}
+
+int install_capabilities(bridge_slot *s)
+{
+	JSContext *ctx = s->ctx;
+	JSValue global = JS_GetGlobalObject(ctx);
+	int rc = 0;
+	for (int32_t i = 0; i < s->ncaps && rc == 0; i++) {
+		JSValue f = JS_NewCFunctionMagic(ctx, js_capability, s->cap_names[i], 1, JS_CFUNC_generic_magic, i);
+		if (JS_IsException(f) ||
+		    JS_DefinePropertyValueStr(ctx, global, s->cap_names[i], f, JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE) < 0)
+			rc = -1;
+	}
+	JS_FreeValue(ctx, global);
+	return rc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Async host calls: the call gets a Promise at once and an id; Go starts
+ * the handler and later settles the id from its event loop. */
+
+/* Makes room for one more element in an engine-heap array of *cap
+ * elements holding len; false on out-of-memory. */
+bool grow_array(JSContext *ctx, void **arr, uint32_t *cap, uint32_t len, size_t elem)
+{
+	if (len < *cap)
+		return true;
+	uint32_t n = *cap ? *cap * 2 : 8;
+	void *p = js_realloc(ctx, *arr, n * elem);
+	if (!p)
+		return false;
+	*arr = p;
+	*cap = n;
+	return true;
+}
+
+/* Registers a call in flight and returns its promise; *pid names it. */
+static JSValue new_call(bridge_slot *s, int32_t cap, const char *name, uint32_t *pid)
+{
+	JSContext *ctx = s->ctx;
+	if (s->pending_calls >= MAX_PENDING_CALLS)
+		return JS_ThrowRangeError(ctx, "%s: too many host calls in flight (%d)", name, MAX_PENDING_CALLS);
+	uint32_t id = s->calls_free;
+	if (id == NO_CALL) {
+		if (!grow_array(ctx, (void **)&s->calls, &s->calls_cap, s->calls_len, sizeof(*s->calls)))
+			return JS_EXCEPTION;
+		id = s->calls_len++;
+		s->calls[id].used = false;
+	} else {
+		s->calls_free = s->calls[id].next;
+	}
+	JSValue funcs[2];
+	JSValue promise = JS_NewPromiseCapability(ctx, funcs);
+	if (JS_IsException(promise)) {
+		s->calls[id].next = s->calls_free;
+		s->calls_free = id;
+		return promise;
+	}
+	s->calls[id] = (host_call){.resolve = funcs[0], .reject = funcs[1], .cap = cap, .used = true, .next = NO_CALL};
+	s->pending_calls++;
+	*pid = id;
+	return promise;
+}
+
+static JSValue call_async(bridge_slot *s, int32_t cap, const char *args, size_t n)
+{
+	uint32_t id;
+	JSValue promise = new_call(s, cap, s->cap_names[cap], &id);
+	if (JS_IsException(promise))
+		return promise;
+	if (go_capability_start(s->handle, cap, id, (char *)args, n) != 0) {
+		JS_FreeValue(s->ctx, promise);
+		return throw_kill(s, BRIDGE_INTERNAL);
+	}
+	return promise;
+}
+
+/* native.dispatch(provider, tool, argsJson) of runtime.js: one provider
+ * call, measured against the payload bound before it leaves the sandbox.
+ * Resolves to the dispatch's answer, a string. */
+static JSValue js_dispatch(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+	(void)this_val;
+	bridge_slot *s = JS_GetContextOpaque(ctx);
+	s->effects++;
+	if (program_settled(s))
+		return throw_completed(s);
+	if (argc < 3)
+		return JS_ThrowTypeError(ctx, "dispatch expects a provider, a tool and the arguments");
+	const char *p[3] = {NULL, NULL, NULL};
+	size_t n[3] = {0, 0, 0};
+	JSValue ret = JS_UNDEFINED;
+	for (int i = 0; i < 3; i++) {
+		if (!(p[i] = JS_ToCStringLen(ctx, &n[i], argv[i]))) {
+			ret = JS_EXCEPTION;
+			goto cleanup;
+		}
+	}
+	size_t total = n[0] + n[1] + n[2];
+	if (total > s->payload) {
+		char msg[256];
+		int len = snprintf(msg, sizeof(msg),
+		                   "The tool call is %zu bytes (provider, tool and arguments), over the payload limit of %llu "
+		                   "bytes; it was not delivered.",
+		                   total, (unsigned long long)s->payload);
+		ret = throw_message(s, msg, (size_t)len);
+		goto cleanup;
+	}
+	uint32_t id;
+	ret = new_call(s, -1, "dispatch", &id);
+	if (JS_IsException(ret))
+		goto cleanup;
+	if (go_dispatch_start(s->handle, id, (char *)p[0], n[0], (char *)p[1], n[1], (char *)p[2], n[2]) != 0) {
+		JS_FreeValue(ctx, ret);
+		ret = throw_kill(s, BRIDGE_INTERNAL);
+	}
+cleanup:
+	for (int i = 0; i < 3; i++)
+		if (p[i])
+			JS_FreeCString(ctx, p[i]);
+	return ret;
+}
+
+/* native.fail(provider, tool, message) of runtime.js: the Error a provider
+ * tool's envelope failure throws, marked as that tool's. */
+static JSValue js_fail(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+	(void)this_val;
+	bridge_slot *s = JS_GetContextOpaque(ctx);
+	if (argc < 3)
+		return JS_ThrowTypeError(ctx, "fail expects a provider, a tool and a message");
+	const char *p[3] = {NULL, NULL, NULL};
+	size_t n[3] = {0, 0, 0};
+	JSValue ret = JS_EXCEPTION;
+	strbuf name = {0};
+	for (int i = 0; i < 3; i++)
+		if (!(p[i] = JS_ToCStringLen(ctx, &n[i], argv[i])))
+			goto cleanup;
+	sb_put(&name, p[0], n[0]);
+	sb_put(&name, ".", 1);
+	sb_put(&name, p[1], n[1]);
+	if (name.overflow) {
+		ret = JS_ThrowOutOfMemory(ctx);
+		goto cleanup;
+	}
+	ret = capability_error(s, -1, name.p, name.len, p[2], n[2]);
+cleanup:
+	free(name.p);
+	for (int i = 0; i < 3; i++)
+		if (p[i])
+			JS_FreeCString(ctx, p[i]);
+	return ret;
+}
+
+void bridge_slot_settle(bridge_slot *s, uint32_t id, int32_t status, const char *data, size_t len, const char *name,
+                        size_t nlen)
+{
+	if (!s->open || id >= s->calls_len || !s->calls[id].used)
+		return;
+	JS_UpdateStackTop(s->rt);
+	JSContext *ctx = s->ctx;
+	if (!data)
+		data = "";
+	host_call c = s->calls[id];
+	s->calls[id].used = false;
+	s->calls[id].next = s->calls_free;
+	s->calls_free = id;
+	s->pending_calls--;
+
+	JSValue v = JS_UNDEFINED, fn = c.resolve;
+	if (status == BRIDGE_CALL_STRING) {
+		v = JS_NewStringLen(ctx, data, len);
+	} else if (status == BRIDGE_CALL_OK) {
+		v = parse_result(ctx, data, len);
+		if (JS_IsException(v) && !s->killed) {
+			JS_FreeValue(ctx, JS_GetException(ctx));
+			static const char bad[] = "the capability returned invalid JSON";
+			v = capability_error(s, c.cap, name, nlen, bad, sizeof(bad) - 1);
+			fn = c.reject;
+		}
+	} else if (status == BRIDGE_CALL_TYPE_ERROR) {
+		JS_ThrowTypeError(ctx, "%.*s", (int)(len < INT32_MAX ? len : INT32_MAX), data);
+		v = JS_GetException(ctx);
+		fn = c.reject;
+	} else {
+		v = capability_error(s, c.cap, name, nlen, data, len);
+		fn = c.reject;
+	}
+	if (JS_IsException(v)) {
+		JS_FreeValue(ctx, JS_GetException(ctx));
+	} else {
+		JSValue r = JS_Call(ctx, fn, JS_UNDEFINED, 1, &v);
+		if (JS_IsException(r))
+			JS_FreeValue(ctx, JS_GetException(ctx));
+		JS_FreeValue(ctx, r);
+		JS_FreeValue(ctx, v);
+	}
+	JS_FreeValue(ctx, c.resolve);
+	JS_FreeValue(ctx, c.reject);
+}
+
+/* ---------------------------------------------------------------------- */
+/* The runtime (runtime.js, which Execute programs run on): its native
+ * bindings are the provider dispatch above and the typed arrays' maker. */
+
+/* Loads the runtime (from bytecode) and hands it the native bindings. */
+JSValue load_runtime(bridge_slot *s, const bridge_config *cfg)
+{
+	JSContext *ctx = s->ctx;
+	JSValue native = JS_NewObjectProto(ctx, JS_NULL);
+	if (!JS_IsException(native) && set_native(ctx, &native, "dispatch", js_dispatch, 3) == 0 &&
+	    set_native(ctx, &native, "fail", js_fail, 3) == 0)
+		set_native(ctx, &native, "typed", js_typed_make, 0);
+	JSValue rt = call_factory(ctx, cfg->runtime_bc, cfg->runtime_bc_len, native);
+	if (JS_IsException(rt) || JS_IsUndefined(s->guards.intrinsics[INTRINSIC_INT32ARRAY]))
+		return rt;
+	/* The typed arrays were made before the runtime came: hand them over. */
+	JSValue saved = s->rtobj, global = JS_GetGlobalObject(ctx);
+	s->rtobj = rt;
+	int rc = JS_IsNull(s->guards.intrinsics[INTRINSIC_INT32ARRAY]) ? 0 : typed_hand_over(s, global);
+	s->rtobj = saved;
+	JS_FreeValue(ctx, global);
+	if (rc < 0) {
+		JS_FreeValue(ctx, rt);
+		return JS_EXCEPTION;
+	}
+	return rt;
+}
