@@ -200,6 +200,32 @@ static int open_fresh(bridge_slot *s, const bridge_config *cfg)
 	return rc;
 }
 
+/* Copies the arena as it is now into im (the slack above the top zeroed
+ * first: an earlier run's), with what a restore puts back; unitfn is a
+ * unit image's function, or undefined. -1 if the copy has no room. */
+static int image_take(bridge_slot *s, const bridge_config *cfg, slot_image *im, JSValue unitfn)
+{
+	size_t len = (s->ar->top + 63) & ~(size_t)63;
+	uint8_t *bytes = image_alloc(s, im, len);
+	if (!bytes)
+		return -1;
+	memset((char *)s->ar + s->ar->top, 0, len - s->ar->top);
+	memcpy(bytes, s->ar, len);
+	*im = (slot_image){
+		.bytes = bytes,
+		.mapped = im->mapped,
+		.len = len,
+		.id = cfg->image_id,
+		.stack = cfg->stack,
+		.saved = {.rt = s->rt, .ctx = s->ctx, .rtobj = s->rtobj, .marks = s->marks, .marks_get = s->marks_get,
+		          .marks_set = s->marks_set, .lazy_getters = s->lazy_getters, .guards = s->guards,
+		          .heap_used = s->heap_used, .unitfn = unitfn},
+	};
+	s->ar->hwm = s->ar->top;
+	s->image_end = len;
+	return 0;
+}
+
 static int build_image(bridge_slot *s, const bridge_config *cfg, slot_image *im)
 {
 	/* An image's bytes are all the engine's doing: memory is handed out
@@ -221,25 +247,7 @@ static int build_image(bridge_slot *s, const bridge_config *cfg, slot_image *im)
 	 * reference drops), and after the first one the engine's 1.5x rule
 	 * applies as before, so a run fits its limit as it did. */
 	JS_SetGCThreshold(s->rt, s->heap_used + cfg->memory / 8);
-	size_t len = (s->ar->top + 63) & ~(size_t)63;
-	uint8_t *bytes = image_alloc(s, im, len);
-	if (!bytes)
-		return -1;
-	memset((char *)s->ar + s->ar->top, 0, len - s->ar->top); /* the slack, from an earlier run */
-	memcpy(bytes, s->ar, len);
-	*im = (slot_image){
-		.bytes = bytes,
-		.mapped = im->mapped,
-		.len = len,
-		.id = cfg->image_id,
-		.stack = cfg->stack,
-		.saved = {.rt = s->rt, .ctx = s->ctx, .rtobj = s->rtobj, .marks = s->marks, .marks_get = s->marks_get,
-		          .marks_set = s->marks_set, .lazy_getters = s->lazy_getters, .guards = s->guards,
-		          .heap_used = s->heap_used},
-	};
-	s->ar->hwm = s->ar->top;
-	s->image_end = len;
-	return 0;
+	return image_take(s, cfg, im, JS_UNDEFINED);
 }
 
 /* Beyond this many dirty bytes the tail is handed back to the kernel
@@ -722,27 +730,11 @@ void unit_end(bridge_slot *s, const bridge_config *cfg, bool want, JSValueConst 
 	JSValue held = JS_DupValue(s->ctx, fn); /* the image's own reference: never dropped */
 	JS_RunGC(s->rt);
 	JS_SetGCThreshold(s->rt, s->heap_used + s->heap_limit / 8);
-	size_t len = (s->ar->top + 63) & ~(size_t)63;
-	uint8_t *bytes = image_alloc(s, im, len);
-	if (!bytes) {
+	if (image_take(s, cfg, im, held) < 0) {
 		im->len = 0;
 		return;
 	}
-	memset((char *)s->ar + s->ar->top, 0, len - s->ar->top);
-	memcpy(bytes, s->ar, len);
-	*im = (slot_image){
-		.bytes = bytes,
-		.mapped = im->mapped,
-		.len = len,
-		.id = cfg->image_id,
-		.stack = cfg->stack,
-		.saved = {.rt = s->rt, .ctx = s->ctx, .rtobj = s->rtobj, .marks = s->marks, .marks_get = s->marks_get,
-		          .marks_set = s->marks_set, .lazy_getters = s->lazy_getters, .guards = s->guards,
-		          .heap_used = s->heap_used, .unitfn = held},
-	};
 	memcpy(im->key, cfg->unit_key, sizeof(im->key));
-	s->ar->hwm = s->ar->top;
-	s->image_end = len;
 }
 
 /* Opens the run from the slot's unit image if it holds this unit. */

@@ -43,11 +43,9 @@ static const char fetch_capability[] = "__codemode_fetch";
 /* URL and URLSearchParams are js/url.js, a unit of its own that web.js
  * reads only when a run first needs them (native.url): reading bytecode is
  * most of what a first read of a web global costs. */
-#define WEB_URL 7
-#define WEB_URLSEARCHPARAMS 8
 static bool web_in_url(int i)
 {
-	return i == WEB_URL || i == WEB_URLSEARCHPARAMS;
+	return strncmp(web_names[i], "URL", 3) == 0; /* URL, URLSearchParams */
 }
 
 static _Atomic(const uint8_t *) web_bc;
@@ -443,8 +441,10 @@ static int web_settle(JSContext *ctx, JSValueConst web, bool url)
 		if (web_in_url(i) != url)
 			continue;
 		JSAtom atom = JS_NewAtom(ctx, web_names[i]);
-		if (atom == JS_ATOM_NULL)
+		if (atom == JS_ATOM_NULL) {
+			r = -1;
 			break;
+		}
 		JSPropertyDescriptor d;
 		r = JS_GetOwnProperty(ctx, &d, global, atom);
 		if (r > 0) {

@@ -133,7 +133,7 @@ func wptText(root, file string) (string, error) {
 	return string(b), err
 }
 
-// wptKey names a case uniquely within its file: its name, and past its
+// wptKeys names each case uniquely within its file: its name, and past its
 // first occurrence, the occurrence.
 func wptKeys(results []wptResult) map[string]wptResult {
 	out := map[string]wptResult{}

@@ -16,10 +16,7 @@
 // of web.js's helpers that returns { URL, URLSearchParams }.
 (function (helpers) {
 	'use strict';
-	const { native, utf8Encode, TextDecoder } = helpers;
-	const { fromCharCode } = String;
-	const codePointAt = Function.prototype.call.bind(String.prototype.codePointAt);
-	const charCodeAt = Function.prototype.call.bind(String.prototype.charCodeAt);
+	const { native, utf8Encode, TextDecoder, fromCharCode, codePointAt, charCodeAt } = helpers;
 
 	const specialPorts = { __proto__: null, ftp: 21, file: null, http: 80, https: 443, ws: 80, wss: 443 };
 	const isSpecialScheme = (s) => s in specialPorts;
@@ -216,8 +213,9 @@
 	// IDNA runs on); the constructor's error names it.
 	let hostRefusal = '';
 	function domainToASCII(domain) {
-		let ascii = domain.toLowerCase();
-		if (nonASCII.test(domain)) {
+		let ascii;
+		if (!nonASCII.test(domain)) ascii = domain.toLowerCase();
+		else {
 			ascii = native.toASCII(domain);
 			if (ascii === false) hostRefusal = ' (IDNA runs on a host label of at most 255 code points)';
 			if (typeof ascii !== 'string') return null;
@@ -261,7 +259,7 @@
 			if (c > 0xffff) i++;
 		}
 		let state = override || SCHEME_START;
-		let buffer = '', bufferCPs = 0, atSignSeen = false, insideBrackets = false, passwordTokenSeen = false;
+		let buffer = '', atSignSeen = false, insideBrackets = false, passwordTokenSeen = false;
 		for (let p = 0; p <= cps.length; p++) {
 			const c = p < cps.length ? cps[p] : EOF;
 			switch (state) {
@@ -345,13 +343,13 @@
 							if (passwordTokenSeen) url.password += encodeCP(b, userinfoSet);
 							else url.username += encodeCP(b, userinfoSet);
 						}
-						buffer = ''; bufferCPs = 0;
+						buffer = '';
 					} else if (c === EOF || c === 0x2f || c === 0x3f || c === 0x23 || (isSpecial(url) && c === 0x5c)) {
 						if (atSignSeen && buffer === '') return null;
-						p -= bufferCPs + 1;
-						buffer = ''; bufferCPs = 0;
+						p -= [...buffer].length + 1; // in code points, as cps is
+						buffer = '';
 						state = HOST;
-					} else { buffer += String.fromCodePoint(c); bufferCPs++; }
+					} else buffer += String.fromCodePoint(c);
 					break;
 				case HOST:
 				case HOSTNAME:

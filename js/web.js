@@ -606,7 +606,7 @@
 	// URL and URLSearchParams are js/url.js, a unit of their own read the
 	// first time a run needs them (native.url() gives its factory).
 	let urlAPI = null;
-	const urlGlobals = () => (urlAPI ??= native.url()({ native, utf8Encode, TextDecoder }));
+	const urlGlobals = () => (urlAPI ??= native.url()({ native, utf8Encode, TextDecoder, fromCharCode, codePointAt, charCodeAt }));
 
 	platformPrototypes = [Event, EventTarget, AbortController, TextEncoder, TextDecoder].map((c) => c.prototype);
 	const globals = {
