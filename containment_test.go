@@ -212,7 +212,9 @@ func TestLargeProgramsAreRead(t *testing.T) {
 	in := instrument(src, jspos.Body, nil)
 	assert.Equal(t, jspos.Statements, in.m.Form())
 	assert.Positive(t, in.m.Markers())
-	e := newExecutor(t)
+	// 10 s: reading, instrumenting and compiling 200 lines took past the
+	// default 500 ms under ASan in checked mode on a loaded machine.
+	e := newExecutor(t, WithLimits(Limits{Deadline: 10 * time.Second}))
 	_, err := e.Run(context.Background(), src)
 	assert.Equal(t, "TypeError: cannot read property 'city' of undefined\n    at <anonymous> (script.js:202:1)",
 		execErr(t, err).Message)
