@@ -434,6 +434,79 @@ static int32_t start_register(bridge_slot *s, const bridge_config *cfg, const ch
 	return advance(s, out);
 }
 
+/* A script's completion value is its program, awaited (BRIDGE_MODE_SCRIPT):
+ * the async wrapper's promise or, for a body with no await (wrapped in a
+ * plain function: see wrapScript in source.go), the body's own value or
+ * throw. For the latter, what the async function would have done with it
+ * is done here, so the two wrappers have one outcome: a thenable value is
+ * adopted through a promise, and a thrown value is reported after the
+ * jobs queued before the throw have run, as a rejection is. */
+
+/* Whether v may be a thenable: an object with "then" somewhere on its
+ * prototype chain, or a proxy on it (which could answer anything). Reads
+ * own-property descriptors only, so no getter and no trap runs; the
+ * promise v is then resolved with looks "then" up itself, once, as an
+ * async function's return does. */
+static bool maybe_thenable(JSContext *ctx, JSValueConst v)
+{
+	JSAtom then = JS_NewAtom(ctx, "then");
+	if (then == JS_ATOM_NULL) {
+		JS_FreeValue(ctx, JS_GetException(ctx));
+		return true;
+	}
+	bool maybe = false;
+	JSValue o = JS_DupValue(ctx, v);
+	for (int depth = 0; JS_IsObject(o) && !maybe; depth++) {
+		/* A chain is finite (a cycle is refused when made); the bound
+		 * stops the walk where looking up "then" would cost more. */
+		if (JS_IsProxy(o) || depth >= 64 || JS_GetOwnProperty(ctx, NULL, o, then) != 0) {
+			maybe = true;
+			break;
+		}
+		JSValue proto = JS_GetPrototype(ctx, o);
+		JS_FreeValue(ctx, o);
+		o = proto;
+	}
+	JS_FreeValue(ctx, o);
+	if (JS_HasException(ctx))
+		JS_FreeValue(ctx, JS_GetException(ctx));
+	JS_FreeAtom(ctx, then);
+	return maybe;
+}
+
+/* The program of a script whose completion value is v (consumed): v, or a
+ * promise resolved with it when it may be a thenable. */
+static JSValue adopt_thenable(bridge_slot *s, JSValue v)
+{
+	JSContext *ctx = s->ctx;
+	if (!JS_IsObject(v) || JS_IsPromise(v) || !maybe_thenable(ctx, v))
+		return v;
+	JSValue fns[2];
+	JSValue p = JS_NewPromiseCapability(ctx, fns);
+	if (!JS_IsException(p)) {
+		JSValue r = JS_Call(ctx, fns[0], JS_UNDEFINED, 1, (JSValueConst *)&v);
+		JS_FreeValue(ctx, fns[0]);
+		JS_FreeValue(ctx, fns[1]);
+		if (JS_IsException(r)) {
+			JS_FreeValue(ctx, p);
+			p = r;
+		}
+	}
+	JS_FreeValue(ctx, v);
+	return p;
+}
+
+/* A script's body threw (the exception is pending): the jobs queued
+ * before the throw run, then the thrown value is the outcome. */
+static int32_t script_threw(bridge_slot *s, bridge_out *out)
+{
+	JSValue exc = JS_GetException(s->ctx);
+	drain_jobs(s);
+	int32_t st = check_kill(s) ? s->killed : emit_thrown(s, exc, true, out);
+	JS_FreeValue(s->ctx, exc);
+	return st;
+}
+
 static int32_t slot_run(bridge_slot *s, const bridge_config *cfg, const char *src, size_t len, bridge_out *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -486,13 +559,17 @@ static int32_t slot_run(bridge_slot *s, const bridge_config *cfg, const char *sr
 			JSValue v = cfg->mode == BRIDGE_MODE_EXECUTE ? start_execute(s, cfg, src, len, out)
 			            : cfg->mode == BRIDGE_MODE_TOOL  ? start_tool(s, cfg, src, len, out)
 			                                             : load_source(s, cfg, src, len, out);
-			if (JS_IsException(v)) {
+			if (JS_IsException(v) && cfg->mode == BRIDGE_MODE_SCRIPT && !s->killed && !s->syntax) {
+				st = script_threw(s, out);
+			} else if (JS_IsException(v)) {
 				st = s->killed ? s->killed : emit_exception(s, !s->bad_args, out);
 				if (st == BRIDGE_THROWN && s->bad_args)
 					st = BRIDGE_BAD_ARGS;
 				if (s->killed && JS_HasException(s->ctx))
 					JS_FreeValue(s->ctx, JS_GetException(s->ctx));
 			} else {
+				if (cfg->mode == BRIDGE_MODE_SCRIPT)
+					v = adopt_thenable(s, v);
 				if (cfg->mode == BRIDGE_MODE_GLOBAL) {
 					JS_FreeValue(s->ctx, v); /* global code: its jobs run; its completion value is not the outcome */
 					v = JS_UNDEFINED;

@@ -505,6 +505,7 @@ func enginePosition(msg, file string) (line, col int) {
 // line: positions there are shifted by their length (see sourceMap).
 const (
 	wrapHead        = "(async () => {"
+	syncHead        = "(      () => {" // wrapHead's length: see wrapScript
 	guardHead       = "(async () => {__codemode_0123456789abcdef01234567: {"
 	strictDirective = `"use strict";`
 )

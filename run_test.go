@@ -588,3 +588,51 @@ func TestRunCachesBytecode(t *testing.T) {
 	}
 	assert.Equal(t, len(runs)+3, e.CacheStats().Entries)
 }
+
+// TestAwaitFreeBodiesRunAsAsyncBodies: a body with no await runs in a plain
+// function (see wrapScript), and its outcome is the async body's: the
+// same script with a comment naming await (which keeps the async
+// wrapper) gives the same value, error and logs, thenables and throws
+// after queued jobs included.
+func TestAwaitFreeBodiesRunAsAsyncBodies(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t)
+	ctx := context.Background()
+	for _, script := range []string{
+		`return {ok: true, n: 2}`,
+		`return 1 + 1`,
+		``,
+		`return Promise.resolve(3)`,
+		`return Promise.reject(new Error("no"))`,
+		`return {then(resolve) { resolve(5) }}`,
+		`return {then(resolve, reject) { reject(new TypeError("refused")) }}`,
+		`return {then: 4, x: 1}`,
+		`return {get then() { console.log("then read"); return undefined }, y: 2}`,
+		`return {get then() { throw new RangeError("getter threw") }}`,
+		`return Object.create({then(r) { r("from the prototype") }})`,
+		`Object.prototype.then = function (r) { delete Object.prototype.then; r(7) }; return {}`,
+		`return new Proxy({a: 1}, {get(t, k) { console.log("get " + String(k)); return t[k] }})`,
+		`return [1, 2, {then: null}]`,
+		`Promise.resolve().then(() => console.log("job ran")); throw new Error("boom")`,
+		`Promise.resolve().then(() => console.log("job ran")); return 1`,
+		`setTimeout(() => console.log("timer"), 0); return 2`,
+		`throw 42`,
+		`null.x`,
+		`"use strict"; x = 1`,
+		`return (async () => 9)()`,
+		`return typeof this`,
+	} {
+		got, gotErr := e.Run(ctx, script)
+		want, wantErr := e.Run(ctx, script+"\n// await")
+		require.Equal(t, wantErr == nil, gotErr == nil, "%s: %v against %v", script, gotErr, wantErr)
+		if wantErr != nil {
+			assert.Equal(t, wantErr.Error(), gotErr.Error(), script)
+		}
+		if want == nil {
+			assert.Nil(t, got, script)
+			continue
+		}
+		assert.Equal(t, string(want.Value), string(got.Value), script)
+		assert.Equal(t, want.Logs, got.Logs, script)
+	}
+}

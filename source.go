@@ -72,7 +72,7 @@ func (e *Executor) load(ctx context.Context, start time.Time, p *program, kind u
 	text := p.smap.instrument().Source()
 	switch kind {
 	case unitScript:
-		p.src = wrapScript(text, key, guarded(p.smap.in.m.Form()), jspos.StrictBody(src))
+		p.src = wrapScript(text, key, guarded(p.smap.in.m.Form()), jspos.StrictBody(src), !strings.Contains(text, "await"))
 	case unitTool:
 		p.src = wrapTool(text, key)
 	default:
@@ -185,21 +185,34 @@ func (k *keyHasher) sum() [32]byte {
 // one (strict; see jspos.StrictBody) has it in the function's prologue
 // too. Either head shares the script's first line, so line numbers in
 // errors are the script's own.
-func wrapScript(script string, key [32]byte, guard, strict bool) []byte {
+//
+// A script whose text has no "await" anywhere (sync) goes in a plain
+// arrow function instead, its head padded to the async one's length so
+// columns stay where they were: without an await the two bodies parse
+// alike (await is no identifier in either), and the async function's
+// machinery and promise were a seventh of a small run. The engine then
+// does with the body's value or throw what the async function would have
+// done (adopt a thenable, run the jobs queued before a throw; see
+// adopt_thenable in bridge_run.c), so the outcome is the same.
+func wrapScript(script string, key [32]byte, guard, strict, sync bool) []byte {
+	head := wrapHead
+	if sync {
+		head = syncHead
+	}
 	if !guard {
 		const tail = "\n})()"
-		b := make([]byte, 0, len(wrapHead)+len(script)+len(tail)+1)
-		b = append(b, wrapHead...)
+		b := make([]byte, 0, len(head)+len(script)+len(tail)+1)
+		b = append(b, head...)
 		b = append(b, script...)
 		b = append(b, tail...)
 		return append(b, 0)
 	}
 	var label [24]byte
 	hex.Encode(label[:], key[:12])
-	const prefix, name, colon = "(async () => {", "__codemode_", ": {"
+	const name, colon = "__codemode_", ": {"
 	const tail1, tail2 = "\n{break __codemode_", "}}})()"
 	b := make([]byte, 0, scriptHead(true, strict)+len(tail1)+len(label)+len(tail2)+len(script)+1)
-	b = append(b, prefix...)
+	b = append(b, head...)
 	if strict {
 		b = append(b, strictDirective...)
 	}

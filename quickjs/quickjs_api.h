@@ -291,6 +291,7 @@ bool JS_IsFunction(JSContext *ctx, JSValueConst val);
 bool JS_IsConstructor(JSContext *ctx, JSValueConst val);
 bool JS_IsRegExp(JSValueConst val);
 bool JS_IsArray(JSValueConst val);
+bool JS_IsProxy(JSValueConst val);
 bool JS_IsPromise(JSValueConst val);
 bool JS_IsArrayBuffer(JSValueConst obj);
 JSValue JS_NewError(JSContext *ctx);
