@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unsafe"
 
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/google/jsonschema-go/jsonschema"
@@ -35,6 +36,7 @@ func Func[In, Out any](name, description string, fn func(context.Context, In) (O
 	// An Out that can hold an interface or itself is checked for cycles
 	// before it is encoded (see checkNesting); a plain struct is not.
 	outNests := typeMayNest(reflect.TypeFor[Out]())
+	flat := flatPlanFor(reflect.TypeFor[In]())
 	return Capability{
 		Name:        name,
 		Description: description,
@@ -53,7 +55,11 @@ func Func[In, Out any](name, description string, fn func(context.Context, In) (O
 			var zeroIn In
 			var zeroOut Out
 			sc.in = zeroIn
-			err := jsonv2.Unmarshal(args, &sc.in)
+			var err error
+			if flat == nil || !flat.decode(args, unsafe.Pointer(&sc.in)) {
+				sc.in = zeroIn
+				err = jsonv2.Unmarshal(args, &sc.in)
+			}
 			in := sc.in
 			sc.in = zeroIn
 			if err != nil {

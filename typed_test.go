@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -78,4 +81,87 @@ func TestFuncTool(t *testing.T) {
 	assert.Nil(t, out)
 	require.Error(t, err)
 	assert.True(t, strings.HasPrefix(err.Error(), "`id`: got string, want integer"), err.Error())
+}
+
+// flatAll has a field of every kind the flat decoder fills.
+type flatAll struct {
+	B   bool    `json:"b"`
+	S   string  `json:"s,omitempty"`
+	I   int     `json:"i"`
+	I8  int8    `json:"i8"`
+	I16 int16   `json:"i16"`
+	I32 int32   `json:"i32"`
+	I64 int64   `json:"i64"`
+	U   uint    `json:"u"`
+	U8  uint8   `json:"u8"`
+	U16 uint16  `json:"u16"`
+	U32 uint32  `json:"u32"`
+	U64 uint64  `json:"u64"`
+	F32 float32 `json:"f32"`
+	F64 float64 `json:"f64,omitzero"`
+	own int
+}
+
+// flatAgrees checks that where the flat decoder decodes args, the general
+// one decodes them without error to the same value.
+func flatAgrees(t *testing.T, args []byte) (decoded bool) {
+	plan := flatPlanFor(reflect.TypeFor[flatAll]())
+	require.NotNil(t, plan)
+	var fast, slow flatAll
+	if !plan.decode(args, unsafe.Pointer(&fast)) {
+		return false
+	}
+	require.NoError(t, jsonv2.Unmarshal(args, &slow), "%s", args)
+	require.Equal(t, slow, fast, "%s", args)
+	return true
+}
+
+func TestFlatDecode(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args string
+		fast bool
+	}{
+		{`{}`, true},
+		{`{"b":true,"s":"héllo","i":-42,"i8":-128,"i16":32767,"i32":-2147483648,"i64":9223372036854775807}`, true},
+		{`{"u":0,"u8":255,"u16":65535,"u32":4294967295,"u64":9999999999999999999,"f32":1.5,"f64":-2.5e-3}`, true},
+		{`{"i":1.0}`, false},  // a fraction: the general decoder refuses it
+		{`{"i8":128}`, false}, // out of range
+		{`{"u":-1}`, false},   // negative
+		{`{"u":-0}`, false},   // left to the general decoder
+		{`{"i":9223372036854775808}`, false},
+		{`{"s":"a\"b"}`, false},  // an escape
+		{`{"s":null}`, false},    // null
+		{`{"i":1,"i":2}`, false}, // a repeated key
+		{`{"x":1}`, false},       // an unknown key
+		{`{"I":1}`, false},       // names match exactly here
+		{`{"s":"\xff"}`, false},  // invalid UTF-8
+		{`{"f32":1e39}`, false},  // beyond float32
+		{`{"b":1}`, false},       // a number for a bool
+		{`{"s":{}}`, false},      // nested
+		{`{"i":1,}`, false},
+		{`{"i":1}x`, false},
+		{` {"i":1}`, false},
+	} {
+		assert.Equal(t, c.fast, flatAgrees(t, []byte(c.args)), c.args)
+	}
+	assert.Nil(t, flatPlanFor(reflect.TypeFor[struct{ A int }]()), "untagged fields are left to the decoder")
+	assert.Nil(t, flatPlanFor(reflect.TypeFor[struct {
+		A int `json:"a,string"`
+	}]()), "options beyond omitempty")
+	assert.Nil(t, flatPlanFor(reflect.TypeFor[struct {
+		T time.Duration `json:"t"`
+	}]()), "a named type may decode itself")
+	assert.Nil(t, flatPlanFor(reflect.TypeFor[struct {
+		A []int `json:"a"`
+	}]()), "not a scalar")
+}
+
+// FuzzFlatDecode: the flat decoder decodes nothing the general decoder
+// would refuse or decode otherwise.
+func FuzzFlatDecode(f *testing.F) {
+	for _, s := range []string{`{}`, `{"i":1,"s":"x","b":false}`, `{"u8":256}`, `{"f64":1e308,"f32":3.4e38}`, `{"i64":-9223372036854775808}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, args []byte) { flatAgrees(t, args) })
 }
