@@ -106,6 +106,29 @@ func BenchmarkRawLifecycle(b *testing.B) {
 	}
 }
 
+// BenchmarkImageFloor is the floor of W1 on a snapshot: copy the image
+// back, evaluate the tiny script (compiled as an expression: no wrapper)
+// in it and take its JSON, nothing else, in one C call. Run/object over
+// this is all the rest a run does (see the README's figures).
+func BenchmarkImageFloor(b *testing.B) {
+	e := newExecutor(b)
+	for range 3 { // the slot's second run builds its image
+		if _, err := e.Run(context.Background(), `return {ok:true,n:2,s:"hi"}`); err != nil {
+			b.Fatal(err)
+		}
+	}
+	bc, err := compileScript(`({ok: true, n: 1 + 1, s: "hi"})`, "floor.js")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if n := e.imageFloor(bc); n != int64(len(`{"ok":true,"n":2,"s":"hi"}`)) {
+			b.Fatalf("the floor run gave %d bytes", n)
+		}
+	}
+}
+
 // BenchmarkDeadlineOvershoot measures how late a caller gets a timeout for
 // `for(;;){}` past a 2 ms deadline (stop latency plus teardown).
 func BenchmarkDeadlineOvershoot(b *testing.B) {

@@ -353,4 +353,11 @@ void bridge_set_web(const uint8_t *bc, size_t len, const uint8_t *url, size_t ur
 int64_t bridge_raw_lifecycle(bridge_slot *s, const bridge_config *cfg, const char *src, size_t len, const uint8_t *bc,
                              size_t bc_len);
 
+/* The floor of a run on a snapshot (benchmarks): restore the slot's plain
+ * image, read and evaluate bc (a compiled expression) in it, and take its
+ * value's JSON; nothing else (no wrapper, no jobs, no logs, no limits
+ * beyond the memory the image was built with). The JSON's length, or -1
+ * (no image: run the slot once first). */
+int64_t bridge_image_floor(bridge_slot *s, const uint8_t *bc, size_t bc_len);
+
 #endif /* CODEMODE_BRIDGE_H */

@@ -808,3 +808,25 @@ int open_run(bridge_slot *s, const bridge_config *cfg)
 	s->open = true;
 	return 0;
 }
+
+int64_t bridge_image_floor(bridge_slot *s, const uint8_t *bc, size_t bc_len)
+{
+	const slot_image *im = &s->images[IMAGE_PLAIN];
+	if (!im->bytes || s->open)
+		return -1;
+	restore_image(s, im);
+	s->snapshot = true;
+	s->open = true;
+	s->killed = 0;
+	s->deadline = INT64_MAX;
+	JS_UpdateStackTop(s->rt);
+	JSContext *ctx = s->ctx;
+	JSValue v = JS_EvalFunction(ctx, JS_ReadObject(ctx, bc, bc_len, JS_READ_OBJ_BYTECODE));
+	size_t n = 0;
+	int r = JS_IsException(v) ? JSON_THREW : json_text(s, v, UINT64_MAX, JSON_STRINGIFY, &n);
+	JS_FreeValue(ctx, v);
+	if (JS_HasException(ctx))
+		JS_FreeValue(ctx, JS_GetException(ctx));
+	sandbox_close(s);
+	return r == JSON_TEXT ? (int64_t)n : -1;
+}

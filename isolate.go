@@ -566,6 +566,20 @@ func (ex *Executor) rawLifecycle(p *program) int64 {
 	return int64(C.bridge_raw_lifecycle(s.c, &s.io.cfg, (*C.char)(unsafe.Pointer(&p.src[0])), C.size_t(len(p.src)-1), bc, bcLen))
 }
 
+// imageFloor restores the plain image of the slot a run would get next,
+// evaluates bc (a compiled expression) in it and takes its JSON, in one C
+// call: the floor of a run on a snapshot, below rawLifecycle (benchmarks).
+// The JSON's length, or -1 when that slot has no image yet.
+func (ex *Executor) imageFloor(bc []byte) int64 {
+	s, noSlot := ex.slots.get(context.Background(), time.Now().Add(time.Hour), nil, nil)
+	if noSlot != nil {
+		return -1
+	}
+	defer ex.slots.put(s)
+	p, n := bytesArg(bc)
+	return int64(C.bridge_image_floor(s.c, p, n))
+}
+
 // takeBytecode copies out bytecode C handed out with a run's first slice,
 // if any, and frees it.
 func takeBytecode(p **C.uint8_t, n *C.size_t) []byte {
