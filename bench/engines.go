@@ -121,6 +121,11 @@ func newCodemode(sc *scripts) (*engine, error) {
 		codemode.WithCapability(codemode.Func("hcall", "", func(_ context.Context, a hostArg) (int, error) {
 			return a.I + 1, nil
 		})),
+		// W3r's: the raw form, decoding its own argument.
+		codemode.WithCapability(codemode.Capability{Name: "hraw", Func: func(_ context.Context, args json.RawMessage) (any, error) {
+			i, err := argI(args)
+			return i + 1, err
+		}}),
 		codemode.WithCapability(codemode.Capability{Name: "hasync", Async: true, Func: func(ctx context.Context, args json.RawMessage) (any, error) {
 			i, err := argI(args)
 			select {
@@ -164,10 +169,11 @@ func newCodemode(sc *scripts) (*engine, error) {
 		name:   "codemode",
 		limits: [3]string{"yes", "yes", "yes (C, monotonic clock)"},
 		runs: map[string]func() (string, error){
-			"W1": run(sc.tinyBody),
-			"W2": run(sc.realisticBody),
-			"W3": run(sc.host100Body),
-			"W4": run(sc.async16Body),
+			"W1":  run(sc.tinyBody),
+			"W2":  run(sc.realisticBody),
+			"W3":  run(sc.host100Body),
+			"W3r": run(sc.hostRawBody),
+			"W4":  run(sc.async16Body),
 			"W5": func() (string, error) {
 				out, err := exec.Call(ctx, "large", json.RawMessage(`{"n":5}`))
 				return string(out), err

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -24,7 +25,7 @@ func main() {
 		rounds     = flag.Int("rounds", 10, "interleaved rounds")
 		cellTime   = flag.Duration("cell", 20*time.Millisecond, "work per cell per round")
 		engineList = flag.String("engines", strings.Join(engineNames, ","), "engines to run")
-		workList   = flag.String("workloads", "W1,W2,W3,W4,W5,W6,W7,W8,tail,overshoot", "workloads to run")
+		workList   = flag.String("workloads", "W1,W2,W3,W3r,W4,W5,W6,W7,W8,tail,overshoot", "workloads to run")
 		throughput = flag.Duration("throughput", 3*time.Second, "W6: time per engine")
 		memRuns    = flag.Int("memory-runs", 100000, "W7: W1 runs per engine")
 		memBudget  = flag.Duration("memory-budget", 20*time.Second, "W7: time cap per engine")
@@ -114,6 +115,36 @@ type cell struct {
 	n      int             // runs per round
 	meds   []time.Duration // each round's median
 	note   string          // why there is no figure
+	// All rounds together: the runs, their wall time, and the process's
+	// CPU time meanwhile (every thread's: the collector's and the
+	// timers' too, what a service pays).
+	runs      int
+	wall, cpu time.Duration
+}
+
+// mean is the cell's wall time per run over all its rounds.
+func (c *cell) mean() time.Duration {
+	if c.runs == 0 {
+		return 0
+	}
+	return c.wall / time.Duration(c.runs)
+}
+
+// cpuPerRun is the process's CPU time per run over all the cell's rounds.
+func (c *cell) cpuPerRun() time.Duration {
+	if c.runs == 0 {
+		return 0
+	}
+	return c.cpu / time.Duration(c.runs)
+}
+
+// cpuTime is the CPU time the process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func (c *cell) median() time.Duration {
@@ -140,6 +171,9 @@ func measure(engines []*engine, want []string, rounds int, budget time.Duration)
 		}
 		for _, e := range engines {
 			c := &cell{engine: e.name, w: w, run: e.runs[w.id]}
+			if c.run == nil && w.as != "" {
+				c.run = e.runs[w.as]
+			}
 			cells = append(cells, c)
 			if c.run == nil {
 				c.note = "n/a: " + e.skip[w.id]
@@ -164,6 +198,7 @@ func measure(engines []*engine, want []string, rounds int, budget time.Duration)
 				continue
 			}
 			times := make([]time.Duration, c.n)
+			cpu0, wall0 := cpuTime(), time.Now()
 			for i := range times {
 				t0 := time.Now()
 				if _, err := c.run(); err != nil {
@@ -173,6 +208,9 @@ func measure(engines []*engine, want []string, rounds int, budget time.Duration)
 				times[i] = time.Since(t0)
 			}
 			if c.run != nil {
+				c.wall += time.Since(wall0)
+				c.cpu += cpuTime() - cpu0
+				c.runs += c.n
 				c.meds = append(c.meds, median(times))
 			}
 		}

@@ -124,6 +124,7 @@ func (r *report) markdown() string {
 		}
 	}
 	r.burstRow(&b)
+	r.meanMarkdown(&b)
 	r.tailMarkdown(&b)
 	b.WriteString("\nLimits each engine enforces:\n\n| engine | memory | stack | deadline |\n|---|---|---|---|\n")
 	for i, e := range r.engines {
@@ -332,4 +333,33 @@ func callgrindChild(sc *scripts, name, workload string, n int) {
 		}
 	}
 	e.close()
+}
+
+// meanMarkdown renders what a service sees of each latency workload: the
+// mean wall time per run over all rounds (the collector's pauses and the
+// timers' wake-ups included, which a median leaves out), and the process's
+// CPU time per run (every thread's).
+func (r *report) meanMarkdown(b *strings.Builder) {
+	if len(r.latency) == 0 {
+		return
+	}
+	b.WriteString("\nMean and CPU per run: the latency workloads' wall time per run over all rounds (a mean, so " +
+		"collections and timer wake-ups count), then the process's CPU time per run (every thread's).\n\n")
+	b.WriteString("| workload | " + strings.Join(r.engines, " | ") + " |\n")
+	b.WriteString("|---" + strings.Repeat("|---", len(r.engines)) + "|\n")
+	for _, w := range workloads {
+		row := r.row(w.id)
+		if row == nil {
+			continue
+		}
+		fmt.Fprintf(b, "| %s |", w.id)
+		for _, c := range row {
+			if c.note != "" || c.runs == 0 {
+				b.WriteString(" |")
+				continue
+			}
+			fmt.Fprintf(b, " %s mean, %s CPU |", dur(c.mean()), dur(c.cpuPerRun()))
+		}
+		b.WriteString("\n")
+	}
 }

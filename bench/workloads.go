@@ -13,14 +13,18 @@ import (
 type workload struct {
 	id, title string
 	want      string // the expected result, as JSON
+	// as: the workload whose run an engine without one of this id's
+	// runs (W3r: codemode's raw form; the peers have one form)
+	as string
 }
 
 var workloads = []workload{
-	{"W1", "fresh sandbox, tiny script returning a small object", `{"ok":true,"n":2,"s":"hi"}`},
-	{"W2", "fresh sandbox, 50-line data transform", ""}, // want: testdata/golden/realistic.json
-	{"W3", "one run making 100 host-function calls", `5050`},
-	{"W4", "Promise.all over 16 async host calls of 1 ms", `136`},
-	{"W5", "a 2,000-line tool from cached bytecode", `{"n":5,"result":750}`},
+	{"W1", "fresh sandbox, tiny script returning a small object", `{"ok":true,"n":2,"s":"hi"}`, ""},
+	{"W2", "fresh sandbox, 50-line data transform", "", ""}, // want: testdata/golden/realistic.json
+	{"W3", "one run making 100 host-function calls, typed (codemode.Func; peers: their Go functions)", `5050`, ""},
+	{"W3r", "W3 with a raw capability (json.RawMessage in, any out; peers: as W3)", `5050`, "W3"},
+	{"W4", "Promise.all over 16 async host calls of 1 ms", `136`, ""},
+	{"W5", "a 2,000-line tool from cached bytecode", `{"n":5,"result":750}`, ""},
 }
 
 // scripts holds the JavaScript every engine runs. Bodies are async-function
@@ -30,6 +34,7 @@ type scripts struct {
 	tinyBody, tinyExpr           string
 	realisticBody, realisticExpr string
 	host100Body, host100Expr     string
+	hostRawBody                  string // W3r: codemode's raw capability
 	async16Body, async16Expr     string
 	largeTool, largeExpr         string
 }
@@ -56,6 +61,7 @@ func loadScripts(root string) (*scripts, error) {
 		realisticExpr: "(() => {\n" + string(realistic) + "\n})()",
 		host100Body:   "let s = 0; for (let i = 0; i < 100; i++) s += hcall({i}); return s",
 		host100Expr:   "(() => { let s = 0; for (let i = 0; i < 100; i++) s += hcall(i); return s })()",
+		hostRawBody:   "let s = 0; for (let i = 0; i < 100; i++) s += hraw({i}); return s",
 		async16Body: "const r = await Promise.all(Array.from({length: 16}, (_, i) => hasync({i})));\n" +
 			"return r.reduce((a, b) => a + b, 0)",
 		async16Expr: "(async () => { const r = await Promise.all(Array.from({length: 16}, (_, i) => hasync(i)));\n" +
