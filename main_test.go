@@ -71,3 +71,14 @@ func execErr(t testing.TB, err error) *ExecError {
 	require.ErrorAs(t, err, &ee)
 	return ee
 }
+
+// ageIdle trims the idle slots as if each had been idle for idleRelease
+// (benchmarks of a burst after a pause).
+func (p *slotPool) ageIdle() {
+	p.mu.Lock()
+	for i := range p.idle {
+		p.idle[i].since = p.idle[i].since.Add(-idleRelease)
+	}
+	p.mu.Unlock()
+	p.trimIdle()
+}

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -634,5 +636,28 @@ func TestAwaitFreeBodiesRunAsAsyncBodies(t *testing.T) {
 		}
 		assert.Equal(t, string(want.Value), string(got.Value), script)
 		assert.Equal(t, want.Logs, got.Logs, script)
+	}
+}
+
+// TestKeyMemo: the memo's key is the script's HMAC key, whichever scripts
+// share its entries, and scripts past the bound are keyed but not kept.
+func TestKeyMemo(t *testing.T) {
+	t.Parallel()
+	m := keyMemo{seed: maphash.MakeSeed()}
+	scripts := make([]string, 0, 3*keyMemoSize)
+	for i := range 3 * keyMemoSize { // every entry is shared
+		scripts = append(scripts, "return "+strconv.Itoa(i))
+	}
+	for round := range 2 {
+		for _, s := range scripts {
+			require.Equal(t, scriptKey("run", s), m.key(s), "round %d: %s", round, s)
+		}
+	}
+	big := strings.Repeat("x", keyMemoMax+1)
+	assert.Equal(t, scriptKey("run", big), m.key(big))
+	for i := range m.entries {
+		if e := m.entries[i].Load(); e != nil {
+			assert.LessOrEqual(t, len(e.src), keyMemoMax)
+		}
 	}
 }

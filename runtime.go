@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"net/http"
 	"runtime"
 	"sync"
@@ -40,6 +41,8 @@ type Executor struct {
 	life    sync.RWMutex
 	checked bool // build and free every sandbox on libc (see checked_on.go)
 	cache   *bytecodeCache
+	// runKeys remembers the cache keys of recent Run scripts (source.go).
+	runKeys keyMemo
 	// instruments shares the instrumentation of a source that runs in
 	// flight miss the cache for together.
 	instruments instruments
@@ -193,6 +196,7 @@ func New(opts ...Option) (*Executor, error) {
 		cfg.cacheSize = DefaultCacheSize
 	}
 	e.cache = newBytecodeCache(cfg.cacheSize)
+	e.runKeys.seed = maphash.MakeSeed()
 	if e.retainIdle == 0 {
 		e.retainIdle = DefaultRetainIdle
 	}

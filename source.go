@@ -14,8 +14,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash"
+	"hash/maphash"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -53,7 +55,7 @@ func (e *Executor) load(ctx context.Context, start time.Time, p *program, kind u
 	src := p.smap.src
 	switch kind {
 	case unitScript:
-		key = scriptKey("run", src)
+		key = e.runKeys.key(src)
 	case unitTool:
 		key = scriptKey("tool", src)
 	default:
@@ -130,6 +132,42 @@ type keyHasher struct {
 }
 
 var keyHashers = sync.Pool{New: func() any { return &keyHasher{h: hmac.New(sha256.New, processKey[:])} }}
+
+// keyMemo remembers the keys of the Run scripts seen last, so that a
+// script run again (what a service does) finds its cached bytecode without
+// hashing it again: the HMAC was 5 % of a small run. An entry is found by
+// a seeded hash of the script and used only if its script is the same
+// string, so a memo hit is the key the HMAC would give. Scripts past
+// keyMemoMax bytes are not remembered (hashing is a small part of their
+// run), which bounds what the memo holds to keyMemoSize of them.
+type keyMemo struct {
+	seed    maphash.Seed
+	entries [keyMemoSize]atomic.Pointer[memoKey]
+}
+
+type memoKey struct {
+	src string
+	key [32]byte
+}
+
+const (
+	keyMemoSize = 256
+	keyMemoMax  = 16 << 10
+)
+
+// key returns scriptKey("run", src), remembered.
+func (m *keyMemo) key(src string) [32]byte {
+	if len(src) > keyMemoMax {
+		return scriptKey("run", src)
+	}
+	slot := &m.entries[maphash.String(m.seed, src)%keyMemoSize]
+	if e := slot.Load(); e != nil && e.src == src {
+		return e.key
+	}
+	k := scriptKey("run", src)
+	slot.Store(&memoKey{src: strings.Clone(src), key: k})
+	return k
+}
 
 // scriptKey returns the keyed hash of a script together with everything
 // that decides how it compiles.
