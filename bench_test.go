@@ -369,23 +369,26 @@ func BenchmarkLargeTool(b *testing.B) {
 // BenchmarkAwaitBurst is W8 of the bench suite: 1,000 runs at once, each
 // awaiting a 10 ms async host call, on a default executor: hot, each burst
 // right after the last (its sandboxes warm), and cold, each after the idle
-// sandboxes were trimmed as a second of idleness trims them. runs/s is the
+// sandboxes were trimmed as a second of idleness trims them, with the
+// default idle memory and with room for the whole burst. runs/s is the
 // figure; the floor is the 10 ms wait.
 func BenchmarkAwaitBurst(b *testing.B) {
-	e := newExecutor(b, WithCapability(Capability{Name: "io", Async: true, Func: func(ctx context.Context, _ json.RawMessage) (any, error) {
+	io := WithCapability(Capability{Name: "io", Async: true, Func: func(ctx context.Context, _ json.RawMessage) (any, error) {
 		select {
 		case <-time.After(10 * time.Millisecond):
 			return 1, nil
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
-	}}))
-	for _, cold := range []bool{false, true} {
-		name := "hot"
-		if cold {
-			name = "cold"
-		}
-		b.Run(name, func(b *testing.B) {
+	}})
+	def, roomy := newExecutor(b, io), newExecutor(b, io, WithIdleMemory(256<<20))
+	for _, c := range []struct {
+		name string
+		e    *Executor
+		cold bool
+	}{{"hot", def, false}, {"cold", def, true}, {"cold-idle-256MiB", roomy, true}} {
+		e, cold := c.e, c.cold
+		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				if cold {

@@ -406,11 +406,14 @@
 //     [DefaultSlots], 1,024). Sandboxes are made on demand and reused, the
 //     most recently used first. One costs its resident pages, about 130
 //     KiB for a trivial run (its arena is reserved for twice the memory
-//     limit and committed only as used); one idle for a second gives the
-//     pages above its image back to the kernel, and beyond a few warm ones
-//     (twice the concurrency, at least 4) it is freed. After a burst of a
-//     thousand runs that each touched 4 MiB, an idle executor holds a few
-//     MiB.
+//     limit and committed only as used). Once idle for a second, the most
+//     recently used keep their pages while their sum stays within
+//     [WithIdleMemory] (default [DefaultIdleMemory], 32 MiB), so the next
+//     burst reuses them without the kernel making a page again; beyond
+//     that, a few warm ones (twice the concurrency, at least 4) give the
+//     pages above their images back and the rest are freed. After a burst
+//     of a thousand runs that each touched 4 MiB, an idle executor holds
+//     the budget and a few MiB.
 //   - The right to execute JavaScript, only while the engine runs
 //     (evaluating, running jobs, settling a host call's result, firing a
 //     timer): at most [WithConcurrency] runs at once (default GOMAXPROCS).

@@ -28,9 +28,10 @@ import (
 // (see RATIONALE.md).
 const DefaultSlots = 1024
 
-// Idle sandboxes: after idleRelease without a run, a sandbox hands the
-// arena pages above its image back to the kernel; beyond warmSlots idle
-// ones, it is freed entirely.
+// Idle sandboxes: after idleRelease without a run, the most recently used
+// keep their pages while their sum stays within the idle memory budget
+// (WithIdleMemory); beyond it, warmSlots of them hand the arena pages
+// above their images back to the kernel and the rest are freed entirely.
 const idleRelease = time.Second
 
 // warmSlots is how many idle sandboxes an executor keeps built.
@@ -44,6 +45,7 @@ type slotPool struct {
 	mu      sync.Mutex
 	max     int
 	warm    int
+	budget  int64        // bytes idle slots may keep resident (WithIdleMemory)
 	made    int          // slots counted against max (idle, in use, being made)
 	idle    []idleSlot   // free slots, the most recently used last
 	waiters []chan *slot // runs waiting for a slot, the longest waiting first
@@ -62,9 +64,10 @@ type idleSlot struct {
 	released bool // its pages above the image went back to the kernel
 }
 
-func (p *slotPool) init(max, warm int) {
+func (p *slotPool) init(max, warm int, budget int64) {
 	p.max = max
 	p.warm = warm
+	p.budget = budget
 	p.all = make(map[*slot]struct{})
 }
 
@@ -167,10 +170,13 @@ func (p *slotPool) put(s *slot) {
 	}
 }
 
-// trimIdle releases what idle slots hold: the pages above their images
-// for those idle for idleRelease, and the whole slot for those beyond the
-// warm ones (the least recently used go first). It re-arms itself while
-// idle slots remain that a later pass may trim.
+// trimIdle trims the slots idle for idleRelease, the most recently used
+// first: each keeps what it holds while the sum so kept stays within the
+// budget (the next burst then finds its pages made: a sandbox made anew
+// costs the kernel a page fault and a zeroed page per page it touches);
+// past the budget, the warm ones give back the pages above their images
+// and the rest are freed. It re-arms itself while idle slots remain that
+// a later pass may trim.
 func (p *slotPool) trimIdle() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -180,21 +186,34 @@ func (p *slotPool) trimIdle() {
 	}
 	now := time.Now()
 	pending := false
+	var resident int64
+	free := make([]bool, len(p.idle))
+	for i := len(p.idle) - 1; i >= 0; i-- {
+		is := &p.idle[i]
+		if now.Sub(is.since) < idleRelease {
+			pending = true
+			continue
+		}
+		held := int64(C.bridge_slot_held(is.s.c))
+		switch {
+		case !is.released && resident+held <= p.budget:
+			resident += held
+		case len(p.idle)-i <= p.warm:
+			if !is.released {
+				C.bridge_slot_release(is.s.c)
+				is.released = true
+			}
+		default:
+			free[i] = true
+		}
+	}
 	kept := p.idle[:0]
 	for i, is := range p.idle {
-		aged := now.Sub(is.since) >= idleRelease
-		switch {
-		case aged && len(p.idle)-i > p.warm:
-			// Beyond the warm ones (the list's tail is the most recent).
+		if free[i] {
 			delete(p.all, is.s)
 			p.made--
 			is.s.free()
 			continue
-		case aged && !is.released:
-			C.bridge_slot_release(is.s.c)
-			is.released = true
-		case !aged:
-			pending = true
 		}
 		kept = append(kept, is)
 	}
