@@ -301,8 +301,11 @@ void bridge_tmpls_stats(bridge_tmpls *t, int32_t runtime, bridge_tmpl_stats *out
 
 /* Compiles src (NUL at [len]) to bytecode in a throwaway runtime: out.data
  * is the bytecode (BRIDGE_DONE), or the rendered error (BRIDGE_THROWN).
- * strip leaves out the source text and debug information (line numbers):
- * the functions' toString is [native code], as a platform's are. */
+ * strip: BRIDGE_STRIP_ALL leaves out the source text and the debug
+ * information (file, line numbers): the functions' toString is [native
+ * code], as a platform's are; BRIDGE_STRIP_SOURCE the source text only
+ * (frames keep their file and line). */
+enum { BRIDGE_STRIP_NONE = 0, BRIDGE_STRIP_ALL = 1, BRIDGE_STRIP_SOURCE = 2 };
 int32_t bridge_compile(const char *src, size_t len, const char *filename, int32_t strip, bridge_out *out);
 /* A host module's source, for compiling (bridge_compile_module). */
 typedef struct bridge_source {

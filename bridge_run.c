@@ -745,8 +745,10 @@ static int32_t compile_as(const char *src, size_t len, const char *filename, int
 
 int32_t bridge_compile(const char *src, size_t len, const char *filename, int32_t strip, bridge_out *out)
 {
-	return compile_as(src, len, filename, JS_EVAL_TYPE_GLOBAL,
-	                  strip ? JS_WRITE_OBJ_STRIP_SOURCE | JS_WRITE_OBJ_STRIP_DEBUG : 0, NULL, 0, out);
+	int flags = strip == BRIDGE_STRIP_ALL      ? JS_WRITE_OBJ_STRIP_SOURCE | JS_WRITE_OBJ_STRIP_DEBUG
+	            : strip == BRIDGE_STRIP_SOURCE ? JS_WRITE_OBJ_STRIP_SOURCE
+	                                           : 0;
+	return compile_as(src, len, filename, JS_EVAL_TYPE_GLOBAL, flags, NULL, 0, out);
 }
 
 int32_t bridge_compile_module(const bridge_source *srcs, int32_t n, int32_t index, bridge_out *out)

@@ -279,8 +279,11 @@ const runtimeFile = "<codemode:runtime>"
 
 // runtimeBytecode is runtime.js compiled once per process, kept in C
 // memory for the life of the process (the bridge config points at it).
+// Without its source text: it is in every Execute run's image, which each
+// run copies back (frames keep their file and lines, which renderings
+// drop by).
 var runtimeBytecode = sync.OnceValues(func() ([]byte, error) {
-	bc, err := compileScript(runtimeSource, runtimeFile)
+	bc, err := compileScriptStripped(runtimeSource, runtimeFile, C.BRIDGE_STRIP_SOURCE)
 	if err != nil {
 		return nil, err
 	}

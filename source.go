@@ -323,16 +323,14 @@ func trimStatementEnd(code string) string {
 
 // compileScript compiles a trusted script to bytecode in a throwaway runtime.
 func compileScript(src, file string) ([]byte, error) {
-	return compileScriptStripped(src, file, false)
+	return compileScriptStripped(src, file, C.BRIDGE_STRIP_NONE)
 }
 
-// compileScriptStripped is compileScript, optionally without the source
-// text and the debug information (bridge_compile's strip).
-func compileScriptStripped(src, file string, strip bool) ([]byte, error) {
-	var cstrip C.int32_t
-	if strip {
-		cstrip = 1
-	}
+// compileScriptStripped is compileScript without the source text and the
+// debug information (C.BRIDGE_STRIP_ALL) or the source text alone
+// (C.BRIDGE_STRIP_SOURCE): bridge_compile's strip.
+func compileScriptStripped(src, file string, strip C.int32_t) ([]byte, error) {
+	cstrip := strip
 	csrc := append([]byte(src), 0)
 	cfile := C.CString(file)
 	defer C.free(unsafe.Pointer(cfile))

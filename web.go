@@ -38,11 +38,11 @@ const (
 // renderings anyway, and their functions print as [native code], as a
 // browser's own do.
 var loadWeb = sync.OnceValue(func() error {
-	bc, err := compileScriptStripped(webSource, webFile, true)
+	bc, err := compileScriptStripped(webSource, webFile, C.BRIDGE_STRIP_ALL)
 	if err != nil {
 		return err
 	}
-	ubc, err := compileScriptStripped(urlSource, urlFile, true)
+	ubc, err := compileScriptStripped(urlSource, urlFile, C.BRIDGE_STRIP_ALL)
 	if err != nil {
 		return err
 	}
