@@ -298,25 +298,9 @@ func TestIdleSandboxesCostLittle(t *testing.T) {
 	if checkedMode {
 		t.Skip("checked mode frees every sandbox after its run: none is idle")
 	}
-	// gather returns once all 1,000 runs have called it: they are alive
-	// at once.
-	var arrived sync.WaitGroup
-	arrived.Add(1000)
-	gather := func(ctx context.Context, _ json.RawMessage) (any, error) {
-		arrived.Done()
-		done := make(chan struct{})
-		go func() { arrived.Wait(); close(done) }()
-		select {
-		case <-done:
-			return 1, nil
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
 	// Five minutes: 1,000 sandboxes filling 4 MiB each under ASan on a
 	// loaded machine took more than one.
-	e := newExecutor(t, WithLimits(Limits{Deadline: 5 * time.Minute}),
-		WithCapability(Capability{Name: "gather", Async: true, Func: gather}))
+	e := newExecutor(t, WithLimits(Limits{Deadline: 5 * time.Minute}), WithCapability(gatherAll(1000)))
 	errs := runMany(e, 4, "return 1")
 	require.Empty(t, failures(errs))
 	before := rss(t)

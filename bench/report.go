@@ -54,8 +54,7 @@ func (r *report) markdown() string {
 		"supports them (see the last table).\n\n",
 		r.started.UTC().Format("2006-01-02"), runtime.NumCPU(), runtime.GOMAXPROCS(0), cpuName(), runtime.Version(),
 		r.rounds, memoryLimit>>20, stackLimit>>10, deadline)
-	b.WriteString("| workload | " + strings.Join(r.engines, " | ") + " |\n")
-	b.WriteString("|---" + strings.Repeat("|---", len(r.engines)) + "|\n")
+	r.tableHead(&b)
 	for _, w := range workloads {
 		row := r.row(w.id)
 		if row == nil {
@@ -345,8 +344,7 @@ func (r *report) meanMarkdown(b *strings.Builder) {
 	}
 	b.WriteString("\nMean and CPU per run: the latency workloads' wall time per run over all rounds (a mean, so " +
 		"collections and timer wake-ups count), then the process's CPU time per run (every thread's).\n\n")
-	b.WriteString("| workload | " + strings.Join(r.engines, " | ") + " |\n")
-	b.WriteString("|---" + strings.Repeat("|---", len(r.engines)) + "|\n")
+	r.tableHead(b)
 	for _, w := range workloads {
 		row := r.row(w.id)
 		if row == nil {
@@ -362,4 +360,10 @@ func (r *report) meanMarkdown(b *strings.Builder) {
 		}
 		b.WriteString("\n")
 	}
+}
+
+// tableHead writes the head of a table with a column per engine.
+func (r *report) tableHead(b *strings.Builder) {
+	b.WriteString("| workload | " + strings.Join(r.engines, " | ") + " |\n")
+	b.WriteString("|---" + strings.Repeat("|---", len(r.engines)) + "|\n")
 }
