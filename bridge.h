@@ -147,6 +147,11 @@ typedef struct bridge_config {
 	 * advance 1 us per read. The seed above is then the caller's. */
 	int32_t det_clock;
 	int64_t det_start_ns;
+	/* BRIDGE_MODE_SCRIPT: the body has no await and runs in a plain
+	 * function (see wrapScript in source.go), so its completion value is
+	 * the body's own: adopted if a thenable, and a throw is reported
+	 * after the jobs queued before it, as the async function would. */
+	int32_t sync_body;
 } bridge_config;
 
 typedef struct bridge_out {
@@ -258,9 +263,10 @@ size_t bridge_slot_image_size(bridge_slot *s, int32_t kind);
  * returns the bytes released. */
 size_t bridge_slot_release(bridge_slot *s);
 
-/* The bytes of the slot's arena that may be resident: up to the furthest
- * write since its pages were last released (the arena's own accounting,
- * which a sanitizer's allocator does not blur as it does the RSS). */
+/* The bytes of the slot that may be resident: its arena up to the
+ * furthest write since its pages were last released, and its images (the
+ * arena's own accounting, which a sanitizer's allocator does not blur as
+ * it does the RSS); 0 for a slot without an arena (checked mode). */
 size_t bridge_slot_held(bridge_slot *s);
 /* Hands over the console lines gathered since the last hand-over. */
 void bridge_slot_take_logs(bridge_slot *s, bridge_out *out);

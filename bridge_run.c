@@ -436,9 +436,10 @@ static int32_t start_register(bridge_slot *s, const bridge_config *cfg, const ch
 
 /* A script's completion value is its program, awaited (BRIDGE_MODE_SCRIPT):
  * the async wrapper's promise or, for a body with no await (wrapped in a
- * plain function: see wrapScript in source.go), the body's own value or
- * throw. For the latter, what the async function would have done with it
- * is done here, so the two wrappers have one outcome: a thenable value is
+ * plain function, cfg->sync_body: see wrapScript in source.go), the
+ * body's own value or throw. For the latter, what the async function
+ * would have done with it is done here, so the two wrappers have one
+ * outcome: a thenable value (a promise too: its then may be its own) is
  * adopted through a promise, and a thrown value is reported after the
  * jobs queued before the throw have run, as a rejection is. */
 
@@ -479,8 +480,8 @@ static bool maybe_thenable(JSContext *ctx, JSValueConst v)
 static JSValue adopt_thenable(bridge_slot *s, JSValue v)
 {
 	JSContext *ctx = s->ctx;
-	if (!JS_IsObject(v) || JS_IsPromise(v) || !maybe_thenable(ctx, v))
-		return v;
+	if (!JS_IsObject(v) || !maybe_thenable(ctx, v))
+		return v; /* a promise is adopted too: its then may be its own */
 	JSValue fns[2];
 	JSValue p = JS_NewPromiseCapability(ctx, fns);
 	if (!JS_IsException(p)) {
@@ -559,7 +560,8 @@ static int32_t slot_run(bridge_slot *s, const bridge_config *cfg, const char *sr
 			JSValue v = cfg->mode == BRIDGE_MODE_EXECUTE ? start_execute(s, cfg, src, len, out)
 			            : cfg->mode == BRIDGE_MODE_TOOL  ? start_tool(s, cfg, src, len, out)
 			                                             : load_source(s, cfg, src, len, out);
-			if (JS_IsException(v) && cfg->mode == BRIDGE_MODE_SCRIPT && !s->killed && !s->syntax) {
+			bool sync_body = cfg->mode == BRIDGE_MODE_SCRIPT && cfg->sync_body;
+			if (JS_IsException(v) && sync_body && !s->killed && !s->syntax) {
 				st = script_threw(s, out);
 			} else if (JS_IsException(v)) {
 				st = s->killed ? s->killed : emit_exception(s, !s->bad_args, out);
@@ -568,7 +570,7 @@ static int32_t slot_run(bridge_slot *s, const bridge_config *cfg, const char *sr
 				if (s->killed && JS_HasException(s->ctx))
 					JS_FreeValue(s->ctx, JS_GetException(s->ctx));
 			} else {
-				if (cfg->mode == BRIDGE_MODE_SCRIPT)
+				if (sync_body)
 					v = adopt_thenable(s, v);
 				if (cfg->mode == BRIDGE_MODE_GLOBAL) {
 					JS_FreeValue(s->ctx, v); /* global code: its jobs run; its completion value is not the outcome */
@@ -731,7 +733,11 @@ size_t bridge_slot_held(bridge_slot *s)
 	if (!s->ar)
 		return 0;
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	return (max_size(s->dirty_end, s->image_end) + page - 1) & ~(page - 1);
+	size_t n = (max_size(s->dirty_end, s->image_end) + page - 1) & ~(page - 1);
+	for (int i = 0; i < NIMAGES; i++)
+		if (s->images[i].bytes)
+			n += (s->images[i].len + page - 1) & ~(page - 1);
+	return n;
 }
 
 void bridge_slot_take_logs(bridge_slot *s, bridge_out *out)

@@ -124,6 +124,7 @@ type program struct {
 	entry       []byte     // NUL-terminated entry source (Execute), or nil
 	entryBC     []byte     // the entry's cached bytecode, or nil
 	providers   []Provider // Execute: the request's (their names, for the dispatch)
+	syncBody    bool       // Run: the body has no await and runs in a plain function (see wrapScript)
 	unit        bool       // the entry or the tool may live in the slot's unit image
 	unitKey     [32]byte   // which entry or tool
 	wantEntryBC bool       // hand out the entry's bytecode when compiling it
@@ -508,6 +509,9 @@ func (c *call) bridgeConfig() C.bridge_config {
 			cfg.retain = 1
 		}
 		cfg.mode = p.mode
+		if p.syncBody {
+			cfg.sync_body = 1
+		}
 		if p.unit {
 			cfg.unit_image = 1
 			cfg.unit_key = *(*[32]C.uint8_t)(unsafe.Pointer(&p.unitKey))

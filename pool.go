@@ -196,7 +196,7 @@ func (p *slotPool) trimIdle() {
 		}
 		held := int64(C.bridge_slot_held(is.s.c))
 		switch {
-		case !is.released && resident+held <= p.budget:
+		case held > 0 && !is.released && resident+held <= p.budget:
 			resident += held
 		case len(p.idle)-i <= p.warm:
 			if !is.released {

@@ -600,6 +600,10 @@ func TestAwaitFreeBodiesRunAsAsyncBodies(t *testing.T) {
 	t.Parallel()
 	e := newExecutor(t)
 	ctx := context.Background()
+	// (Not compared: a body that replaces Promise.prototype.then for good
+	// and returns a promise. The engine's async function calls the
+	// replacement once more than V8 does on that return (Node 20: once);
+	// the plain wrapper calls it once, as Node.)
 	for _, script := range []string{
 		`return {ok: true, n: 2}`,
 		`return 1 + 1`,
@@ -623,6 +627,9 @@ func TestAwaitFreeBodiesRunAsAsyncBodies(t *testing.T) {
 		`"use strict"; x = 1`,
 		`return (async () => 9)()`,
 		`return typeof this`,
+		`const p = Promise.resolve(1); p.then = (f) => f(2); return p`,
+		`class P extends Promise { then(f, r) { return super.then((v) => f(v * 10), r) } }; return P.resolve(1)`,
+		`var \u0061wait = 1; return \u0061wait`, // await spelt with an escape: reserved in the async body
 	} {
 		got, gotErr := e.Run(ctx, script)
 		want, wantErr := e.Run(ctx, script+"\n// await")
@@ -648,13 +655,18 @@ func TestKeyMemo(t *testing.T) {
 	for i := range 3 * keyMemoSize { // every entry is shared
 		scripts = append(scripts, "return "+strconv.Itoa(i))
 	}
+	scripts = append(scripts, "return await 1", `return "\u0061"`)
 	for round := range 2 {
 		for _, s := range scripts {
-			require.Equal(t, scriptKey("run", s), m.key(s), "round %d: %s", round, s)
+			k, sync := m.key(s)
+			require.Equal(t, scriptKey("run", s), k, "round %d: %s", round, s)
+			require.Equal(t, awaitFree(s), sync, s)
 		}
 	}
 	big := strings.Repeat("x", keyMemoMax+1)
-	assert.Equal(t, scriptKey("run", big), m.key(big))
+	k, sync := m.key(big)
+	assert.Equal(t, scriptKey("run", big), k)
+	assert.True(t, sync)
 	for i := range m.entries {
 		if e := m.entries[i].Load(); e != nil {
 			assert.LessOrEqual(t, len(e.src), keyMemoMax)

@@ -64,19 +64,20 @@ type Executor struct {
 type Option func(*config) error
 
 type config struct {
-	slots       int
-	concurrency int
-	limits      Limits
-	caps        []Capability
-	retainIdle  time.Duration
-	queue       time.Duration
-	cacheSize   int
-	ts          TypeScript
-	tsSet       bool
-	outbound    http.RoundTripper
-	syncTools   bool // NewCodeModeTool: sync capabilities (WithSyncTools)
-	modules     map[string]string
-	idleMemory  int64
+	slots         int
+	concurrency   int
+	limits        Limits
+	caps          []Capability
+	retainIdle    time.Duration
+	queue         time.Duration
+	cacheSize     int
+	ts            TypeScript
+	tsSet         bool
+	outbound      http.RoundTripper
+	syncTools     bool // NewCodeModeTool: sync capabilities (WithSyncTools)
+	modules       map[string]string
+	idleMemory    int64
+	idleMemorySet bool
 }
 
 // WithSlots bounds how many runs are alive at once: each run holds a slot
@@ -107,14 +108,14 @@ const DefaultIdleMemory = 32 << 20
 // while their sum stays within n bytes; beyond it, a few warm ones keep
 // only their snapshot images and the rest are freed. A service that
 // expects bursts of a thousand runs awaiting I/O sets about 150 KiB per
-// sandbox of the burst. Zero keeps [DefaultIdleMemory]; New refuses a
-// negative n.
+// sandbox of the burst. Zero keeps none (the pages of every idle sandbox
+// go back after a second); New refuses a negative n.
 func WithIdleMemory(n int64) Option {
 	return func(c *config) error {
 		if n < 0 {
 			return fmt.Errorf("%w: negative idle memory %d", ErrInvalidLimits, n)
 		}
-		c.idleMemory = n
+		c.idleMemory, c.idleMemorySet = n, true
 		return nil
 	}
 }
@@ -213,9 +214,9 @@ func New(opts ...Option) (*Executor, error) {
 	if cfg.concurrency == 0 {
 		cfg.concurrency = runtime.GOMAXPROCS(0)
 	}
-	idle := cfg.idleMemory
-	if idle == 0 {
-		idle = DefaultIdleMemory
+	idle := int64(DefaultIdleMemory)
+	if cfg.idleMemorySet {
+		idle = cfg.idleMemory
 	}
 	e.slots.init(cfg.slots, warmSlots(cfg.concurrency), idle)
 	e.gate = newGate(cfg.concurrency)

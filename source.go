@@ -55,7 +55,7 @@ func (e *Executor) load(ctx context.Context, start time.Time, p *program, kind u
 	src := p.smap.src
 	switch kind {
 	case unitScript:
-		key = e.runKeys.key(src)
+		key, p.syncBody = e.runKeys.key(src)
 	case unitTool:
 		key = scriptKey("tool", src)
 	default:
@@ -74,7 +74,7 @@ func (e *Executor) load(ctx context.Context, start time.Time, p *program, kind u
 	text := p.smap.instrument().Source()
 	switch kind {
 	case unitScript:
-		p.src = wrapScript(text, key, guarded(p.smap.in.m.Form()), jspos.StrictBody(src), !strings.Contains(text, "await"))
+		p.src = wrapScript(text, key, guarded(p.smap.in.m.Form()), jspos.StrictBody(src), p.syncBody)
 	case unitTool:
 		p.src = wrapTool(text, key)
 	default:
@@ -146,8 +146,9 @@ type keyMemo struct {
 }
 
 type memoKey struct {
-	src string
-	key [32]byte
+	src  string
+	key  [32]byte
+	sync bool // awaitFree(src)
 }
 
 const (
@@ -155,18 +156,18 @@ const (
 	keyMemoMax  = 16 << 10
 )
 
-// key returns scriptKey("run", src), remembered.
-func (m *keyMemo) key(src string) [32]byte {
+// key returns scriptKey("run", src) and awaitFree(src), remembered.
+func (m *keyMemo) key(src string) ([32]byte, bool) {
 	if len(src) > keyMemoMax {
-		return scriptKey("run", src)
+		return scriptKey("run", src), awaitFree(src)
 	}
 	slot := &m.entries[maphash.String(m.seed, src)%keyMemoSize]
 	if e := slot.Load(); e != nil && e.src == src {
-		return e.key
+		return e.key, e.sync
 	}
-	k := scriptKey("run", src)
-	slot.Store(&memoKey{src: strings.Clone(src), key: k})
-	return k
+	e := &memoKey{src: strings.Clone(src), key: scriptKey("run", src), sync: awaitFree(src)}
+	slot.Store(e)
+	return e.key, e.sync
 }
 
 // scriptKey returns the keyed hash of a script together with everything
@@ -200,6 +201,15 @@ func (k *keyHasher) sum() [32]byte {
 	return sum
 }
 
+// awaitFree reports whether a script can hold no await: no "await", nor
+// a Unicode escape (\u0061wait is await too, and reserved in an async
+// function only). It reads the model's source, before TypeScript is
+// stripped and positions instrumented (neither adds an await), so that a
+// run from cached bytecode knows its wrapper without the text.
+func awaitFree(src string) bool {
+	return !strings.Contains(src, "await") && !strings.Contains(src, `\u`)
+}
+
 // wrapScript turns a run_js body into a program whose completion value is
 // the body's promise, NUL-terminated for the engine. A script the parser
 // read as one body that ends where the wrapper's does (package jspos) is
@@ -224,8 +234,9 @@ func (k *keyHasher) sum() [32]byte {
 // too. Either head shares the script's first line, so line numbers in
 // errors are the script's own.
 //
-// A script whose text has no "await" anywhere (sync) goes in a plain
-// arrow function instead, its head padded to the async one's length so
+// A script whose text has no "await" anywhere, and no Unicode escape that
+// could spell one (sync; see awaitFree), goes in a plain arrow function
+// instead, its head padded to the async one's length so
 // columns stay where they were: without an await the two bodies parse
 // alike (await is no identifier in either), and the async function's
 // machinery and promise were a seventh of a small run. The engine then

@@ -38,7 +38,8 @@ type flatField struct {
 // itself), tagged with a JSON name and no option beyond omitempty and
 // omitzero.
 func flatPlanFor(t reflect.Type) *flatPlan {
-	if t.Kind() != reflect.Struct || t.NumField() > 64 {
+	// A type with methods may decode itself (UnmarshalJSON, ...).
+	if t.Kind() != reflect.Struct || t.NumField() > 64 || reflect.PointerTo(t).NumMethod() > 0 {
 		return nil
 	}
 	p := &flatPlan{}
@@ -58,13 +59,19 @@ func flatPlanFor(t reflect.Type) *flatPlan {
 		if !ok {
 			return nil
 		}
-		name, opts, _ := strings.Cut(tag, ",")
-		for _, o := range strings.Split(opts, ",") {
-			if o != "" && o != "omitempty" && o != "omitzero" {
-				return nil
+		name, opts, hasOpts := strings.Cut(tag, ",")
+		if hasOpts {
+			// Each known option once, nothing else (the decoder refuses
+			// the type over an empty or a repeated one).
+			got := map[string]bool{}
+			for _, o := range strings.Split(opts, ",") {
+				if (o != "omitempty" && o != "omitzero") || got[o] {
+					return nil
+				}
+				got[o] = true
 			}
 		}
-		if name == "" || name == "-" || seen[name] || strings.ContainsAny(name, "\\\"'") {
+		if !plainName(name) || seen[name] {
 			return nil
 		}
 		switch f.Type.Kind() {
@@ -76,7 +83,25 @@ func flatPlanFor(t reflect.Type) *flatPlan {
 		seen[name] = true
 		p.fields = append(p.fields, flatField{name: name, off: f.Offset, kind: f.Type.Kind()})
 	}
+	if len(p.fields) == 0 { // the decoder refuses a struct with no exported field
+		return nil
+	}
 	return p
+}
+
+// plainName reports whether a tag's name is letters, digits, '_' and '-'
+// only: any other is left to the general decoder, which reads quoted
+// names and refuses some.
+func plainName(name string) bool {
+	if name == "" || name == "-" {
+		return false
+	}
+	for _, c := range name {
+		if !(c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return false
+		}
+	}
+	return true
 }
 
 // decode fills the zeroed struct at dst from args and reports whether it

@@ -102,6 +102,16 @@ type flatAll struct {
 	own int
 }
 
+// selfDecoding decodes itself; the flat decoder must leave it alone.
+type selfDecoding struct {
+	N int `json:"n"`
+}
+
+func (s *selfDecoding) UnmarshalJSON(b []byte) error {
+	s.N = -1
+	return nil
+}
+
 // flatAgrees checks that where the flat decoder decodes args, the general
 // one decodes them without error to the same value.
 func flatAgrees(t *testing.T, args []byte) (decoded bool) {
@@ -155,6 +165,12 @@ func TestFlatDecode(t *testing.T) {
 	assert.Nil(t, flatPlanFor(reflect.TypeFor[struct {
 		A []int `json:"a"`
 	}]()), "not a scalar")
+	assert.Nil(t, flatPlanFor(reflect.TypeFor[selfDecoding]()), "a type that decodes itself")
+	for _, tag := range []string{`json:"a,"`, `json:"a,omitempty,omitempty"`, `json:"a,,omitempty"`, `json:"'a,b'"`, `json:"a b"`} {
+		st := reflect.StructOf([]reflect.StructField{{Name: "A", Type: reflect.TypeFor[int](), Tag: reflect.StructTag(tag)}})
+		assert.Nil(t, flatPlanFor(st), tag)
+	}
+	assert.Nil(t, flatPlanFor(reflect.TypeFor[struct{ n int }]()), "no exported field: the decoder refuses the type")
 }
 
 // FuzzFlatDecode: the flat decoder decodes nothing the general decoder

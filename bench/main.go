@@ -170,13 +170,14 @@ func measure(engines []*engine, want []string, rounds int, budget time.Duration)
 			continue
 		}
 		for _, e := range engines {
-			c := &cell{engine: e.name, w: w, run: e.runs[w.id]}
-			if c.run == nil && w.as != "" {
-				c.run = e.runs[w.as]
+			id := w.id
+			if e.runs[id] == nil && w.as != "" {
+				id = w.as
 			}
+			c := &cell{engine: e.name, w: w, run: e.runs[id]}
 			cells = append(cells, c)
 			if c.run == nil {
-				c.note = "n/a: " + e.skip[w.id]
+				c.note = "n/a: " + e.skip[id]
 				continue
 			}
 			if err := check(c.run, w); err != nil {

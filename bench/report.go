@@ -323,6 +323,11 @@ func callgrindChild(sc *scripts, name, workload string, n int) {
 		fail(err)
 	}
 	run := e.runs[workload]
+	for _, w := range workloads {
+		if run == nil && w.id == workload && w.as != "" {
+			run = e.runs[w.as]
+		}
+	}
 	if run == nil {
 		fail(fmt.Errorf("engine %s has no workload %s", name, workload))
 	}
@@ -343,7 +348,8 @@ func (r *report) meanMarkdown(b *strings.Builder) {
 		return
 	}
 	b.WriteString("\nMean and CPU per run: the latency workloads' wall time per run over all rounds (a mean, so " +
-		"collections and timer wake-ups count), then the process's CPU time per run (every thread's).\n\n")
+		"collections and timer wake-ups count), then the process's CPU time per run while the cell ran (every " +
+		"thread's: a collection another engine's garbage started is charged to whichever cell it runs beside).\n\n")
 	r.tableHead(b)
 	for _, w := range workloads {
 		row := r.row(w.id)
