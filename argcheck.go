@@ -275,45 +275,17 @@ func (p *argPlan) valid(args []byte) bool {
 }
 
 // quick checks compact JSON (no white space) of an object whose values
-// are scalars or compact nested values; sure is false when args are in
-// any other form, or a value needs more than a glance (a string with an
-// escape where the plan constrains it, a number it must parse).
+// are scalars (see members); sure is false when args are in any other
+// form, or a value needs more than a glance (a string with an escape where
+// the plan constrains it, a number it must parse).
 func (p *argPlan) quick(args []byte) (ok, sure bool) {
-	n := len(args)
-	if n < 2 || args[0] != '{' || args[n-1] != '}' {
-		return false, false
-	}
 	var seen uint64
-	i := 1
-	if args[i] == '}' {
-		return seen == 1<<len(p.required)-1, i == n-1
-	}
-	for {
-		// "key":
-		if args[i] != '"' {
-			return false, false
-		}
-		j := i + 1
-		for j < n && args[j] != '"' {
-			if args[j] == '\\' || args[j] < 0x20 {
-				return false, false
-			}
-			j++
-		}
-		if j+1 >= n || args[j+1] != ':' {
-			return false, false
-		}
-		key := args[i+1 : j]
-		i = j + 2
-		// the value's extent
-		end, kind := valueEnd(args, i)
-		if end < 0 {
-			return false, false
-		}
-		v := args[i:end]
+	refused := false
+	read := members(args, func(key, v []byte, kind kinds) bool {
 		pp, known := p.props[string(key)]
 		if !known && p.closed {
-			return false, true
+			refused = true
+			return false
 		}
 		if k, ok := p.required[string(key)]; ok {
 			seen |= 1 << k
@@ -328,20 +300,64 @@ func (p *argPlan) quick(args []byte) (ok, sure bool) {
 				want = kString | kNumber | kInteger | kBool | kNull | kObject | kArray
 			}
 			if want&got == 0 {
-				return false, true
+				refused = true
+				return false
 			}
-			if !pp.check(v, got) {
-				return false, false // the decoder path decides (an escape, a bound)
+			return pp.check(v, got) // if not, the decoder path decides (an escape, a bound)
+		}
+		return true
+	})
+	switch {
+	case refused:
+		return false, true
+	case !read:
+		return false, false
+	}
+	return seen == 1<<len(p.required)-1, true
+}
+
+// members calls visit with each member of the compact JSON object args,
+// in order: its key (one without an escape), its value and the value's
+// kind (a scalar: see valueEnd), until visit returns false. It reports
+// whether it read args whole as such an object with every visit returning
+// true: false for an object in any other form (white space, an escape in
+// a key, a nested value, trailing bytes), or no object.
+func members(args []byte, visit func(key, value []byte, kind kinds) bool) bool {
+	n := len(args)
+	if n < 2 || args[0] != '{' || args[n-1] != '}' {
+		return false
+	}
+	if args[1] == '}' {
+		return n == 2
+	}
+	for i := 1; ; {
+		if args[i] != '"' {
+			return false
+		}
+		j := i + 1
+		for j < n && args[j] != '"' {
+			if args[j] == '\\' || args[j] < 0x20 {
+				return false
 			}
+			j++
+		}
+		if j+1 >= n || args[j+1] != ':' {
+			return false
+		}
+		key := args[i+1 : j]
+		i = j + 2
+		end, kind := valueEnd(args, i)
+		if end < 0 || !visit(key, args[i:end], kind) {
+			return false
 		}
 		i = end
 		switch {
 		case i < n-1 && args[i] == ',':
 			i++
 		case i == n-1:
-			return seen == 1<<len(p.required)-1, true
+			return true
 		default:
-			return false, false
+			return false
 		}
 	}
 }

@@ -3,7 +3,6 @@
 package codemode
 
 import (
-	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -30,6 +29,7 @@ type flatField struct {
 	name string
 	off  uintptr
 	kind reflect.Kind
+	bits int // a number's size
 }
 
 // flatPlanFor returns the plan of t, or nil when t is not a struct of
@@ -52,7 +52,7 @@ func flatPlanFor(t reflect.Type) *flatPlan {
 			}
 			continue
 		}
-		if f.Anonymous || f.Type.NumMethod() > 0 || f.Type.PkgPath() != "" {
+		if f.Anonymous || f.Type.PkgPath() != "" { // a named type may decode itself
 			return nil
 		}
 		tag, ok := f.Tag.Lookup("json")
@@ -74,14 +74,17 @@ func flatPlanFor(t reflect.Type) *flatPlan {
 		if !plainName(name) || seen[name] {
 			return nil
 		}
-		switch f.Type.Kind() {
-		case reflect.Bool, reflect.String, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		ff := flatField{name: name, off: f.Offset, kind: f.Type.Kind()}
+		switch ff.kind {
+		case reflect.Bool, reflect.String:
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 			reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+			ff.bits = f.Type.Bits()
 		default:
 			return nil
 		}
 		seen[name] = true
-		p.fields = append(p.fields, flatField{name: name, off: f.Offset, kind: f.Type.Kind()})
+		p.fields = append(p.fields, ff)
 	}
 	if len(p.fields) == 0 { // the decoder refuses a struct with no exported field
 		return nil
@@ -104,57 +107,19 @@ func plainName(name string) bool {
 	return true
 }
 
-// decode fills the zeroed struct at dst from args and reports whether it
-// could; when it could not, dst may be partly filled and the caller
-// zeroes it and decodes it the general way.
+// decode fills the zeroed struct at dst from args (see members) and
+// reports whether it could; when it could not, dst may be partly filled
+// and the caller zeroes it and decodes it the general way.
 func (p *flatPlan) decode(args []byte, dst unsafe.Pointer) bool {
-	n := len(args)
-	if n < 2 || args[0] != '{' || args[n-1] != '}' {
-		return false
-	}
-	i := 1
-	if args[i] == '}' {
-		return i == n-1
-	}
 	var seen uint64
-	for {
-		if args[i] != '"' {
-			return false
-		}
-		j := i + 1
-		for j < n && args[j] != '"' {
-			if args[j] == '\\' || args[j] < 0x20 {
-				return false
-			}
-			j++
-		}
-		if j+1 >= n || args[j+1] != ':' {
-			return false
-		}
-		key := args[i+1 : j]
-		i = j + 2
-		end, kind := valueEnd(args, i)
-		if end < 0 || kind == kNull {
-			return false
-		}
+	return members(args, func(key, v []byte, kind kinds) bool {
 		k := p.field(key)
-		if k < 0 || seen&(1<<k) != 0 {
+		if k < 0 || seen&(1<<k) != 0 || kind == kNull {
 			return false
 		}
 		seen |= 1 << k
-		if !p.fields[k].set(args[i:end], kind, dst) {
-			return false
-		}
-		i = end
-		switch {
-		case i < n-1 && args[i] == ',':
-			i++
-		case i == n-1:
-			return true
-		default:
-			return false
-		}
-	}
+		return p.fields[k].set(v, kind, dst)
+	})
 }
 
 func (p *flatPlan) field(key []byte) int {
@@ -167,7 +132,8 @@ func (p *flatPlan) field(key []byte) int {
 }
 
 // set stores the JSON scalar v (of kind k) in the field, if it holds it
-// exactly as written.
+// exactly as written: a number its type's size holds (an integer written
+// without fraction or exponent), a string of valid UTF-8.
 func (f *flatField) set(v []byte, k kinds, base unsafe.Pointer) bool {
 	at := unsafe.Add(base, f.off)
 	switch f.kind {
@@ -176,116 +142,59 @@ func (f *flatField) set(v []byte, k kinds, base unsafe.Pointer) bool {
 			return false
 		}
 		*(*bool)(at) = v[0] == 't'
+		return true
 	case reflect.String:
 		if k != kString || !utf8.Valid(v[1:len(v)-1]) {
 			return false
 		}
 		*(*string)(at) = string(v[1 : len(v)-1])
-	case reflect.Float64, reflect.Float32:
-		if k != kNumber {
-			return false
-		}
-		bits := 64
-		if f.kind == reflect.Float32 {
-			bits = 32
-		}
-		x, err := strconv.ParseFloat(unsafe.String(&v[0], len(v)), bits)
+		return true
+	}
+	if k != kNumber {
+		return false
+	}
+	s := unsafe.String(&v[0], len(v))
+	var x uint64
+	switch f.kind {
+	case reflect.Float32, reflect.Float64:
+		fl, err := strconv.ParseFloat(s, f.bits)
 		if err != nil {
 			return false
 		}
-		if bits == 32 {
-			*(*float32)(at) = float32(x)
+		if f.bits == 32 {
+			*(*float32)(at) = float32(fl)
 		} else {
-			*(*float64)(at) = x
+			*(*float64)(at) = fl
 		}
-	default:
-		if k != kNumber {
+		return true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		u, err := strconv.ParseUint(s, 10, f.bits)
+		if err != nil {
 			return false
 		}
-		return setInteger(f.kind, v, at)
+		x = u
+	default:
+		i, err := strconv.ParseInt(s, 10, f.bits)
+		if err != nil {
+			return false
+		}
+		x = uint64(i)
 	}
+	storeBits(at, f.bits, x)
 	return true
 }
 
-// setInteger stores a JSON integer written as digits (an optional minus,
-// no fraction or exponent) in an integer field it fits.
-func setInteger(kind reflect.Kind, v []byte, at unsafe.Pointer) bool {
-	neg := v[0] == '-'
-	digits := v
-	if neg {
-		digits = v[1:]
-	}
-	if len(digits) == 0 || len(digits) > 19 {
-		return false
-	}
-	var u uint64
-	for _, c := range digits {
-		if c < '0' || c > '9' {
-			return false
-		}
-		u = u*10 + uint64(c-'0')
-	}
-	switch kind {
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		if neg {
-			return false
-		}
-		switch kind {
-		case reflect.Uint8:
-			if u > math.MaxUint8 {
-				return false
-			}
-			*(*uint8)(at) = uint8(u)
-		case reflect.Uint16:
-			if u > math.MaxUint16 {
-				return false
-			}
-			*(*uint16)(at) = uint16(u)
-		case reflect.Uint32:
-			if u > math.MaxUint32 {
-				return false
-			}
-			*(*uint32)(at) = uint32(u)
-		case reflect.Uint64:
-			*(*uint64)(at) = u
-		default:
-			if u != uint64(uint(u)) {
-				return false
-			}
-			*(*uint)(at) = uint(u)
-		}
-		return true
-	}
-	if u > math.MaxInt64 {
-		return false
-	}
-	x := int64(u)
-	if neg {
-		x = -x
-	}
-	switch kind {
-	case reflect.Int8:
-		if x != int64(int8(x)) {
-			return false
-		}
-		*(*int8)(at) = int8(x)
-	case reflect.Int16:
-		if x != int64(int16(x)) {
-			return false
-		}
-		*(*int16)(at) = int16(x)
-	case reflect.Int32:
-		if x != int64(int32(x)) {
-			return false
-		}
-		*(*int32)(at) = int32(x)
-	case reflect.Int64:
-		*(*int64)(at) = x
+// storeBits writes the low bits of x to an integer field of that size
+// (two's complement: a signed field's value is its bits).
+func storeBits(at unsafe.Pointer, bits int, x uint64) {
+	switch bits {
+	case 8:
+		*(*uint8)(at) = uint8(x)
+	case 16:
+		*(*uint16)(at) = uint16(x)
+	case 32:
+		*(*uint32)(at) = uint32(x)
 	default:
-		if x != int64(int(x)) {
-			return false
-		}
-		*(*int)(at) = int(x)
+		*(*uint64)(at) = x
 	}
-	return true
 }
