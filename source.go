@@ -234,12 +234,13 @@ func awaitFree(src string) bool {
 // too. Either head shares the script's first line, so line numbers in
 // errors are the script's own.
 //
-// A script whose text has no "await" anywhere, and no Unicode escape that
-// could spell one (sync; see awaitFree), goes in a plain arrow function
-// instead, its head padded to the async one's length so
-// columns stay where they were: without an await the two bodies parse
-// alike (await is no identifier in either), and the async function's
-// machinery and promise were a seventh of a small run. The engine then
+// A script whose source has no "await" anywhere, and no Unicode escape
+// that could spell one (sync; see awaitFree), goes in a plain arrow
+// function instead, its head padded to the async one's length so columns
+// stay where they were: without an await the two bodies parse alike
+// (await is reserved only in the async one, and a script that names it
+// keeps that one), and the async function's machinery and promise were a
+// seventh of a small run. The engine then
 // does with the body's value or throw what the async function would have
 // done (adopt a thenable, run the jobs queued before a throw; see
 // adopt_thenable in bridge_run.c), so the outcome is the same.
@@ -341,12 +342,11 @@ func compileScript(src, file string) ([]byte, error) {
 // debug information (C.BRIDGE_STRIP_ALL) or the source text alone
 // (C.BRIDGE_STRIP_SOURCE): bridge_compile's strip.
 func compileScriptStripped(src, file string, strip C.int32_t) ([]byte, error) {
-	cstrip := strip
 	csrc := append([]byte(src), 0)
 	cfile := C.CString(file)
 	defer C.free(unsafe.Pointer(cfile))
 	var out C.bridge_out
-	st := C.bridge_compile((*C.char)(unsafe.Pointer(&csrc[0])), C.size_t(len(src)), cfile, cstrip, &out)
+	st := C.bridge_compile((*C.char)(unsafe.Pointer(&csrc[0])), C.size_t(len(src)), cfile, strip, &out)
 	return compiled(st, &out, "compile "+file)
 }
 

@@ -170,11 +170,8 @@ func measure(engines []*engine, want []string, rounds int, budget time.Duration)
 			continue
 		}
 		for _, e := range engines {
-			id := w.id
-			if e.runs[id] == nil && w.as != "" {
-				id = w.as
-			}
-			c := &cell{engine: e.name, w: w, run: e.runs[id]}
+			run, id := e.runOf(w.id)
+			c := &cell{engine: e.name, w: w, run: run}
 			cells = append(cells, c)
 			if c.run == nil {
 				c.note = "n/a: " + e.skip[id]

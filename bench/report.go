@@ -322,12 +322,7 @@ func callgrindChild(sc *scripts, name, workload string, n int) {
 	if err != nil {
 		fail(err)
 	}
-	run := e.runs[workload]
-	for _, w := range workloads {
-		if run == nil && w.id == workload && w.as != "" {
-			run = e.runs[w.as]
-		}
-	}
+	run, _ := e.runOf(workload)
 	if run == nil {
 		fail(fmt.Errorf("engine %s has no workload %s", name, workload))
 	}

@@ -71,6 +71,19 @@ func loadScripts(root string) (*scripts, error) {
 	}, nil
 }
 
+// runOf is e's run of the workload id, or of the workload it stands for
+// (its as) when e has none of its own, and the id the run is e's under.
+func (e *engine) runOf(id string) (func() (string, error), string) {
+	if e.runs[id] == nil {
+		for _, w := range workloads {
+			if w.id == id && w.as != "" {
+				return e.runs[w.as], w.as
+			}
+		}
+	}
+	return e.runs[id], id
+}
+
 // sameJSON reports whether two JSON texts encode the same value.
 func sameJSON(a, b string) bool {
 	var x, y any
