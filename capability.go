@@ -369,6 +369,7 @@ type asyncCall struct {
 	id             uint32
 	args           json.RawMessage // the argument object, or argsJSON of a dispatch
 	provider, tool string
+	departed       uint64 // latchClock as a dispatch call left the sandbox
 }
 
 // completion is a finished async call: NUL-terminated JSON (a dispatch's
@@ -722,7 +723,7 @@ func (h *hostRun) serve(call asyncCall) {
 		if call.cap >= 0 {
 			d.result, d.failure, d.failed, d.badArgs = invoke(&h.caps.caps[call.cap], h.ctx, call.args, nil)
 		} else {
-			d.result, d.failure, d.failed = h.callDispatch(h.dctx, call)
+			d.result, d.failure, d.failed = h.callDispatch(&departureContext{h.dctx, call.departed}, call)
 			d.str = !d.failed
 			if d.failed {
 				d.tool = call.provider + "." + call.tool
@@ -827,7 +828,8 @@ func go_dispatch_start(handle C.uintptr_t, id C.uint32_t, provider *C.char, np C
 	h = hostOf(handle)
 	p, t := h.names(unsafe.String((*byte)(unsafe.Pointer(provider)), int(np)),
 		unsafe.String((*byte)(unsafe.Pointer(tool)), int(nt)))
-	h.start(asyncCall{cap: -1, id: uint32(id), provider: p, tool: t, args: C.GoBytes(unsafe.Pointer(args), C.int(na))})
+	h.start(asyncCall{cap: -1, id: uint32(id), provider: p, tool: t, args: C.GoBytes(unsafe.Pointer(args), C.int(na)),
+		departed: latchClock.Load()})
 	return 0
 }
 

@@ -58,20 +58,61 @@ func (e ToolNotFoundError) Error() string { return `Tool "` + e.Tool + `" not fo
 // still active. Close it (in a defer, after Execute returns) and no code of
 // yours runs on behalf of that execution again. The zero value is active.
 // Safe for concurrent use.
-type Latch struct{ closed atomic.Bool }
+//
+// The latch is read as of the moment a call leaves the sandbox, as the
+// protocol's synchronous dispatch reads it: a call the program made before
+// Close is admitted even when its goroutine reaches the check after Close
+// (a fire-and-forget call's responder runs although the latch was closed
+// the moment Execute returned), and a call made after Close is refused.
+type Latch struct {
+	closedAt atomic.Uint64 // latchClock's tick of Close; 0 while open
+}
+
+// latchClock orders a call's departure from the sandbox against a Latch's
+// Close: a call records the clock as it leaves, Close takes a later tick.
+var latchClock atomic.Uint64
 
 // NewLatch returns an active latch.
 func NewLatch() *Latch { return new(Latch) }
 
 // Active reports whether the latch is still open.
-func (l *Latch) Active() bool { return !l.closed.Load() }
+func (l *Latch) Active() bool { return l.closedAt.Load() == 0 }
 
 // Close closes the latch; it stays closed.
-func (l *Latch) Close() { l.closed.Store(true) }
+func (l *Latch) Close() { l.closedAt.CompareAndSwap(0, latchClock.Add(1)) }
+
+// admits reports whether a call served with ctx passes the latch: it is
+// open, or the call left the sandbox before it closed.
+func (l *Latch) admits(ctx context.Context) bool {
+	closed := l.closedAt.Load()
+	if closed == 0 {
+		return true
+	}
+	c, ok := ctx.Value(departureKey{}).(*departureContext)
+	return ok && c.departed < closed
+}
+
+// departureKey finds the departureContext of a dispatch call.
+type departureKey struct{}
+
+// departureContext is the context a dispatch call is served with: the
+// run's, and the latchClock reading taken as the call left the sandbox.
+type departureContext struct {
+	context.Context
+	departed uint64
+}
+
+// Value answers departureKey with the call's record, the rest from the run's context.
+func (c *departureContext) Value(key any) any {
+	if key == (departureKey{}) {
+		return c
+	}
+	return c.Context.Value(key)
+}
 
 // EnvelopeDispatch builds a [DispatchFunc] from a responder that returns
-// plain Go values. It checks the latch first: a call arriving with the
-// latch closed is answered with [MsgExecutionCompleted] and never reaches
+// plain Go values. It checks the latch first: a call that left the sandbox
+// after the latch closed is answered with [MsgExecutionCompleted] and never reaches
 // respond. A value respond returns is sent as {"result": value} through
 // the codec ([]byte becomes a tagged Uint8Array anywhere in the value; a
 // json.RawMessage result is passed through untouched); an error becomes
@@ -80,7 +121,7 @@ func (l *Latch) Close() { l.closed.Store(true) }
 // empty: an empty "error" is falsy and would read as a success).
 func EnvelopeDispatch(l *Latch, respond func(ctx context.Context, provider, tool, argsJSON string) (any, error)) DispatchFunc {
 	return func(ctx context.Context, provider, tool, argsJSON string) (string, error) {
-		if l != nil && !l.Active() {
+		if l != nil && !l.admits(ctx) {
 			return errorEnvelope(MsgExecutionCompleted), nil
 		}
 		v, err := respond(ctx, provider, tool, argsJSON)

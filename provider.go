@@ -320,7 +320,8 @@ var guardsBytecode = sync.OnceValues(func() ([]byte, error) {
 // no result and calls nothing. A tool call whose provider name, tool name
 // and arguments exceed Limits.Payload rejects at its call site and is not
 // delivered; a result over it fails the run. A call the program did not
-// await has entered the dispatch by the time Execute returns; its answer,
+// await has entered the dispatch by the time Execute returns (a [Latch]
+// closed after Execute returned still admits it); its answer,
 // and any call made after the program settled, is dropped (the latter
 // meets [MsgExecutionCompleted] inside the sandbox). Without
 // RetainHandles the sandbox is gone when Execute returns, so timers set

@@ -179,6 +179,50 @@ func TestEnvelopeDispatch(t *testing.T) {
 	assert.True(t, zero.Active())
 }
 
+// TestLatchReadsAsTheCallLeaves: a Latch is read as of the moment a call
+// left the sandbox, whenever its goroutine reaches the check.
+func TestLatchReadsAsTheCallLeaves(t *testing.T) {
+	t.Parallel()
+	latch := NewLatch()
+	closed := make(chan struct{})
+	var ran sync.Map
+	env := EnvelopeDispatch(latch, func(_ context.Context, _, tool, _ string) (any, error) {
+		ran.Store(tool, true)
+		if tool == "closer" {
+			latch.Close()
+			close(closed)
+		}
+		return tool, nil
+	})
+	aDone := make(chan string, 1)
+	res := newExecutor(t).Execute(context.Background(), Request{
+		Code: `async () => {
+			store.early()                 // leaves before the latch closes
+			await store.closer()          // closes it
+			try { return await store.late() } catch (e) { return e.message }
+		}`,
+		Providers: []Provider{{Name: "store", Tools: []string{"early", "closer", "late"}}},
+		Dispatch: func(ctx context.Context, provider, tool, argsJSON string) (string, error) {
+			if tool != "early" {
+				return env(ctx, provider, tool, argsJSON)
+			}
+			<-closed // reach the check only after Close
+			answer, err := env(ctx, provider, tool, argsJSON)
+			aDone <- answer
+			return answer, err
+		},
+	})
+	assert.Equal(t, `"Execution has already completed."`, result(t, res), "a call made after Close is refused")
+	select {
+	case answer := <-aDone:
+		assert.Equal(t, `{"result":"early"}`, answer, "a call made before Close is admitted")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the early call never reached the latch")
+	}
+	_, late := ran.Load("late")
+	assert.False(t, late, "the late call never reaches the responder")
+}
+
 func TestCodec(t *testing.T) {
 	t.Parallel()
 	s, err := StringifyForDispatch(json.RawMessage(`{ "kept" :  "as is" }`))

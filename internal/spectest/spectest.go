@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -170,21 +169,32 @@ func Examples(t *testing.T, r codemode.Runner) {
 	})
 
 	t.Run("fire and forget", func(t *testing.T) {
-		var started atomic.Bool
+		// The sample's finally closes the latch the moment Execute returns;
+		// the call left the sandbox before that, so its responder runs (a
+		// Go responder runs on its own goroutine, which may reach the
+		// latch after Close) and is still running when Execute returns.
+		started, release := make(chan struct{}), make(chan struct{})
 		latch := codemode.NewLatch()
-		defer latch.Close()
-		res := r.Execute(ctx, codemode.Request{
-			Code:      "async () => { store.fireAndForget(); return 'returned early' }",
-			Providers: []codemode.Provider{{Name: "store", Tools: []string{"fireAndForget"}}},
-			Dispatch: codemode.EnvelopeDispatch(latch, func(ctx context.Context, provider, tool, argsJSON string) (any, error) {
-				started.Store(true)
-				time.Sleep(20 * time.Millisecond) // a round trip to a database
-				return nil, nil
-			}),
-		})
+		res := func() codemode.ExecuteResult {
+			defer latch.Close()
+			return r.Execute(ctx, codemode.Request{
+				Code:      "async () => { store.fireAndForget(); return 'returned early' }",
+				Providers: []codemode.Provider{{Name: "store", Tools: []string{"fireAndForget"}}},
+				Dispatch: codemode.EnvelopeDispatch(latch, func(ctx context.Context, provider, tool, argsJSON string) (any, error) {
+					close(started)
+					<-release // a round trip to a database, answered after Execute returned
+					return nil, nil
+				}),
+			})
+		}()
 		assert.Equal(t, `"returned early"`, result(t, res))
 		assert.Equal(t, []string{}, res.Logs)
-		assert.True(t, started.Load(), "the responder starts before Execute returns")
+		select {
+		case <-started:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the responder of a call made before the latch closed never ran")
+		}
+		close(release)
 	})
 
 	t.Run("undeclared names reach the dispatch", func(t *testing.T) {
