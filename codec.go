@@ -92,6 +92,15 @@ func (l *Latch) admits(ctx context.Context) bool {
 	return ok && c.departed < closed
 }
 
+// CallContext returns ctx marked as the context of a dispatch call that
+// is leaving the sandbox now: a [Latch] closed after this admits the call
+// whenever its goroutine reaches the check. Execute marks its own calls; a
+// surface that carries calls to a DispatchFunc in another process (the
+// daemon's client) marks each as it arrives, before the program's result.
+func CallContext(ctx context.Context) context.Context {
+	return &departureContext{ctx, latchClock.Load()}
+}
+
 // departureKey finds the departureContext of a dispatch call.
 type departureKey struct{}
 

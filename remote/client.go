@@ -338,8 +338,10 @@ func (c *Client) attempt(ctx context.Context, start *pb.Start, kept **remoteReta
 	if err := send(&pb.ClientMessage{Msg: &pb.ClientMessage_Start{Start: start}}); err != nil {
 		return nil, false, recvErr(stream)
 	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
+	// Answers run on goroutines of their own and are not waited for: as in
+	// process, a call the program did not await may still be running when
+	// the result is returned (its context ends then, and its answer goes
+	// nowhere).
 	for {
 		m, err := stream.Recv()
 		if err != nil {
@@ -349,10 +351,9 @@ func (c *Client) attempt(ctx context.Context, start *pb.Start, kept **remoteReta
 		switch msg := m.Msg.(type) {
 		case *pb.ServerMessage_Call:
 			called = true
-			wg.Add(1)
+			cctx := codemode.CallContext(sctx) // the call left the sandbox before the result
 			go func(call *pb.Call) {
-				defer wg.Done()
-				a := answer(sctx, call)
+				a := answer(cctx, call)
 				send(&pb.ClientMessage{Msg: &pb.ClientMessage_Answer{Answer: a}})
 			}(msg.Call)
 		case *pb.ServerMessage_Result:
