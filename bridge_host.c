@@ -319,9 +319,10 @@ static JSValue call_async(bridge_slot *s, int32_t cap, const char *args, size_t 
 	JSValue promise = new_call(s, cap, s->cap_names[cap], &id);
 	if (JS_IsException(promise))
 		return promise;
-	if (go_capability_start(s->handle, cap, id, (char *)args, n) != 0) {
+	int32_t rc = go_capability_start(s->handle, cap, id, (char *)args, n);
+	if (rc != 0) { /* 1: Go ends the run at this call (a pause); -1: the glue failed */
 		JS_FreeValue(s->ctx, promise);
-		return throw_kill(s, BRIDGE_INTERNAL);
+		return throw_kill(s, rc == 1 ? BRIDGE_CANCELED : BRIDGE_INTERNAL);
 	}
 	return promise;
 }
@@ -361,9 +362,10 @@ static JSValue js_dispatch(JSContext *ctx, JSValueConst this_val, int argc, JSVa
 	ret = new_call(s, -1, "dispatch", &id);
 	if (JS_IsException(ret))
 		goto cleanup;
-	if (go_dispatch_start(s->handle, id, (char *)p[0], n[0], (char *)p[1], n[1], (char *)p[2], n[2]) != 0) {
+	int32_t rc = go_dispatch_start(s->handle, id, (char *)p[0], n[0], (char *)p[1], n[1], (char *)p[2], n[2]);
+	if (rc != 0) { /* as in call_async */
 		JS_FreeValue(ctx, ret);
-		ret = throw_kill(s, BRIDGE_INTERNAL);
+		ret = throw_kill(s, rc == 1 ? BRIDGE_CANCELED : BRIDGE_INTERNAL);
 	}
 cleanup:
 	for (int i = 0; i < 3; i++)

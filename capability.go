@@ -339,6 +339,8 @@ type hostRun struct {
 
 	internal error // a failure of the glue, reported as kind internal
 
+	gov *govRun // the run's governed side (WithGovernance, Resume), or nil
+
 	calls   atomic.Int64 // host calls made (RunStats.HostCalls)
 	scratch []byte       // callSync's result encoding, reused across the run's calls
 	args    []byte       // callSync's arguments, likewise
@@ -369,7 +371,8 @@ type asyncCall struct {
 	id             uint32
 	args           json.RawMessage // the argument object, or argsJSON of a dispatch
 	provider, tool string
-	departed       uint64 // latchClock as a dispatch call left the sandbox
+	departed       uint64   // latchClock as a dispatch call left the sandbox
+	gov            *verdict // a governed call's verdict, or nil
 }
 
 // completion is a finished async call: NUL-terminated JSON (a dispatch's
@@ -384,8 +387,8 @@ type completion struct {
 	tool    string // a failed dispatch: "provider.tool", what the failure is attributed to
 }
 
-func newHostRun(ex *Executor, caps *capTable, dispatch DispatchFunc, caller context.Context, clk *clock) *hostRun {
-	return &hostRun{ex: ex, caps: caps, dispatch: dispatch, caller: caller, clock: clk, notify: make(chan struct{}, 1)}
+func newHostRun(ex *Executor, caps *capTable, dispatch DispatchFunc, caller context.Context, clk *clock, gov *govRun) *hostRun {
+	return &hostRun{ex: ex, caps: caps, dispatch: dispatch, caller: caller, clock: clk, notify: make(chan struct{}, 1), gov: gov}
 }
 
 // context returns the handlers' context, creating it on first use: it
@@ -653,12 +656,41 @@ func (h *hostRun) borrow(args []byte) json.RawMessage {
 func (h *hostRun) callSync(index int, args json.RawMessage, reply *C.bridge_reply) {
 	h.calls.Add(1)
 	ctx := h.context()
+	var v verdict
+	if h.gov != nil {
+		name := h.caps.caps[index].Name
+		if v = h.gov.issue(name, args); v.act == actStop {
+			reply.status = C.BRIDGE_CALL_CANCELED // the run ends here: a pause or a divergence
+			return
+		}
+	}
 	// The handler blocks this goroutine, not an execution right: another
 	// run may execute meanwhile. The right is taken back before C goes on.
 	h.run.leave()
-	result, failure, failed, badArgs := invoke(&h.caps.caps[index], ctx, args, h.scratch[:0])
-	if !failed && cap(result) <= maxScratch {
-		h.scratch = result
+	var result []byte
+	var failure string
+	var failed, badArgs bool
+	if h.gov == nil {
+		result, failure, failed, badArgs = invoke(&h.caps.caps[index], ctx, args, h.scratch[:0])
+		if !failed && cap(result) <= maxScratch {
+			h.scratch = result
+		}
+	} else {
+		var d completion
+		switch v.act {
+		case actAnswer:
+			d = v.rec.completion(0, false)
+		case actFail:
+			d = completion{failed: true, failure: v.msg}
+			h.gov.complete(v.seq, d)
+		default:
+			d = h.governedCall(ctx, v, h.caps.caps[index].Name, 0, args, func(ctx context.Context, args []byte) completion {
+				var d completion
+				d.result, d.failure, d.failed, d.badArgs = invoke(&h.caps.caps[index], ctx, args, nil)
+				return d
+			})
+		}
+		result, failure, failed, badArgs = d.result, d.failure, d.failed, d.badArgs
 	}
 	entered := h.run.enter()
 	if entered == nil && h.clock.queueMax > 0 {
@@ -693,8 +725,9 @@ func (h *hostRun) callSync(index int, args json.RawMessage, reply *C.bridge_repl
 	reply.size = C.size_t(len(result))
 }
 
-// start begins an async call, or queues it behind the in-flight bound.
-func (h *hostRun) start(call asyncCall) {
+// start begins an async call, or queues it behind the in-flight bound. It
+// reports false when the run must end at the call (a pause, a divergence).
+func (h *hostRun) start(call asyncCall) bool {
 	h.calls.Add(1)
 	// Made here, on the run's goroutine, before the call is handed over.
 	if call.cap >= 0 {
@@ -702,16 +735,61 @@ func (h *hostRun) start(call asyncCall) {
 	} else {
 		h.dispatchContext()
 	}
+	if h.gov != nil {
+		name := call.provider + "." + call.tool
+		if call.cap >= 0 {
+			name = h.caps.caps[call.cap].Name
+		}
+		v := h.gov.issue(name, call.args)
+		switch v.act {
+		case actStop:
+			return false
+		case actAnswer:
+			h.deliver(v.rec.completion(call.id, call.cap < 0))
+			return true
+		case actFail:
+			d := completion{id: call.id, failed: true, failure: v.msg}
+			if call.cap < 0 {
+				d.tool = name
+			}
+			h.gov.complete(v.seq, d)
+			h.deliver(d)
+			return true
+		}
+		call.gov = &v
+	}
 	h.mu.Lock()
 	if h.inflight >= maxInflight {
 		h.queue = append(h.queue, call)
 		h.mu.Unlock()
-		return
+		return true
 	}
 	h.inflight++
 	h.entered.Add(1)
 	h.mu.Unlock()
 	go h.serve(call)
+	return true
+}
+
+// deliver hands a completion made on the run's goroutine (an answer from
+// the record, a governed failure) to the event loop.
+func (h *hostRun) deliver(d completion) {
+	h.mu.Lock()
+	h.done = append(h.done, d)
+	h.mu.Unlock()
+	select {
+	case h.notify <- struct{}{}:
+	default:
+	}
+}
+
+// governedCall serves one live governed call (name is its policy name) and
+// records its answer.
+func (h *hostRun) governedCall(ctx context.Context, v verdict, name string, id uint32, args []byte,
+	do func(ctx context.Context, args []byte) completion) completion {
+	d := h.gov.governed(ctx, v, name, args, id, false, do)
+	h.gov.complete(v.seq, d)
+	return d
 }
 
 // serve runs async calls on one goroutine: the given one, then queued
@@ -720,14 +798,17 @@ func (h *hostRun) serve(call asyncCall) {
 	for {
 		h.entered.Done()
 		var d completion
-		if call.cap >= 0 {
-			d.result, d.failure, d.failed, d.badArgs = invoke(&h.caps.caps[call.cap], h.ctx, call.args, nil)
+		if call.gov == nil {
+			d = h.serveOne(call, h.ctxOf(call), call.args)
 		} else {
-			d.result, d.failure, d.failed = h.callDispatch(&departureContext{h.dctx, call.departed}, call)
-			d.str = !d.failed
-			if d.failed {
-				d.tool = call.provider + "." + call.tool
+			name := call.provider + "." + call.tool
+			if call.cap >= 0 {
+				name = h.caps.caps[call.cap].Name
 			}
+			c := call
+			d = h.gov.governed(h.ctxOf(call), *call.gov, name, call.args, call.id, call.cap < 0,
+				func(ctx context.Context, args []byte) completion { return h.serveOne(c, ctx, args) })
+			h.gov.complete(call.gov.seq, d)
 		}
 		d.id = call.id
 		h.mu.Lock()
@@ -754,6 +835,30 @@ func (h *hostRun) serve(call asyncCall) {
 			return
 		}
 	}
+}
+
+// ctxOf is the context a call's handler gets: the run's for a capability,
+// the dispatch's, marked with the call's departure, for a provider tool.
+func (h *hostRun) ctxOf(call asyncCall) context.Context {
+	if call.cap >= 0 {
+		return h.ctx
+	}
+	return &departureContext{h.dctx, call.departed}
+}
+
+// serveOne runs one async call's handler with ctx and args.
+func (h *hostRun) serveOne(call asyncCall, ctx context.Context, args []byte) (d completion) {
+	if call.cap >= 0 {
+		d.result, d.failure, d.failed, d.badArgs = invoke(&h.caps.caps[call.cap], ctx, args, nil)
+		return d
+	}
+	call.args = args
+	d.result, d.failure, d.failed = h.callDispatch(ctx, call)
+	d.str = !d.failed
+	if d.failed {
+		d.tool = call.provider + "." + call.tool
+	}
+	return d
 }
 
 // callDispatch serves one provider call through the request's
@@ -816,7 +921,9 @@ func go_capability_start(handle C.uintptr_t, index C.int32_t, id C.uint32_t, arg
 	var h *hostRun
 	defer recoverGlue(&h, &rc, -1)
 	h = hostOf(handle)
-	h.start(asyncCall{cap: int(index), id: uint32(id), args: C.GoBytes(unsafe.Pointer(args), C.int(n))})
+	if !h.start(asyncCall{cap: int(index), id: uint32(id), args: C.GoBytes(unsafe.Pointer(args), C.int(n))}) {
+		return 1 // the run ends at this call
+	}
 	return 0
 }
 
@@ -828,8 +935,10 @@ func go_dispatch_start(handle C.uintptr_t, id C.uint32_t, provider *C.char, np C
 	h = hostOf(handle)
 	p, t := h.names(unsafe.String((*byte)(unsafe.Pointer(provider)), int(np)),
 		unsafe.String((*byte)(unsafe.Pointer(tool)), int(nt)))
-	h.start(asyncCall{cap: -1, id: uint32(id), provider: p, tool: t, args: C.GoBytes(unsafe.Pointer(args), C.int(na)),
-		departed: latchClock.Load()})
+	if !h.start(asyncCall{cap: -1, id: uint32(id), provider: p, tool: t, args: C.GoBytes(unsafe.Pointer(args), C.int(na)),
+		departed: latchClock.Load()}) {
+		return 1 // the run ends at this call
+	}
 	return 0
 }
 

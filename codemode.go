@@ -529,6 +529,12 @@ func (t *CodeModeTool) Granted(names ...string) *CodeModeTool {
 type CallResult struct {
 	Output  json.RawMessage
 	IsError bool
+	// Paused, when set, is a run that stopped at a tool call needing a
+	// person's decision (the executor's [Governance]): show Paused.Tool
+	// and Paused.Args to them and go on with [CodeModeTool.Resume]. Output
+	// is then {"paused": {"tool": ..., "args": ...}}, for a loop that
+	// shows it as it is; it is not the model's to read.
+	Paused *Paused
 }
 
 // Invoke runs {"code": "<script>"}: Output is {"result": value} plus
@@ -546,10 +552,40 @@ func (t *CodeModeTool) Invoke(ctx context.Context, args json.RawMessage) (CallRe
 	if t.grant != nil {
 		ctx = Grant(ctx, t.grant...)
 	}
-	res, err := t.exec.Run(ctx, code)
+	return t.callResult(t.exec.Run(ctx, code))
+}
+
+// Resume continues a run_js call that paused ([CallResult].Paused) with
+// the decision for its call (see [Executor.Resume]), and reports like
+// Invoke.
+func (t *CodeModeTool) Resume(ctx context.Context, continuation []byte, d Decision) (CallResult, error) {
+	if t.grant != nil {
+		ctx = Grant(ctx, t.grant...)
+	}
+	r := t.exec.Resume(ctx, continuation, d, nil)
+	res := &Result{Value: r.Result, Logs: r.Logs, Stats: r.Stats, Paused: r.Paused}
+	if r.Err != nil {
+		return t.callResult(res, r.Err)
+	}
+	return t.callResult(res, nil)
+}
+
+// callResult is Invoke's report of a run's outcome.
+func (t *CodeModeTool) callResult(res *Result, err error) (CallResult, error) {
 	var logs []string
 	if res != nil {
 		logs = res.Logs
+	}
+	if err == nil && res.Paused != nil {
+		p, merr := marshal(struct {
+			Tool string          `json:"tool"`
+			Args json.RawMessage `json:"args"`
+		}{res.Paused.Tool, res.Paused.Args})
+		if merr != nil {
+			return CallResult{}, merr
+		}
+		out, err := withLogs(`{"paused":`+string(p)+`}`, logs)
+		return CallResult{Output: out, Paused: res.Paused}, err
 	}
 	if err != nil {
 		var ee *ExecError
@@ -564,11 +600,16 @@ func (t *CodeModeTool) Invoke(ctx context.Context, args json.RawMessage) (CallRe
 }
 
 // Call is [CodeModeTool.Invoke] for the [Tool] interface (the reference's
-// contract): a model-repairable failure is output with a nil error.
+// contract): a model-repairable failure is output with a nil error. A run
+// that paused is its [*Paused] as the error (errors.As finds it), so that
+// an agent loop does not hand it to the model as a result.
 func (t *CodeModeTool) Call(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
 	r, err := t.Invoke(ctx, args)
 	if err != nil {
 		return nil, err
+	}
+	if r.Paused != nil {
+		return nil, r.Paused
 	}
 	return r.Output, nil
 }

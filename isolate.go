@@ -135,6 +135,7 @@ type program struct {
 	dispatch    DispatchFunc
 	retain      bool
 	outbound    http.RoundTripper // the network the run is granted (fetch), or nil
+	gov         *govRun           // the run's governed side, or nil
 }
 
 // call is one run of one sandbox: what the Go side needs while C works.
@@ -168,7 +169,7 @@ func runDeadline(ctx context.Context, start time.Time, limit time.Duration) (tim
 // hostRun returns the run's host side, making it on first use.
 func (c *call) hostRun() *hostRun {
 	if c.host == nil {
-		c.host = newHostRun(c.ex, c.caps, c.prog.dispatch, c.ctx, c.clock)
+		c.host = newHostRun(c.ex, c.caps, c.prog.dispatch, c.ctx, c.clock, c.prog.gov)
 		c.host.run = c
 	}
 	return c.host
@@ -180,6 +181,7 @@ type outcome struct {
 	logs     []string
 	err      *ExecError
 	retained *Retained
+	paused   *Paused   // a governed run stopped at a call that needs a decision
 	status   C.int32_t // the C status the run ended with
 	detail   string    // BRIDGE_COMPILE's error, BRIDGE_NOT_FUNCTION's type
 	bytecode []byte    // src's bytecode when wantBC compiled it
@@ -268,6 +270,9 @@ func (ex *Executor) run(ctx context.Context, prog *program, start time.Time) (o 
 		st = c.loop(ctx)
 	}
 	o = c.finish(ctx, st, &s.io.out)
+	if p.gov != nil {
+		c.governedOutcome(ctx, &o)
+	}
 	o.bytecode, o.entryBC = bc, entryBC
 	kept = p.retain && C.bridge_slot_alive(s.c) != 0
 	return o

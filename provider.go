@@ -120,6 +120,10 @@ type ExecuteResult struct {
 	Retained *Retained `json:"-"`
 	// Stats is what the run measured (Elapsed also for a refused request).
 	Stats RunStats `json:"-"`
+	// Paused, when set, is a governed program that stopped at a call
+	// needing a decision (see [Governance]): Result and Error are empty;
+	// the program goes on with [Executor.Resume].
+	Paused *Paused `json:"-"`
 }
 
 // ReservedProviderNames are the names the entry scope already binds, which
@@ -374,6 +378,7 @@ func (e *Executor) Execute(ctx context.Context, req Request) (res ExecuteResult)
 	if req.Outbound != nil {
 		p.outbound = req.Outbound
 	}
+	ctx, p.gov = e.govern(ctx, continuationBody{Mode: modeExecute, Code: req.Code, Providers: req.Providers})
 	key, release, lerr := e.load(ctx, start, p, unitProgram)
 	if lerr != nil {
 		return fail(lerr)
@@ -397,6 +402,7 @@ func (e *Executor) Execute(ctx context.Context, req Request) (res ExecuteResult)
 	}
 	res.Stats = o.stats
 	res.Retained = o.retained
+	res.Paused = o.paused
 	if o.err != nil {
 		return fail(o.err)
 	}

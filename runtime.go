@@ -57,6 +57,7 @@ type Executor struct {
 	queueTimeout time.Duration
 	ts           TypeScript        // strips a source that is not JavaScript; nil: none
 	outbound     http.RoundTripper // the network runs are granted (fetch); nil: none
+	gov          *Governance       // WithGovernance, or nil
 	modules      *moduleTable      // WithModules, compiled; nil: none
 }
 
@@ -78,6 +79,7 @@ type config struct {
 	modules       map[string]string
 	idleMemory    int64
 	idleMemorySet bool
+	gov           *Governance
 }
 
 // WithSlots bounds how many runs are alive at once: each run holds a slot
@@ -194,7 +196,7 @@ func New(opts ...Option) (*Executor, error) {
 		}
 	}
 	e := &Executor{limits: limits, retainIdle: cfg.retainIdle, queueTimeout: cfg.queue, checked: checkedMode, ts: cfg.ts,
-		outbound: cfg.outbound}
+		outbound: cfg.outbound, gov: cfg.gov}
 	if !cfg.tsSet {
 		e.ts = registeredTypeScript()
 	}
@@ -286,6 +288,10 @@ type Result struct {
 	Logs  []string
 	// Stats is what the run measured.
 	Stats RunStats
+	// Paused, when set, is a governed run that stopped at a call needing a
+	// decision (see [Governance]): Value is nil and the error is nil; the
+	// run goes on with [Executor.Resume].
+	Paused *Paused
 }
 
 // Run executes script as the body of an async function in a fresh sandbox:
@@ -316,6 +322,7 @@ func (e *Executor) Run(ctx context.Context, script string) (*Result, error) {
 	p := &program{name: RunJSToolName, file: scriptFile,
 		smap:     sourceMap{file: scriptFileName, head: runHead, shape: jspos.Body, src: script, ts: e.ts, mods: e.modules},
 		outbound: e.outbound}
+	ctx, p.gov = e.govern(ctx, continuationBody{Mode: modeRun, Code: script})
 	key, release, err := e.load(ctx, start, p, unitScript)
 	if err != nil {
 		return nil, err
@@ -326,7 +333,7 @@ func (e *Executor) Run(ctx context.Context, script string) (*Result, error) {
 		e.cache.put(key, o.bytecode)
 	}
 	o.stats.Elapsed = time.Since(start)
-	res := &Result{Value: o.value, Logs: o.logs, Stats: o.stats}
+	res := &Result{Value: o.value, Logs: o.logs, Stats: o.stats, Paused: o.paused}
 	if o.err != nil {
 		return res, o.err
 	}

@@ -1,0 +1,221 @@
+//go:build cgo
+
+package codemode
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hkdf"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// A continuation is
+//
+//	"cmc1" | flags (1 byte: 1 = sealed) | body | HMAC-SHA-256 tag (32 bytes)
+//
+// The tag covers everything before it, under a key derived from the
+// Governance's Key (HKDF-SHA-256, info "codemode continuation mac v1").
+// The body is the JSON of continuationBody, or, sealed, a 12-byte nonce
+// and its AES-256-GCM sealing (key: info "codemode continuation seal v1";
+// additional data: the first five bytes). Nothing is read before the tag
+// checks out.
+const (
+	continuationMagic = "cmc1"
+	continuationHead  = len(continuationMagic) + 1
+	continuationTag   = sha256.Size
+	sealedFlag        = 1
+	// MaxContinuation is the largest continuation Resume reads.
+	MaxContinuation = 64 << 20
+)
+
+// continuationBody is what a continuation holds: the program and what it
+// ran with, and its record of tool calls up to the one that paused it.
+type continuationBody struct {
+	V         int          `json:"v"`
+	ID        string       `json:"id"`
+	Created   int64        `json:"created"` // Unix seconds
+	Expires   int64        `json:"expires"` // Unix seconds
+	Mode      string       `json:"mode"`    // "run" or "execute"
+	Code      string       `json:"code"`
+	Providers []Provider   `json:"providers,omitempty"`
+	Limits    Limits       `json:"limits"`
+	Seed      uint64       `json:"seed"`
+	Clock     time.Time    `json:"clock"`
+	Calls     []callRecord `json:"calls"`
+	Pending   int          `json:"pending"` // the index in Calls of the call waiting for a decision
+}
+
+const (
+	modeRun     = "run"
+	modeExecute = "execute"
+)
+
+// ContinuationError is a continuation Resume refused before anything ran.
+// It matches [ErrContinuation] with errors.Is, and [ErrContinuationExpired]
+// when it expired.
+type ContinuationError struct {
+	Reason string
+	cause  error
+}
+
+// Error says why.
+func (e *ContinuationError) Error() string { return "codemode: continuation refused: " + e.Reason }
+
+// Is matches ErrContinuation, and ErrContinuationExpired for an expired one.
+func (e *ContinuationError) Is(target error) bool {
+	return target == ErrContinuation || (target == ErrContinuationExpired && e.cause == ErrContinuationExpired)
+}
+
+// Unwrap is the Redeem hook's error, if it refused.
+func (e *ContinuationError) Unwrap() error {
+	if e.cause == ErrContinuationExpired {
+		return nil
+	}
+	return e.cause
+}
+
+var (
+	// ErrContinuation is matched by every refused continuation: tampered,
+	// truncated, made with another key, expired, redeemed, or for another
+	// executor.
+	ErrContinuation = errors.New("codemode: continuation refused")
+	// ErrContinuationExpired is matched by a continuation past its expiry.
+	ErrContinuationExpired = errors.New("codemode: continuation expired")
+)
+
+func refuse(format string, args ...any) *ContinuationError {
+	return &ContinuationError{Reason: fmt.Sprintf(format, args...)}
+}
+
+// continuationKeys derives the MAC and sealing keys from the host's key.
+func continuationKeys(key []byte) (mac, seal []byte) {
+	mac, err := hkdf.Key(sha256.New, key, nil, "codemode continuation mac v1", 32)
+	if err != nil {
+		panic(err) // only for lengths hkdf cannot give: 32 always can
+	}
+	seal, err = hkdf.Key(sha256.New, key, nil, "codemode continuation seal v1", 32)
+	if err != nil {
+		panic(err)
+	}
+	return mac, seal
+}
+
+// sealContinuation encodes, optionally seals, and authenticates a body.
+func sealContinuation(g *Governance, b *continuationBody) ([]byte, error) {
+	plain, err := json.Marshal(b)
+	if err != nil {
+		return nil, err
+	}
+	macKey, sealKey := continuationKeys(g.Key)
+	out := append(make([]byte, 0, continuationHead+len(plain)+64), continuationMagic...)
+	if g.Encrypt {
+		out = append(out, sealedFlag)
+		aead, err := newAEAD(sealKey)
+		if err != nil {
+			return nil, err
+		}
+		nonce := make([]byte, aead.NonceSize())
+		rand.Read(nonce)
+		out = append(out, nonce...)
+		out = aead.Seal(out, nonce, plain, out[:continuationHead])
+	} else {
+		out = append(out, 0)
+		out = append(out, plain...)
+	}
+	m := hmac.New(sha256.New, macKey)
+	m.Write(out)
+	return m.Sum(out), nil
+}
+
+func newAEAD(key []byte) (cipher.AEAD, error) {
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	return cipher.NewGCM(block)
+}
+
+// openContinuation authenticates and decodes a continuation: nothing of
+// it is read before its tag checks out under key.
+func openContinuation(key []byte, c []byte, now time.Time) (*continuationBody, error) {
+	if len(key) == 0 {
+		return nil, refuse("this executor has no governance key (WithGovernance)")
+	}
+	if len(c) > MaxContinuation {
+		return nil, refuse("it is %d bytes, over %d", len(c), MaxContinuation)
+	}
+	if len(c) < continuationHead+continuationTag || string(c[:len(continuationMagic)]) != continuationMagic {
+		return nil, refuse("it is not a continuation, or it is truncated")
+	}
+	macKey, sealKey := continuationKeys(key)
+	body, tag := c[:len(c)-continuationTag], c[len(c)-continuationTag:]
+	m := hmac.New(sha256.New, macKey)
+	m.Write(body)
+	if !hmac.Equal(m.Sum(nil), tag) {
+		return nil, refuse("its tag does not match: it was altered, truncated, or made with another key")
+	}
+	flags, plain := body[len(continuationMagic)], body[continuationHead:]
+	switch flags {
+	case 0:
+	case sealedFlag:
+		aead, err := newAEAD(sealKey)
+		if err != nil {
+			return nil, refuse("%v", err)
+		}
+		if len(plain) < aead.NonceSize() {
+			return nil, refuse("its sealed body is truncated")
+		}
+		nonce, sealed := plain[:aead.NonceSize()], plain[aead.NonceSize():]
+		if plain, err = aead.Open(nil, nonce, sealed, body[:continuationHead]); err != nil {
+			return nil, refuse("its sealed body does not open")
+		}
+	default:
+		return nil, refuse("unknown flags %#x", flags)
+	}
+	var b continuationBody
+	if err := json.Unmarshal(plain, &b); err != nil {
+		return nil, refuse("its body is not a continuation: %v", err)
+	}
+	switch {
+	case b.V != 1:
+		return nil, refuse("version %d is not one this executor reads", b.V)
+	case b.Mode != modeRun && b.Mode != modeExecute:
+		return nil, refuse("unknown mode %q", b.Mode)
+	case b.Pending < 0 || b.Pending >= len(b.Calls) || b.Calls[b.Pending].answered():
+		return nil, refuse("it has no call waiting for a decision")
+	case !now.Before(time.Unix(b.Expires, 0)):
+		return nil, &ContinuationError{Reason: "it expired at " + time.Unix(b.Expires, 0).UTC().Format(time.RFC3339),
+			cause: ErrContinuationExpired}
+	}
+	return &b, nil
+}
+
+// SingleUse is a Governance.Redeem that lets each continuation resume once
+// in this process: it remembers the ids it has seen until they expire.
+// Safe for concurrent use.
+func SingleUse() func(id string, expires time.Time) error {
+	var mu sync.Mutex
+	seen := map[string]time.Time{}
+	return func(id string, expires time.Time) error {
+		mu.Lock()
+		defer mu.Unlock()
+		now := time.Now()
+		for k, exp := range seen {
+			if !now.Before(exp) {
+				delete(seen, k)
+			}
+		}
+		if _, ok := seen[id]; ok {
+			return errors.New("it was resumed before")
+		}
+		seen[id] = expires
+		return nil
+	}
+}

@@ -1,0 +1,693 @@
+//go:build cgo
+
+package codemode
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ToolPolicy governs the calls of one tool within one run. The zero value
+// governs nothing.
+type ToolPolicy struct {
+	// Timeout bounds each call: a call still running after it fails inside
+	// the program with a catchable Error naming the tool and the limit
+	// (the handler's context ends then; what it returns later is dropped),
+	// and the run goes on. Zero: only the run's deadline.
+	Timeout time.Duration
+	// MaxInFlight bounds this tool's calls running at once in one run;
+	// further calls wait their turn (within the run's deadline, in the
+	// order they were made). Zero: no bound but the run's own.
+	MaxInFlight int
+	// Budget bounds this tool's calls per run: a call past it fails inside
+	// the program with a catchable Error saying so, and the tool does not
+	// run. Zero: no bound. A resumed run counts the calls made before its
+	// pause.
+	Budget int
+	// RequiresApproval makes each call wait for a decision: the
+	// Governance's Approver's, or, without one, the run pauses at the call
+	// (see [Paused]).
+	RequiresApproval bool
+}
+
+// ToolCall is a governed call waiting for a decision.
+type ToolCall struct {
+	// Tool is the tool's policy name: a capability's name, a provider
+	// tool's "provider.tool".
+	Tool string
+	// Args is the call's arguments as JSON: a capability's argument
+	// object, a provider tool's argsJSON (see [DispatchFunc]).
+	Args json.RawMessage
+}
+
+// Decision is a person's (or a policy's) answer to a call that requires
+// approval. The zero value rejects the call with no reason.
+type Decision struct {
+	// Approve lets the call run.
+	Approve bool
+	// Reason is a rejection's reason: the program catches an Error whose
+	// message is `tool "<tool>" was rejected: <reason>`.
+	Reason string
+	// Args, when set on an approval, replace the call's arguments (the
+	// tool runs with them; the program is not told). Same form as
+	// [ToolCall].Args.
+	Args json.RawMessage
+}
+
+// Approve is the decision that lets a call run as it was made.
+func Approve() Decision { return Decision{Approve: true} }
+
+// ApproveWith is the decision that lets a call run with other arguments.
+func ApproveWith(args json.RawMessage) Decision { return Decision{Approve: true, Args: args} }
+
+// Reject is the decision that refuses a call; the program catches the reason.
+func Reject(reason string) Decision { return Decision{Reason: reason} }
+
+// Approver decides a call that requires approval while the run waits for
+// it (within the run's deadline: ctx ends with the run; the program goes
+// on meanwhile, as it does while any tool runs). An error fails the call
+// inside the program with the error's text, as a rejection does.
+type Approver func(ctx context.Context, call ToolCall) (Decision, error)
+
+// Governance is the host's policy over the tool calls of an executor's
+// runs (capabilities, provider tools, the tools of a CodeModeTool), set
+// with [WithGovernance].
+type Governance struct {
+	// Tools maps a tool's policy name (a capability's name, a provider
+	// tool's "provider.tool") to its policy; the entry "*" is the policy
+	// of every tool not named.
+	Tools map[string]ToolPolicy
+	// Approver decides calls that require approval; nil pauses the run at
+	// such a call instead (Key must be set).
+	Approver Approver
+	// Key authenticates continuations (HMAC-SHA-256 under a key derived
+	// from it); at least 32 bytes, secret, and the same in every process
+	// that resumes. Without it a run cannot pause: a call that would pause
+	// it fails inside the program, saying why.
+	Key []byte
+	// Encrypt seals a continuation's contents (AES-256-GCM, key derived
+	// from Key), so that its bytes reveal nothing to whoever carries them.
+	Encrypt bool
+	// TTL is how long a continuation can be resumed (default 24 h).
+	TTL time.Duration
+	// Redeem, when set, is asked before a continuation resumes, with the
+	// continuation's id (unique per pause) and its expiry: an error
+	// refuses it (wrapped in a [*ContinuationError]). Without it a
+	// continuation resumes as often as it is presented, each time from
+	// the same record; [SingleUse] makes each resume once in one process,
+	// and a host with several processes keeps the ids it saw in its own
+	// store until they expire.
+	Redeem func(id string, expires time.Time) error
+}
+
+// DefaultContinuationTTL is how long a continuation lasts when the
+// Governance sets no TTL.
+const DefaultContinuationTTL = 24 * time.Hour
+
+// WithGovernance governs the executor's tool calls (see [Governance]).
+// New refuses a Key shorter than 32 bytes, a negative limit, and a policy
+// that requires approval with neither an Approver nor a Key.
+func WithGovernance(g Governance) Option {
+	return func(c *config) error {
+		if len(g.Key) > 0 && len(g.Key) < 32 {
+			return fmt.Errorf("%w: the governance key is %d bytes; it needs at least 32", ErrInvalidLimits, len(g.Key))
+		}
+		if g.TTL < 0 {
+			return fmt.Errorf("%w: negative continuation TTL %v", ErrInvalidLimits, g.TTL)
+		}
+		for name, p := range g.Tools {
+			if p.Timeout < 0 || p.MaxInFlight < 0 || p.Budget < 0 {
+				return fmt.Errorf("%w: tool %q: negative policy limit", ErrInvalidLimits, name)
+			}
+			if p.RequiresApproval && g.Approver == nil && len(g.Key) == 0 {
+				return fmt.Errorf("%w: tool %q requires approval, and there is neither an Approver nor a Key to pause with",
+					ErrInvalidLimits, name)
+			}
+		}
+		gg := g
+		gg.Tools = make(map[string]ToolPolicy, len(g.Tools))
+		for k, v := range g.Tools {
+			gg.Tools[k] = v
+		}
+		gg.Key = append([]byte(nil), g.Key...)
+		if gg.TTL == 0 {
+			gg.TTL = DefaultContinuationTTL
+		}
+		c.gov = &gg
+		return nil
+	}
+}
+
+// policy is the policy of a tool by its policy name.
+func (g *Governance) policy(name string) ToolPolicy {
+	if p, ok := g.Tools[name]; ok {
+		return p
+	}
+	return g.Tools["*"]
+}
+
+// mayPause reports whether a run under g can pause: some policy requires
+// approval and no Approver decides it.
+func (g *Governance) mayPause() bool {
+	if len(g.Key) == 0 || g.Approver != nil {
+		return false
+	}
+	for _, p := range g.Tools {
+		if p.RequiresApproval {
+			return true
+		}
+	}
+	return false
+}
+
+// Paused is a run that stopped at a call that requires approval. Show
+// Tool and Args to whoever decides, and hand the decision with
+// Continuation to [Executor.Resume] (in this process or any other whose
+// executor has the same Key), before Expires.
+type Paused struct {
+	// Continuation is the run, self-contained and authenticated (see
+	// SECURITY.md for what it holds).
+	Continuation []byte
+	// ID is the continuation's own id, unique per pause ([Governance].Redeem).
+	ID string
+	// Tool and Args are the call waiting for a decision.
+	Tool string
+	Args json.RawMessage
+	// Completed is how many tool calls the run made before it paused (a
+	// resume answers them from the continuation; none runs again).
+	Completed int
+	// Expires is when the continuation stops being accepted.
+	Expires time.Time
+}
+
+// Error makes a paused run's Paused an error where a surface can only
+// return one (a Tool's Call): errors.As finds it.
+func (p *Paused) Error() string {
+	return fmt.Sprintf("codemode: the run paused: tool %q requires approval", p.Tool)
+}
+
+// KindDiverged is the outcome of a resumed run that did not repeat its
+// record: it made a different call (or fewer calls) than the run that
+// paused. Nothing of the live part runs past the divergence.
+const KindDiverged ErrorKind = "diverged"
+
+// callRecord is one tool call of a governed run: what the program asked,
+// and its answer once it has one (neither: it never ran).
+type callRecord struct {
+	Tool      string  `json:"tool"`
+	Args      string  `json:"args"`
+	Result    *string `json:"result,omitempty"`
+	Error     *string `json:"error,omitempty"`
+	TypeError bool    `json:"typeError,omitempty"`
+}
+
+func (r *callRecord) answered() bool { return r.Result != nil || r.Error != nil }
+
+// completion is the record's answer as the engine delivers it.
+func (r *callRecord) completion(id uint32, dispatch bool) completion {
+	d := completion{id: id}
+	if r.Error != nil {
+		d.failed, d.failure, d.badArgs = true, *r.Error, r.TypeError
+		if dispatch {
+			d.tool = r.Tool
+		}
+		return d
+	}
+	d.result = append([]byte(*r.Result), 0)
+	d.str = dispatch
+	return d
+}
+
+// record keeps an answer.
+func (r *callRecord) record(d completion) {
+	if d.failed {
+		msg := d.failure
+		r.Error, r.TypeError = &msg, d.badArgs
+		return
+	}
+	s := string(d.result)
+	s = strings.TrimSuffix(s, "\x00")
+	r.Result = &s
+}
+
+// govRun is the governed side of one run: its record of calls, the
+// per-tool counts and in-flight bounds, and the replay of a resumed run.
+type govRun struct {
+	g      *Governance
+	origin continuationBody // what a continuation of this run starts from
+
+	mu       sync.Mutex
+	calls    []callRecord // every call the run made, by the order it made them
+	replay   []callRecord // a resumed run's record, answered in order
+	pending  int          // the index in replay of the call the decision is for (-1: none)
+	decision Decision
+	counts   map[string]int
+	slots    map[string]chan struct{}
+
+	claimed  atomic.Bool // a resumed run's: taken by the run Resume starts
+	stop     error       // why the run was stopped at a call: errPausedHere or a divergence
+	paused   int         // the call it paused at
+	diverged string
+}
+
+// errPausedHere marks a run stopped to pause.
+var errPausedHere = errors.New("paused")
+
+// newGovRun starts the governed side of a run.
+func newGovRun(g *Governance, origin continuationBody) *govRun {
+	return &govRun{g: g, origin: origin, pending: -1}
+}
+
+// action is what a governed call does.
+type action int
+
+const (
+	actLive   action = iota // run the tool (policy applies)
+	actAnswer               // answer from the record
+	actFail                 // fail inside the program with msg
+	actStop                 // stop the run (a pause or a divergence)
+)
+
+// verdict is issue's answer for one call.
+type verdict struct {
+	act     action
+	seq     int
+	policy  ToolPolicy
+	msg     string          // actFail's message
+	rec     callRecord      // actAnswer's record
+	args    json.RawMessage // actLive: arguments decided in place of the call's (an edit)
+	decided bool            // actLive: the call's approval is decided already
+}
+
+// issue registers a call the program just made (on the run's goroutine,
+// in the program's order) and says what happens to it.
+func (r *govRun) issue(tool string, args []byte) verdict {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seq := len(r.calls)
+	r.calls = append(r.calls, callRecord{Tool: tool, Args: string(args)})
+	v := verdict{seq: seq, policy: r.g.policy(tool)}
+	if r.stop != nil {
+		v.act = actStop
+		return v
+	}
+	if seq < len(r.replay) {
+		want := &r.replay[seq]
+		if want.Tool != tool || want.Args != string(args) {
+			r.diverge(fmt.Sprintf("call %d was %s(%s) and is now %s(%s)", seq+1, want.Tool, want.Args, tool, args))
+			v.act = actStop
+			return v
+		}
+		if r.counts == nil {
+			r.counts = map[string]int{}
+		}
+		r.counts[tool]++
+		switch {
+		case seq == r.pending:
+			d := r.decision
+			if !d.Approve {
+				v.act, v.msg = actFail, rejection(tool, d.Reason)
+				return v
+			}
+			v.act, v.args, v.decided = actLive, d.Args, true
+			return v
+		case want.answered():
+			v.act, v.rec = actAnswer, *want
+			r.calls[seq] = *want
+			return v
+		}
+		v.act = actLive // made before the pause but never run: it runs now
+		return v
+	}
+	if v.policy.Budget > 0 {
+		if r.counts == nil {
+			r.counts = map[string]int{}
+		}
+		if r.counts[tool] >= v.policy.Budget {
+			v.act, v.msg = actFail, fmt.Sprintf("tool %q is over its budget of %d calls per run", tool, v.policy.Budget)
+			return v
+		}
+		r.counts[tool]++
+	}
+	if v.policy.RequiresApproval && r.g.Approver == nil {
+		if len(r.g.Key) == 0 {
+			v.act, v.msg = actFail, fmt.Sprintf("tool %q requires approval, and this executor can neither ask nor pause", tool)
+			return v
+		}
+		r.stop, r.paused = errPausedHere, seq
+		v.act = actStop
+	}
+	return v
+}
+
+// rejection is the message a rejected call fails with.
+func rejection(tool, reason string) string {
+	if reason == "" {
+		reason = "no reason given"
+	}
+	return fmt.Sprintf("tool %q was rejected: %s", tool, reason)
+}
+
+// diverge stops the run for a divergence from its record (r.mu held).
+func (r *govRun) diverge(why string) {
+	if r.stop == nil {
+		r.stop, r.diverged = errors.New(why), why
+	}
+}
+
+// complete records call seq's answer.
+func (r *govRun) complete(seq int, d completion) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if seq < len(r.calls) {
+		r.calls[seq].record(d)
+	}
+}
+
+// slot takes one of tool's in-flight places within ctx; release gives it back.
+func (r *govRun) slot(ctx context.Context, tool string, n int) (release func(), err error) {
+	if n <= 0 {
+		return func() {}, nil
+	}
+	r.mu.Lock()
+	if r.slots == nil {
+		r.slots = map[string]chan struct{}{}
+	}
+	ch := r.slots[tool]
+	if ch == nil {
+		ch = make(chan struct{}, n)
+		r.slots[tool] = ch
+	}
+	r.mu.Unlock()
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// stopped reports why the run was stopped at a call, if it was.
+func (r *govRun) stopped() (paused bool, diverged string, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case r.stop == nil:
+		return false, "", false
+	case r.stop == errPausedHere:
+		return true, "", true
+	}
+	return false, r.diverged, true
+}
+
+// unfinished is why a resumed run that ended on its own diverged: it
+// never reached the call its decision was for, or made fewer calls than
+// its record.
+func (r *govRun) unfinished() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.calls) < len(r.replay) {
+		next := r.replay[len(r.calls)]
+		return fmt.Sprintf("the program ended before making call %d, %s(%s)", len(r.calls)+1, next.Tool, next.Args)
+	}
+	return ""
+}
+
+// governed calls one live governed call: the approval (unless decided),
+// the tool's in-flight place, and its per-call timeout around do. It
+// returns the completion the program gets.
+func (r *govRun) governed(ctx context.Context, v verdict, tool string, args []byte, id uint32, dispatch bool,
+	do func(ctx context.Context, args []byte) completion) completion {
+	fail := func(msg string) completion {
+		d := completion{id: id, failed: true, failure: msg}
+		if dispatch {
+			d.tool = tool
+		}
+		return d
+	}
+	if v.args != nil {
+		args = v.args
+	} else if v.policy.RequiresApproval || v.policy.Timeout > 0 {
+		// A sync capability's arguments are borrowed until its handler
+		// returns; an approver, or a handler left behind by its timeout,
+		// may keep them past that.
+		args = bytes.Clone(args)
+	}
+	if v.policy.RequiresApproval && !v.decided && r.g.Approver != nil {
+		d, err := safeApprove(ctx, r.g.Approver, ToolCall{Tool: tool, Args: json.RawMessage(args)})
+		switch {
+		case err != nil:
+			return fail(fmt.Sprintf("tool %q was not approved: %v", tool, err))
+		case !d.Approve:
+			return fail(rejection(tool, d.Reason))
+		case d.Args != nil:
+			args = d.Args
+		}
+	}
+	release, err := r.slot(ctx, tool, v.policy.MaxInFlight)
+	if err != nil {
+		return fail(fmt.Sprintf("tool %q: no place in flight before the run ended", tool))
+	}
+	defer release()
+	if v.policy.Timeout <= 0 {
+		return do(ctx, args)
+	}
+	cctx, cancel := context.WithTimeout(ctx, v.policy.Timeout)
+	defer cancel()
+	done := make(chan completion, 1)
+	go func() { done <- do(cctx, args) }()
+	select {
+	case d := <-done:
+		return d
+	case <-cctx.Done():
+		if ctx.Err() != nil {
+			return fail(fmt.Sprintf("tool %q: the run ended during the call", tool)) // never delivered
+		}
+		return fail(fmt.Sprintf("tool %q timed out after %v (its per-call timeout)", tool, v.policy.Timeout))
+	}
+}
+
+// safeApprove calls the Approver, a panic being its error.
+func safeApprove(ctx context.Context, a Approver, call ToolCall) (d Decision, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			d, err = Decision{}, fmt.Errorf("panic: %v", r)
+		}
+	}()
+	return a(ctx, call)
+}
+
+// newContinuationID is a fresh random id.
+func newContinuationID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// governedOutcome turns the outcome of a governed run that was stopped at
+// a call into a pause or a divergence, and checks that a resumed run that
+// ended on its own repeated its whole record.
+func (c *call) governedOutcome(ctx context.Context, o *outcome) {
+	gov := c.prog.gov
+	paused, diverged, stopped := gov.stopped()
+	if !stopped && o.err == nil {
+		diverged = gov.unfinished()
+	}
+	switch {
+	case diverged != "":
+		o.value, o.err = nil, &ExecError{Kind: KindDiverged, Name: c.name,
+			Message: "the resumed run did not repeat its record: " + diverged}
+	case paused:
+		// The calls in flight beside the paused one finish first (within
+		// the deadline): their answers go into the continuation, so none
+		// runs again on resume.
+		if err := c.host.quiesce(ctx); err != nil {
+			o.value, o.err = nil, err
+			return
+		}
+		p, err := gov.pause(c.ex)
+		if err != nil {
+			o.value, o.err = nil, internalError(c.name, err)
+			return
+		}
+		o.value, o.err, o.paused = nil, nil, p
+	}
+}
+
+// quiesce waits until no call of the run is running or queued: nil, or
+// the run's timeout or cancellation if it comes first.
+func (h *hostRun) quiesce(ctx context.Context) *ExecError {
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		h.mu.Lock()
+		idle := h.inflight == 0 && len(h.queue) == 0
+		h.mu.Unlock()
+		if idle {
+			return nil
+		}
+		wait := time.Until(h.clock.Deadline())
+		if wait <= 0 {
+			return h.run.timeout()
+		}
+		if timer == nil {
+			timer = time.NewTimer(wait)
+		} else {
+			timer.Reset(wait)
+		}
+		select {
+		case <-h.notify:
+		case <-timer.C:
+		case <-ctx.Done():
+			return h.run.canceled(ctx)
+		case <-h.ex.closing.Done():
+			return internalError(h.run.name, ErrClosed)
+		}
+	}
+}
+
+// pause makes the continuation of a run stopped at a call.
+func (r *govRun) pause(ex *Executor) (*Paused, error) {
+	r.mu.Lock()
+	b := r.origin
+	b.V, b.ID = 1, newContinuationID()
+	now := time.Now()
+	exp := now.Add(r.g.TTL)
+	b.Created, b.Expires = now.Unix(), exp.Unix()
+	b.Limits = ex.limits
+	b.Calls = append([]callRecord(nil), r.calls[:r.paused+1]...)
+	b.Calls[r.paused].Result, b.Calls[r.paused].Error = nil, nil
+	b.Pending = r.paused
+	pending := b.Calls[r.paused]
+	r.mu.Unlock()
+	cont, err := sealContinuation(r.g, &b)
+	if err != nil {
+		return nil, err
+	}
+	completed := 0
+	for i := range b.Calls {
+		if b.Calls[i].answered() {
+			completed++
+		}
+	}
+	return &Paused{Continuation: cont, ID: b.ID, Tool: pending.Tool, Args: json.RawMessage(pending.Args),
+		Completed: completed, Expires: time.Unix(b.Expires, 0)}, nil
+}
+
+// resumeKey carries a resumed run's governed side from Resume to Run or
+// Execute.
+type resumeKey struct{}
+
+// govern returns the governed side of a run under the executor's
+// Governance (nil without one, at no cost), or the resumed run's that ctx
+// carries; a run that may pause is made deterministic (a fresh seed and
+// the current time on a virtual clock, unless ctx fixes them), so that a
+// resume can repeat it.
+func (e *Executor) govern(ctx context.Context, origin continuationBody) (context.Context, *govRun) {
+	if r, ok := ctx.Value(resumeKey{}).(*govRun); ok && r.claimed.CompareAndSwap(false, true) {
+		return ctx, r // a run a handler starts with the resumed run's context is a run of its own
+	}
+	if e.gov == nil {
+		return ctx, nil
+	}
+	if e.gov.mayPause() {
+		d, ok := determinismOf(ctx)
+		if !ok || d.Clock.IsZero() {
+			if !ok {
+				var b [8]byte
+				rand.Read(b[:])
+				d.Seed = binary.LittleEndian.Uint64(b[:])
+			}
+			d.Clock = time.Now().UTC()
+			ctx = WithDeterminism(ctx, d)
+		}
+		origin.Seed, origin.Clock = d.Seed, d.Clock
+	}
+	return ctx, newGovRun(e.gov, origin)
+}
+
+// Resume continues a paused run (Run's or Execute's) with the decision for
+// the call it paused at: the continuation is checked first (a tampered,
+// truncated, expired or foreign one, or one Governance.Redeem refuses, is
+// a [*ContinuationError] in Err and nothing runs); then the program runs
+// again from its start with its seed and clock, every call it made before
+// the pause is answered from the continuation (none runs again), the
+// paused call gets the decision (an approval runs the tool, with the
+// edited arguments if any; a rejection fails it inside the program with
+// the reason), and the program goes on live, to its end or its next
+// pause (Paused again). dispatch serves an Execute program's provider
+// tools (as Request.Dispatch); a Run program's capabilities are this
+// executor's. A program that does not repeat its record ends with an
+// [*ExecError] of kind [KindDiverged].
+//
+// The executor must have the Governance Key the continuation was made
+// with, and the limits it recorded (memory, stack, payload and logs: the
+// run must compute what it computed); the deadline is this executor's,
+// counted from this call. A Run program's outcome comes back in the
+// ExecuteResult's form: Result, Logs, Err (Error its text).
+func (e *Executor) Resume(ctx context.Context, continuation []byte, d Decision, dispatch DispatchFunc) ExecuteResult {
+	if e.gov == nil {
+		err := refuse("this executor has no Governance (WithGovernance)")
+		return ExecuteResult{Logs: []string{}, Error: err.Error(), Err: internalError(ExecuteName, err)}
+	}
+	b, err := openContinuation(e.gov.Key, continuation, time.Now())
+	if err == nil {
+		err = e.admit(b)
+	}
+	if err != nil {
+		return ExecuteResult{Logs: []string{}, Error: err.Error(), Err: internalError(ExecuteName, err)}
+	}
+	r := newGovRun(e.gov, *b)
+	r.origin.Calls, r.origin.Pending, r.origin.ID = nil, 0, ""
+	r.replay, r.pending, r.decision = b.Calls, b.Pending, d
+	ctx = context.WithValue(WithDeterminism(ctx, Determinism{Seed: b.Seed, Clock: b.Clock}), resumeKey{}, r)
+	if b.Mode == modeExecute {
+		return e.Execute(ctx, Request{Code: b.Code, Providers: b.Providers, Dispatch: dispatch})
+	}
+	res, err := e.Run(ctx, b.Code)
+	out := ExecuteResult{Logs: []string{}}
+	if res != nil {
+		out.Result, out.Stats, out.Paused = res.Value, res.Stats, res.Paused
+		if res.Logs != nil {
+			out.Logs = res.Logs
+		}
+	}
+	if err != nil {
+		var ee *ExecError
+		if !errors.As(err, &ee) {
+			ee = internalError(RunJSToolName, err)
+		}
+		out.Result, out.Err, out.Error = nil, ee, ee.describe()
+	}
+	return out
+}
+
+// admit checks that this executor can resume b: the limits it recorded,
+// and the host's Redeem.
+func (e *Executor) admit(b *continuationBody) error {
+	l, m := b.Limits, e.limits
+	if l.Memory != m.Memory || l.Stack != m.Stack || l.Payload != m.Payload || l.Logs != m.Logs {
+		return refuse("it ran under memory %d, stack %d, payload %d and logs %d bytes; this executor's are %d, %d, %d and %d",
+			l.Memory, l.Stack, l.Payload, l.Logs, m.Memory, m.Stack, m.Payload, m.Logs)
+	}
+	if e.gov.Redeem != nil {
+		if err := e.gov.Redeem(b.ID, time.Unix(b.Expires, 0)); err != nil {
+			return &ContinuationError{Reason: "Redeem refused it: " + err.Error(), cause: err}
+		}
+	}
+	return nil
+}

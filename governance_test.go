@@ -1,0 +1,480 @@
+package codemode
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var testKey = bytes.Repeat([]byte("k"), 32)
+
+// store is a provider the governance tests drive: reads answer records,
+// writes are logged, and every call is counted by name.
+type store struct {
+	mu     sync.Mutex
+	calls  []string
+	writes []string
+}
+
+func (s *store) dispatch(_ context.Context, provider, tool, argsJSON string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls = append(s.calls, tool+argsJSON)
+	switch tool {
+	case "read":
+		return `{"result":{"id":` + strings.Trim(argsJSON, "[]") + `,"total":10}}`, nil
+	case "write":
+		s.writes = append(s.writes, argsJSON)
+		return `{"result":"written"}`, nil
+	}
+	return `{"error":"no such tool"}`, nil
+}
+
+func (s *store) count(prefix string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, c := range s.calls {
+		if strings.HasPrefix(c, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// readsThenWrite reads three records and writes their sum.
+const readsThenWrite = `async () => {
+	let sum = 0
+	for (const id of [1, 2, 3]) sum += (await store.read(id)).total
+	try {
+		return {sum, wrote: await store.write({sum})}
+	} catch (e) {
+		return {sum, refused: e.message}
+	}
+}`
+
+var storeProviders = []Provider{{Name: "store", Tools: []string{"read", "write"}}}
+
+func gatedWrites(opts ...func(*Governance)) Option {
+	g := Governance{Tools: map[string]ToolPolicy{"store.write": {RequiresApproval: true}}, Key: testKey}
+	for _, o := range opts {
+		o(&g)
+	}
+	return WithGovernance(g)
+}
+
+// pauseAtWrite runs readsThenWrite until it pauses at the write.
+func pauseAtWrite(t *testing.T, e *Executor, s *store) *Paused {
+	t.Helper()
+	res := e.Execute(context.Background(), Request{Code: readsThenWrite, Providers: storeProviders, Dispatch: s.dispatch})
+	require.Empty(t, res.Error)
+	require.NotNil(t, res.Paused, "the run pauses at the write")
+	assert.Nil(t, res.Result)
+	p := res.Paused
+	assert.Equal(t, "store.write", p.Tool)
+	assert.JSONEq(t, `[{"sum":30}]`, string(p.Args))
+	assert.Equal(t, 3, p.Completed)
+	assert.Equal(t, 3, s.count("read"))
+	assert.Equal(t, 0, s.count("write"), "the write waits for its decision")
+	return p
+}
+
+func TestPauseAndResume(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t, gatedWrites())
+	for _, tt := range []struct {
+		name   string
+		d      Decision
+		want   string
+		writes []string
+	}{
+		{"approved", Approve(), `{"sum":30,"wrote":"written"}`, []string{`[{"sum":30}]`}},
+		{"rejected", Reject("not today"), `{"sum":30,"refused":"tool \"store.write\" was rejected: not today"}`, nil},
+		{"edited", ApproveWith(json.RawMessage(`[{"sum":29}]`)), `{"sum":30,"wrote":"written"}`, []string{`[{"sum":29}]`}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s := &store{}
+			p := pauseAtWrite(t, e, s)
+			res := e.Resume(context.Background(), p.Continuation, tt.d, s.dispatch)
+			assert.Equal(t, tt.want, result(t, res))
+			assert.Nil(t, res.Paused)
+			assert.Equal(t, 3, s.count("read"), "the reads are answered from the continuation")
+			assert.Equal(t, tt.writes, s.writes, "the write runs once, with the decided arguments")
+		})
+	}
+}
+
+// TestPauseAndResumeRun: the same through Run and capabilities, in a
+// second executor (another process holding the key).
+func TestPauseAndResumeRun(t *testing.T) {
+	t.Parallel()
+	var reads, writes atomic.Int32
+	caps := []Option{
+		WithCapability(Capability{Name: "read", Async: true, Func: func(_ context.Context, args json.RawMessage) (any, error) {
+			reads.Add(1)
+			return map[string]any{"total": 10}, nil
+		}}),
+		WithCapability(Capability{Name: "write", Func: func(_ context.Context, args json.RawMessage) (any, error) {
+			writes.Add(1)
+			return json.RawMessage(args), nil
+		}}),
+		WithGovernance(Governance{Tools: map[string]ToolPolicy{"write": {RequiresApproval: true}}, Key: testKey}),
+	}
+	script := `let sum = 0
+for (const id of [1, 2, 3]) sum += (await read({id})).total
+return {sum, wrote: write({sum, at: Date.now(), r: Math.random()})}`
+	res, err := newExecutor(t, caps...).Run(context.Background(), script)
+	require.NoError(t, err)
+	require.NotNil(t, res.Paused)
+	assert.Nil(t, res.Value)
+	assert.Equal(t, "write", res.Paused.Tool)
+	assert.EqualValues(t, 3, reads.Load())
+
+	other := newExecutor(t, caps...)
+	out := other.Resume(context.Background(), res.Paused.Continuation, Approve(), nil)
+	require.Empty(t, out.Error)
+	var v struct {
+		Sum   int
+		Wrote struct {
+			Sum int
+			At  float64
+			R   float64
+		}
+	}
+	require.NoError(t, json.Unmarshal(out.Result, &v))
+	assert.Equal(t, 30, v.Sum)
+	assert.Equal(t, 30, v.Wrote.Sum)
+	var args struct{ At, R float64 }
+	require.NoError(t, json.Unmarshal(res.Paused.Args, &args))
+	assert.Equal(t, args.At, v.Wrote.At, "the resumed run sees the clock the paused one saw")
+	assert.Equal(t, args.R, v.Wrote.R, "and the same random numbers")
+	assert.EqualValues(t, 3, reads.Load(), "no read runs again")
+	assert.EqualValues(t, 1, writes.Load())
+}
+
+// TestPauseBesideCallsInFlight: a Promise.all of a read and a gated write
+// pauses once the read has its answer; the resume answers the read from
+// the continuation.
+func TestPauseBesideCallsInFlight(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t, gatedWrites())
+	var reads atomic.Int32
+	slow := func(ctx context.Context, provider, tool, argsJSON string) (string, error) {
+		if tool == "read" {
+			reads.Add(1)
+			time.Sleep(20 * time.Millisecond) // still running when the write pauses the run
+			return `{"result":{"total":5}}`, nil
+		}
+		return `{"result":"written"}`, nil
+	}
+	code := `async () => {
+		const [r, w] = await Promise.all([store.read(1), store.write({x: 1})])
+		return [r.total, w]
+	}`
+	res := e.Execute(context.Background(), Request{Code: code, Providers: storeProviders, Dispatch: slow})
+	require.Empty(t, res.Error)
+	require.NotNil(t, res.Paused)
+	assert.Equal(t, 1, res.Paused.Completed, "the read in flight finished and is in the continuation")
+	out := e.Resume(context.Background(), res.Paused.Continuation, Approve(), slow)
+	assert.Equal(t, `[5,"written"]`, result(t, out))
+	assert.EqualValues(t, 1, reads.Load(), "the read ran once")
+}
+
+// TestPauseTwice: a run pauses at each gated call; each continuation
+// carries the calls before it.
+func TestPauseTwice(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t, gatedWrites())
+	s := &store{}
+	code := `async () => [await store.read(1), await store.write(1), await store.read(2), await store.write(2)]`
+	res := e.Execute(context.Background(), Request{Code: code, Providers: storeProviders, Dispatch: s.dispatch})
+	require.NotNil(t, res.Paused)
+	assert.Equal(t, "[1]", string(res.Paused.Args))
+	res = e.Resume(context.Background(), res.Paused.Continuation, Approve(), s.dispatch)
+	require.Empty(t, res.Error)
+	require.NotNil(t, res.Paused, "the second write pauses again")
+	assert.Equal(t, "[2]", string(res.Paused.Args))
+	assert.Equal(t, 3, res.Paused.Completed)
+	res = e.Resume(context.Background(), res.Paused.Continuation, Reject("enough"), s.dispatch)
+	assert.Contains(t, res.Error, `tool "store.write" was rejected: enough`, "an uncaught rejection fails the program")
+	assert.Equal(t, []string{"read[1]", "write[1]", "read[2]"}, s.calls, "every call ran once")
+}
+
+func TestContinuationRefused(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t, gatedWrites())
+	s := &store{}
+	p := pauseAtWrite(t, e, s)
+	c := p.Continuation
+	flip := func(i int) []byte { b := bytes.Clone(c); b[i] ^= 1; return b }
+	foreign := newExecutor(t, WithGovernance(Governance{Key: bytes.Repeat([]byte("x"), 32)}))
+	for _, tt := range []struct {
+		name string
+		e    *Executor
+		c    []byte
+	}{
+		{"a flipped bit in the body", e, flip(len(c) / 2)},
+		{"a flipped bit in the tag", e, flip(len(c) - 1)},
+		{"a flipped flag", e, flip(4)},
+		{"truncated", e, c[:len(c)-1]},
+		{"truncated to the head", e, c[:5]},
+		{"empty", e, nil},
+		{"another key", foreign, c},
+		{"no governance", newExecutor(t), c},
+	} {
+		res := tt.e.Resume(context.Background(), tt.c, Approve(), s.dispatch)
+		require.NotNil(t, res.Err, tt.name)
+		assert.ErrorIs(t, res.Err, ErrContinuation, tt.name)
+		assert.Nil(t, res.Result, tt.name)
+	}
+	assert.Equal(t, 0, s.count("write"), "nothing ran")
+	assert.Equal(t, 3, s.count("read"), "nothing ran")
+
+	// The limits it recorded are refused to be changed.
+	other := newExecutor(t, gatedWrites(), WithLimits(Limits{Memory: 64 << 20}))
+	res := other.Resume(context.Background(), c, Approve(), s.dispatch)
+	assert.ErrorIs(t, res.Err, ErrContinuation)
+	assert.Contains(t, res.Error, "memory")
+}
+
+func TestContinuationExpiresAndRedeems(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t, gatedWrites(func(g *Governance) { g.TTL = time.Second; g.Redeem = SingleUse() }))
+	s := &store{}
+	p := pauseAtWrite(t, e, s)
+	assert.WithinDuration(t, time.Now().Add(time.Second), p.Expires, 2*time.Second)
+	_, err := openContinuation(testKey, p.Continuation, p.Expires)
+	assert.ErrorIs(t, err, ErrContinuationExpired)
+	assert.ErrorIs(t, err, ErrContinuation)
+
+	assert.Empty(t, e.Resume(context.Background(), p.Continuation, Approve(), s.dispatch).Error)
+	res := e.Resume(context.Background(), p.Continuation, Approve(), s.dispatch)
+	assert.ErrorIs(t, res.Err, ErrContinuation, "SingleUse refuses the second resume")
+	assert.Equal(t, 1, s.count("write"))
+}
+
+func TestContinuationSealed(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t, gatedWrites(func(g *Governance) { g.Encrypt = true }))
+	s := &store{}
+	p := pauseAtWrite(t, e, s)
+	for _, secret := range []string{"store.read", "readsThenWrite", "total", "sum"} {
+		assert.NotContains(t, string(p.Continuation), secret, "a sealed continuation reveals nothing")
+	}
+	assert.Equal(t, `{"sum":30,"wrote":"written"}`, result(t, e.Resume(context.Background(), p.Continuation, Approve(), s.dispatch)))
+	plain := newExecutor(t, gatedWrites())
+	p2 := pauseAtWrite(t, plain, &store{})
+	assert.Contains(t, string(p2.Continuation), "store.read", "an unsealed one is readable JSON")
+}
+
+// TestResumeDiverges: a record the program does not repeat ends the run
+// with kind diverged before the live part runs.
+func TestResumeDiverges(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t, gatedWrites())
+	s := &store{}
+	p := pauseAtWrite(t, e, s)
+	b, err := openContinuation(testKey, p.Continuation, time.Now())
+	require.NoError(t, err)
+	b.Calls[1].Args = "[7]"
+	forged, err := sealContinuation(e.gov, b)
+	require.NoError(t, err)
+	res := e.Resume(context.Background(), forged, Approve(), s.dispatch)
+	require.NotNil(t, res.Err)
+	assert.Equal(t, KindDiverged, res.Err.Kind)
+	assert.Contains(t, res.Error, `call 2 was store.read([7]) and is now store.read([2])`)
+	assert.Equal(t, 0, s.count("write"))
+
+	b.Calls[1].Args = "[2]"
+	b.Code = `async () => (await store.read(1)).total`
+	forged, err = sealContinuation(e.gov, b)
+	require.NoError(t, err)
+	res = e.Resume(context.Background(), forged, Approve(), s.dispatch)
+	require.NotNil(t, res.Err)
+	assert.Equal(t, KindDiverged, res.Err.Kind, "a program that ends before its paused call diverged")
+}
+
+func TestApprover(t *testing.T) {
+	t.Parallel()
+	var asked []ToolCall
+	var mu sync.Mutex
+	decide := map[string]Decision{"1": Approve(), "2": Reject("no"), "3": ApproveWith(json.RawMessage(`[33]`))}
+	e := newExecutor(t, WithGovernance(Governance{
+		Tools: map[string]ToolPolicy{"store.write": {RequiresApproval: true}},
+		Approver: func(ctx context.Context, call ToolCall) (Decision, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			asked = append(asked, call)
+			if string(call.Args) == "[4]" {
+				return Decision{}, errors.New("the approver is away")
+			}
+			return decide[strings.Trim(string(call.Args), "[]")], nil
+		},
+	}))
+	s := &store{}
+	code := `async () => {
+		const out = []
+		for (const n of [1, 2, 3, 4]) {
+			try { out.push(await store.write(n)) } catch (e) { out.push(e.message) }
+		}
+		return out
+	}`
+	res := e.Execute(context.Background(), Request{Code: code, Providers: storeProviders, Dispatch: s.dispatch})
+	assert.Equal(t, `["written","tool \"store.write\" was rejected: no","written","tool \"store.write\" was not approved: the approver is away"]`,
+		result(t, res))
+	assert.Equal(t, []string{"[1]", "[33]"}, s.writes)
+	assert.Len(t, asked, 4)
+}
+
+func TestToolPolicies(t *testing.T) {
+	t.Parallel()
+	var inFlight, most atomic.Int32
+	e := newExecutor(t,
+		WithCapability(Capability{Name: "slow", Async: true, Func: func(ctx context.Context, _ json.RawMessage) (any, error) {
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(time.Minute):
+				return "late", nil
+			}
+		}}),
+		WithCapability(Capability{Name: "busy", Async: true, Func: func(context.Context, json.RawMessage) (any, error) {
+			n := inFlight.Add(1)
+			defer inFlight.Add(-1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			time.Sleep(2 * time.Millisecond)
+			return 1, nil
+		}}),
+		WithCapability(Capability{Name: "metered", Func: func(context.Context, json.RawMessage) (any, error) { return 1, nil }}),
+		WithGovernance(Governance{Tools: map[string]ToolPolicy{
+			"slow":    {Timeout: 20 * time.Millisecond},
+			"busy":    {MaxInFlight: 2},
+			"metered": {Budget: 3},
+		}}),
+	)
+	res, err := e.Run(context.Background(), `
+		let timedOut
+		try { await slow({}) } catch (e) { timedOut = e.message }
+		const all = await Promise.all(Array.from({length: 10}, () => busy({})))
+		const got = []
+		for (let i = 0; i < 5; i++) { try { got.push(metered({})) } catch (e) { got.push(e.message) } }
+		return {timedOut, busy: all.length, metered: got}`)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"timedOut":"tool \"slow\" timed out after 20ms (its per-call timeout)","busy":10,
+		"metered":[1,1,1,"tool \"metered\" is over its budget of 3 calls per run","tool \"metered\" is over its budget of 3 calls per run"]}`,
+		string(res.Value))
+	assert.LessOrEqual(t, most.Load(), int32(2), "never more than MaxInFlight at once")
+	assert.EqualValues(t, 2, most.Load(), "the bound is reached")
+}
+
+func TestGovernanceRefused(t *testing.T) {
+	t.Parallel()
+	for _, g := range []Governance{
+		{Key: []byte("short")},
+		{Tools: map[string]ToolPolicy{"x": {RequiresApproval: true}}},
+		{Tools: map[string]ToolPolicy{"x": {Timeout: -1}}},
+		{TTL: -time.Second, Key: testKey},
+	} {
+		_, err := New(WithGovernance(g))
+		assert.ErrorIs(t, err, ErrInvalidLimits, fmt.Sprint(g))
+	}
+}
+
+func FuzzContinuation(f *testing.F) {
+	e, err := New(gatedWrites())
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer e.Close()
+	s := &store{}
+	res := e.Execute(context.Background(), Request{Code: readsThenWrite, Providers: storeProviders, Dispatch: s.dispatch})
+	if res.Paused == nil {
+		f.Fatal("no pause")
+	}
+	f.Add(res.Paused.Continuation)
+	f.Add([]byte("cmc1\x00{}"))
+	f.Add([]byte{})
+	now := time.Now()
+	f.Fuzz(func(t *testing.T, c []byte) {
+		b, err := openContinuation(testKey, c, now)
+		if err != nil {
+			var ce *ContinuationError
+			if !errors.As(err, &ce) {
+				t.Fatalf("not a ContinuationError: %v", err)
+			}
+			return
+		}
+		if b.Pending < 0 || b.Pending >= len(b.Calls) {
+			t.Fatalf("accepted without a pending call: %+v", b)
+		}
+	})
+}
+
+// FuzzContinuationBody: whatever an authentic continuation's body holds,
+// the decoder refuses it with a ContinuationError or returns a body with
+// a call waiting for a decision.
+func FuzzContinuationBody(f *testing.F) {
+	f.Add([]byte(`{"v":1,"mode":"run","expires":9999999999,"calls":[{"tool":"t","args":"{}"}],"pending":0}`))
+	f.Add([]byte(`{"v":1,"mode":"execute","expires":1,"calls":[],"pending":0}`))
+	f.Add([]byte(`[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[`))
+	mac, _ := continuationKeys(testKey)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		c := append([]byte("cmc1\x00"), body...)
+		m := hmac.New(sha256.New, mac)
+		m.Write(c)
+		b, err := openContinuation(testKey, m.Sum(c), time.Unix(0, 0))
+		if err != nil {
+			var ce *ContinuationError
+			if !errors.As(err, &ce) {
+				t.Fatalf("not a ContinuationError: %v", err)
+			}
+			return
+		}
+		if b.Pending < 0 || b.Pending >= len(b.Calls) || b.Calls[b.Pending].answered() {
+			t.Fatalf("accepted without a pending call: %+v", b)
+		}
+	})
+}
+
+func TestCodeModeToolPauses(t *testing.T) {
+	t.Parallel()
+	var sent atomic.Int32
+	send := NewTool(ToolDefinition{Name: "send_mail", Description: "sends"}, func(_ context.Context, args json.RawMessage) (json.RawMessage, error) {
+		sent.Add(1)
+		return json.RawMessage(`"sent"`), nil
+	})
+	tool, err := NewCodeModeTool([]Tool{send}, Limits{},
+		WithGovernance(Governance{Tools: map[string]ToolPolicy{"send_mail": {RequiresApproval: true}}, Key: testKey}))
+	require.NoError(t, err)
+	defer tool.Close()
+	args := json.RawMessage(`{"code": "console.log('drafting'); return await send_mail({to: 'ada'})"}`)
+	r, err := tool.Invoke(context.Background(), args)
+	require.NoError(t, err)
+	require.NotNil(t, r.Paused)
+	assert.False(t, r.IsError)
+	assert.JSONEq(t, `{"paused":{"tool":"send_mail","args":{"to":"ada"}},"logs":["drafting"]}`, string(r.Output))
+	assert.EqualValues(t, 0, sent.Load())
+
+	_, err = tool.Call(context.Background(), args)
+	var p *Paused
+	require.ErrorAs(t, err, &p, "Call hands a pause to the loop as an error")
+
+	r, err = tool.Resume(context.Background(), r.Paused.Continuation, Approve())
+	require.NoError(t, err)
+	assert.Nil(t, r.Paused)
+	assert.JSONEq(t, `{"result":"sent","logs":["drafting"]}`, string(r.Output))
+	assert.EqualValues(t, 1, sent.Load())
+}
