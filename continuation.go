@@ -219,3 +219,46 @@ func SingleUse() func(id string, expires time.Time) error {
 		return nil
 	}
 }
+
+// ContinuationInfo is what a continuation says of itself, for a host that
+// keeps continuations and shows them to people (the call waiting) or
+// picks the executor to resume one on (its limits).
+type ContinuationInfo struct {
+	ID string
+	// Execute is true for an Execute program, false for a Run script.
+	Execute bool
+	// Tool and Args are the call waiting for a decision.
+	Tool string
+	Args json.RawMessage
+	// Completed is how many calls it answers from its record.
+	Completed int
+	// Providers names an Execute program's providers.
+	Providers []string
+	// Limits are the limits it ran under (a resume needs the same memory,
+	// stack, payload and logs).
+	Limits           Limits
+	Created, Expires time.Time
+}
+
+// InspectContinuation authenticates a continuation with key (the
+// Governance Key it was made with) and says what it holds; it refuses
+// what Resume refuses before running (a [*ContinuationError]), but for
+// the limits and Redeem, which are the resuming executor's.
+func InspectContinuation(key, continuation []byte) (*ContinuationInfo, error) {
+	b, err := openContinuation(key, continuation, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	info := &ContinuationInfo{ID: b.ID, Execute: b.Mode == modeExecute, Tool: b.Calls[b.Pending].Tool,
+		Args: json.RawMessage(b.Calls[b.Pending].Args), Limits: b.Limits,
+		Created: time.Unix(b.Created, 0), Expires: time.Unix(b.Expires, 0)}
+	for i := range b.Calls {
+		if b.Calls[i].answered() {
+			info.Completed++
+		}
+	}
+	for _, p := range b.Providers {
+		info.Providers = append(info.Providers, p.Name)
+	}
+	return info, nil
+}

@@ -478,3 +478,15 @@ func TestCodeModeToolPauses(t *testing.T) {
 	assert.JSONEq(t, `{"result":"sent","logs":["drafting"]}`, string(r.Output))
 	assert.EqualValues(t, 1, sent.Load())
 }
+
+func TestInspectContinuation(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t, gatedWrites(func(g *Governance) { g.Encrypt = true }))
+	p := pauseAtWrite(t, e, &store{})
+	info, err := InspectContinuation(testKey, p.Continuation)
+	require.NoError(t, err)
+	assert.Equal(t, &ContinuationInfo{ID: p.ID, Execute: true, Tool: "store.write", Args: json.RawMessage(`[{"sum":30}]`),
+		Completed: 3, Providers: []string{"store"}, Limits: e.Limits(), Created: info.Created, Expires: p.Expires}, info)
+	_, err = InspectContinuation(bytes.Repeat([]byte("y"), 32), p.Continuation)
+	assert.ErrorIs(t, err, ErrContinuation)
+}

@@ -57,6 +57,16 @@ type Job struct {
 	// Err marks a job that could not be read (a malformed input line):
 	// it is not run, and its outcome is of kind [KindBadInput].
 	Err error
+	// Resume, when set, makes the job the resumption of a paused run
+	// ([codemode.Executor.Resume]) in place of running Code: the
+	// continuation, and the decision for its call.
+	Resume *Resumption
+}
+
+// Resumption is a paused run to resume, with its decision.
+type Resumption struct {
+	Continuation []byte
+	Decision     codemode.Decision
 }
 
 // Outcome kinds besides the ExecError kinds (js, timeout,
@@ -64,6 +74,7 @@ type Job struct {
 const (
 	KindOK       = "ok"        // the program returned a value
 	KindBadInput = "bad_input" // the job could not be read or names an unknown provider
+	KindPaused   = "paused"    // a governed program stopped at a call needing a decision (Outcome.Paused)
 )
 
 // Outcome is what one job came to.
@@ -80,11 +91,14 @@ type Outcome struct {
 	Logs []string
 	// Stats is what the run measured (zero for a job that did not run).
 	Stats codemode.RunStats
+	// Paused is the pause of a [KindPaused] outcome: its continuation, and
+	// the call waiting for a decision.
+	Paused *codemode.Paused
 }
 
 // Progress is the batch's state after an outcome.
 type Progress struct {
-	Done, Failed int           // outcomes so far, and those not ok
+	Done, Failed int           // outcomes so far, and those neither ok nor paused
 	Elapsed      time.Duration // since the batch began
 }
 
@@ -147,7 +161,7 @@ func Run(ctx context.Context, jobs iter.Seq[Job], opts Options) iter.Seq2[Job, O
 				return true
 			}
 			prog.Done++
-			if it.out.Kind != KindOK {
+			if it.out.Kind != KindOK && it.out.Kind != KindPaused {
 				prog.Failed++
 			}
 			prog.Elapsed = time.Since(start)
@@ -369,12 +383,19 @@ func (b *runner) runOne(job Job) Outcome {
 	if job.Determinism != nil {
 		ctx = codemode.WithDeterminism(ctx, *job.Determinism)
 	}
-	if len(providers) == 0 && !b.opts.AlwaysExecute {
+	var res codemode.ExecuteResult
+	switch {
+	case job.Resume != nil:
+		res = e.Resume(ctx, job.Resume.Continuation, job.Resume.Decision, dispatch)
+	case len(providers) == 0 && !b.opts.AlwaysExecute:
 		return runScript(ctx, e, job.Code)
+	default:
+		res = e.Execute(ctx, codemode.Request{Code: job.Code, Providers: providers, Dispatch: dispatch})
 	}
-	res := e.Execute(ctx, codemode.Request{Code: job.Code, Providers: providers, Dispatch: dispatch})
 	out := Outcome{Result: res.Result, Logs: res.Logs, Stats: res.Stats}
 	switch {
+	case res.Paused != nil:
+		out.Kind, out.Paused, out.Result = KindPaused, res.Paused, nil
 	case res.Err != nil:
 		out.Kind, out.Err, out.Result = string(res.Err.Kind), res.Err, nil
 	case res.Error != "": // a refused request: nothing ran
@@ -398,6 +419,10 @@ func runScript(ctx context.Context, e *codemode.Executor, code string) Outcome {
 	}
 	if out.Logs == nil {
 		out.Logs = []string{}
+	}
+	if res != nil && res.Paused != nil {
+		out.Kind, out.Paused, out.Result = KindPaused, res.Paused, nil
+		return out
 	}
 	if err != nil {
 		var ee *codemode.ExecError

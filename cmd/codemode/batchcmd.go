@@ -29,7 +29,9 @@ milliseconds or durations like "2s") and writes one line per job:
 
   {"id": "a1", "result": 2, "logs": [], "elapsed_ms": 0.21, "host_calls": 0, "peak_memory_bytes": 118272}
 
-or with "error" (the reference's kind-tagged error JSON) instead of "result".
+or with "error" (the reference's kind-tagged error JSON) instead of "result",
+or, with --policy and --key-file, "paused" for a run that stopped at a tool
+call needing approval (its continuation: codemode resume -h).
 Lines come in input order unless --unordered. A line that is not a job becomes
 an error line of kind bad_input naming its line number; nothing is skipped.
 --resume skips the ids OUT already holds and appends the rest. On a terminal
@@ -84,8 +86,10 @@ func cmdBatch(ctx context.Context, stop <-chan struct{}, args []string, stdin io
 	fs := newFlagSet("batch", "[flags] IN.jsonl|-", batchHelp, stderr)
 	var lf limitFlags
 	var tf toolFlags
+	var gf govFlags
 	lf.register(fs, toolDeadlines)
 	tf.register(fs)
+	gf.register(fs)
 	jobs := fs.Int("j", runtime.GOMAXPROCS(0), "jobs in flight (raise it when jobs mostly wait on tools)")
 	outPath := fs.String("o", "", "write the result lines to this file (default stdout)")
 	unordered := fs.Bool("unordered", false, "write lines as jobs finish, not in input order")
@@ -106,6 +110,10 @@ func cmdBatch(ctx context.Context, stop <-chan struct{}, args []string, stdin io
 	n := *repeat
 	if *resume && *outPath == "" {
 		return exitFor(stderr, usagef("--resume needs -o: the file whose ids are done"))
+	}
+	gov, err := gf.options()
+	if err != nil {
+		return exitFor(stderr, err)
 	}
 	pm := progressMode(*progress)
 	if pm != "auto" && pm != "always" && pm != "never" {
@@ -204,7 +212,7 @@ func cmdBatch(ctx context.Context, stop <-chan struct{}, args []string, stdin io
 	}
 	opts := batch.Options{
 		Concurrency: *jobs, Unordered: *unordered, Limits: lf.l, Providers: tb.providers, Stop: stop,
-		Dispatch: tb.serve,
+		Dispatch: tb.serve, Executor: gov,
 	}
 	if tb.taped() || tb.proc != nil || len(tb.ups) > 0 {
 		// Called as a job starts, before its deadline runs: the hold for
@@ -464,10 +472,14 @@ func resultLine(dst []byte, j batch.Job, o batch.Outcome, stable bool) []byte {
 		dst = append(dst, `,"line":`...)
 		dst = strconv.AppendInt(dst, int64(j.Line), 10)
 	}
-	if o.Kind == batch.KindOK {
+	switch {
+	case o.Kind == batch.KindOK:
 		dst = append(dst, `,"result":`...)
 		dst = append(dst, o.Result...)
-	} else {
+	case o.Paused != nil:
+		dst = append(dst, `,"paused":`...)
+		dst = append(dst, pausedObject(o.Paused)...)
+	default:
 		dst = append(dst, `,"error":`...)
 		dst = append(dst, errorJSON(o)...)
 	}

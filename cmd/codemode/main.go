@@ -20,7 +20,8 @@
 // Exit status: 0 success; 1 the script failed (it threw, did not compile,
 // a tool failed it, or it left a promise that can never settle); 2 bad
 // usage or unreadable input; 3 a limit stopped it (deadline or memory); 4
-// an internal error; 5 a replay diverged from its tape; 130 a batch
+// an internal error; 5 a replay diverged from its tape; 6 a run paused at
+// a tool call that needs approval (codemode resume goes on); 130 a batch
 // interrupted by SIGINT (the runs in flight finished and were written).
 package main
 
@@ -46,6 +47,7 @@ const (
 	exitInternal    = 4
 	exitDiverged    = 5
 	exitInterrupted = 130
+	// exitPaused (6, govern.go): the run paused at a call needing approval.
 )
 
 func main() {
@@ -57,6 +59,7 @@ const usage = `codemode runs Code Mode programs in fresh QuickJS sandboxes.
 Usage:
   codemode run [flags] FILE|-        run one script, print {"result","logs"} or its error
   codemode batch [flags] IN.jsonl    run one job per line, write one result line per job
+  codemode resume [flags] CONT       resume a paused run with --approve, --reject REASON or --edit ARGS
   codemode describe TOOLS.json       print the run_js description and the TypeScript declarations
   codemode mcp --config servers.json serve code mode over MCP, on top of the configured MCP servers
   codemode serve [flags]             run the daemon: remote clients' programs, their tool calls sent back
@@ -64,7 +67,7 @@ Usage:
 Run 'codemode COMMAND -h' for a command's flags.
 
 Exit status: 0 success, 1 script error, 2 bad usage, 3 limit (deadline, memory),
-4 internal error, 5 replay diverged, 130 interrupted batch.
+4 internal error, 5 replay diverged, 6 paused for approval, 130 interrupted batch.
 `
 
 // Main runs the command line with args (without the program name) and
@@ -81,6 +84,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 		ctx, stop, hard := interrupts(ctx)
 		defer hard()
 		return cmdBatch(ctx, stop, args[1:], stdin, stdout, stderr)
+	case "resume":
+		return cmdResume(ctx, args[1:], stdin, stdout, stderr)
 	case "describe":
 		return cmdDescribe(args[1:], stdin, stdout, stderr)
 	case "serve":

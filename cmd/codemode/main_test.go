@@ -26,7 +26,8 @@ func TestMain(m *testing.M) {
 		// on its n-th call instead (the ping, id 0, is no call: it answers
 		// it as a tool it does not have, as a program written before the
 		// ping would), and with FAKEDISPATCH_START_DELAY=d it sleeps d
-		// before it reads its first line.
+		// before it reads its first line; with FAKEDISPATCH_LOG=f it
+		// appends each call to f as a line "provider.tool args".
 		"fakedispatch": fakeDispatch,
 		// fakemcp is a stdio MCP server: add({a, b}) answers {sum} as
 		// structured content, echo({x}) x as JSON text, block waits for
@@ -113,6 +114,13 @@ func fakeDispatch() {
 		}
 		if c.ID != 0 {
 			calls++
+			if log := os.Getenv("FAKEDISPATCH_LOG"); log != "" {
+				f, err := os.OpenFile(log, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+				if err == nil {
+					fmt.Fprintf(f, "%s.%s %s\n", c.Provider, c.Tool, c.Args)
+					f.Close()
+				}
+			}
 		}
 		if c.Tool == "die" || (dieAfter > 0 && calls >= dieAfter) {
 			fmt.Fprintln(os.Stderr, "fakedispatch: dying as asked")

@@ -42,22 +42,32 @@ Examples:
   codemode run --tools fixtures.json --record tape.jsonl task.js
   codemode run --replay tape.jsonl task.js
 
+With --policy and --key-file (see codemode resume -h) a tool call that
+requires approval pauses the run: it prints {"paused": {"tool", "args",
+"continuation", ...}, "logs": [...]} and exits 6; codemode resume goes on.
+
 Exit status: 0 success, 1 script error, 2 bad usage, 3 deadline or memory limit,
 4 internal error (or a --dispatch-cmd that does not start), 5 the replay
-diverged from the tape.
+diverged from the tape, 6 paused at a call that needs approval.
 `
 
 func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("run", "[flags] FILE|-", runHelp, stderr)
 	var lf limitFlags
 	var tf toolFlags
+	var gf govFlags
 	lf.register(fs, toolDeadlines)
 	tf.register(fs)
+	gf.register(fs)
 	pretty := fs.Bool("pretty", false, "indent the output")
 	if code, ok := parseOne(fs, args, "one script file"); !ok {
 		return code
 	}
 	lf.forTools(&tf)
+	gov, err := gf.options()
+	if err != nil {
+		return exitFor(stderr, err)
+	}
 	code, err := readSource(fs.Arg(0), stdin)
 	if err != nil {
 		return exitFor(stderr, err)
@@ -75,7 +85,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	var out batch.Outcome
 	for _, o := range batch.Run(ctx, func(yield func(batch.Job) bool) {
 		yield(batch.Job{ID: id, Code: code, Determinism: j.det})
-	}, batch.Options{Limits: lf.l, Providers: tb.providers, Concurrency: 1,
+	}, batch.Options{Limits: lf.l, Providers: tb.providers, Concurrency: 1, Executor: gov,
 		DispatchFor: func(batch.Job) codemode.DispatchFunc { return j.dispatch }}) {
 		out = o
 	}
@@ -87,9 +97,14 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			out = diverged(out, msg)
 		}
 	}
+	return printOutcome(stdout, stderr, out, *pretty)
+}
+
+// printOutcome prints run's output for an outcome and returns its status.
+func printOutcome(stdout, stderr io.Writer, out batch.Outcome, pretty bool) int {
 	enc := json.NewEncoder(stdout)
 	enc.SetEscapeHTML(false)
-	if *pretty {
+	if pretty {
 		enc.SetIndent("", "  ")
 	}
 	if err := enc.Encode(resultObject(out)); err != nil {
@@ -120,6 +135,8 @@ func exitStatus(kind string) int {
 		return exitUsage
 	case kindDiverged:
 		return exitDiverged
+	case batch.KindPaused:
+		return exitPaused
 	default:
 		return exitInternal
 	}
@@ -132,11 +149,17 @@ func resultObject(o batch.Outcome) any {
 	if logs == nil {
 		logs = []string{}
 	}
-	if o.Kind == batch.KindOK {
+	switch {
+	case o.Kind == batch.KindOK:
 		return struct {
 			Result json.RawMessage `json:"result"`
 			Logs   []string        `json:"logs"`
 		}{o.Result, logs}
+	case o.Paused != nil:
+		return struct {
+			Paused json.RawMessage `json:"paused"`
+			Logs   []string        `json:"logs"`
+		}{pausedObject(o.Paused), logs}
 	}
 	return withLogs(errorJSON(o), logs)
 }

@@ -89,8 +89,11 @@ func (s *summary) addRepeated(r *repeated) {
 
 // line is the one-line summary for a stderr that is no terminal.
 func (s *summary) line(elapsed time.Duration, interrupted bool) string {
-	failed := s.n - s.kinds[batch.KindOK]
+	failed := s.n - s.kinds[batch.KindOK] - s.kinds[batch.KindPaused] // a paused job waits for a decision
 	msg := fmt.Sprintf("codemode batch: %d jobs, %d failed, %.0f scripts/s in %v", s.n, failed, rate(s.n, elapsed), elapsed.Round(time.Millisecond))
+	if p := s.kinds[batch.KindPaused]; p > 0 {
+		msg += fmt.Sprintf(" (%d paused for approval: codemode resume)", p)
+	}
 	if s.repeat > 1 {
 		msg = fmt.Sprintf("codemode batch: %s × %d runs, %d of %d runs failed, %s differed, %.0f scripts/s in %v",
 			plural(s.jobs, "job"), s.repeat, failed, s.n, plural(s.ndiffer, "job"), rate(s.n, elapsed), elapsed.Round(time.Millisecond))
