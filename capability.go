@@ -659,7 +659,7 @@ func (h *hostRun) callSync(index int, args json.RawMessage, reply *C.bridge_repl
 	var v verdict
 	if h.gov != nil {
 		name := h.caps.caps[index].Name
-		if v = h.gov.issue(name, args); v.act == actStop {
+		if v = h.gov.issue(h.caller, name, args); v.act == actStop {
 			reply.status = C.BRIDGE_CALL_CANCELED // the run ends here: a pause or a divergence
 			return
 		}
@@ -740,7 +740,7 @@ func (h *hostRun) start(call asyncCall) bool {
 		if call.cap >= 0 {
 			name = h.caps.caps[call.cap].Name
 		}
-		v := h.gov.issue(name, call.args)
+		v := h.gov.issue(h.caller, name, call.args)
 		switch v.act {
 		case actStop:
 			return false

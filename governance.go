@@ -90,6 +90,13 @@ type Governance struct {
 	// Approver decides calls that require approval; nil pauses the run at
 	// such a call instead (Key must be set).
 	Approver Approver
+	// CanApprove, when set, is asked as a call that requires approval is
+	// made whether the Approver can decide it, with the run's context (on
+	// the run's goroutine: it must answer at once); false pauses the run
+	// at the call instead (Key must be set). A surface that can ask a
+	// person on some requests only (an MCP client that supports
+	// elicitation) says which.
+	CanApprove func(ctx context.Context) bool
 	// Key authenticates continuations (HMAC-SHA-256 under a key derived
 	// from it); at least 32 bytes, secret, and the same in every process
 	// that resumes. Without it a run cannot pause: a call that would pause
@@ -157,9 +164,9 @@ func (g *Governance) policy(name string) ToolPolicy {
 }
 
 // mayPause reports whether a run under g can pause: some policy requires
-// approval and no Approver decides it.
+// approval and the Approver may not decide it.
 func (g *Governance) mayPause() bool {
-	if len(g.Key) == 0 || g.Approver != nil {
+	if len(g.Key) == 0 || (g.Approver != nil && g.CanApprove == nil) {
 		return false
 	}
 	for _, p := range g.Tools {
@@ -290,8 +297,8 @@ type verdict struct {
 }
 
 // issue registers a call the program just made (on the run's goroutine,
-// in the program's order) and says what happens to it.
-func (r *govRun) issue(tool string, args []byte) verdict {
+// in the program's order, ctx the run's) and says what happens to it.
+func (r *govRun) issue(ctx context.Context, tool string, args []byte) verdict {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	seq := len(r.calls)
@@ -339,7 +346,7 @@ func (r *govRun) issue(tool string, args []byte) verdict {
 		}
 		r.counts[tool]++
 	}
-	if v.policy.RequiresApproval && r.g.Approver == nil {
+	if v.policy.RequiresApproval && !r.asks(ctx) {
 		if len(r.g.Key) == 0 {
 			v.act, v.msg = actFail, fmt.Sprintf("tool %q requires approval, and this executor can neither ask nor pause", tool)
 			return v
@@ -348,6 +355,18 @@ func (r *govRun) issue(tool string, args []byte) verdict {
 		v.act = actStop
 	}
 	return v
+}
+
+// asks reports whether the Approver decides the run's calls.
+func (r *govRun) asks(ctx context.Context) bool {
+	if r.g.Approver == nil {
+		return false
+	}
+	if r.g.CanApprove == nil {
+		return true
+	}
+	defer func() { recover() }() // a panicking CanApprove cannot approve
+	return r.g.CanApprove(ctx)
 }
 
 // rejection is the message a rejected call fails with.
@@ -443,7 +462,10 @@ func (r *govRun) governed(ctx context.Context, v verdict, tool string, args []by
 		// may keep them past that.
 		args = bytes.Clone(args)
 	}
-	if v.policy.RequiresApproval && !v.decided && r.g.Approver != nil {
+	if v.policy.RequiresApproval && !v.decided {
+		if r.g.Approver == nil {
+			return fail(fmt.Sprintf("tool %q requires approval, and this executor has no Approver", tool))
+		}
 		d, err := safeApprove(ctx, r.g.Approver, ToolCall{Tool: tool, Args: json.RawMessage(args)})
 		switch {
 		case err != nil:

@@ -490,3 +490,20 @@ func TestInspectContinuation(t *testing.T) {
 	_, err = InspectContinuation(bytes.Repeat([]byte("y"), 32), p.Continuation)
 	assert.ErrorIs(t, err, ErrContinuation)
 }
+
+// TestCanApprove: an Approver that can decide some runs only; the others
+// pause.
+func TestCanApprove(t *testing.T) {
+	t.Parallel()
+	type askKey struct{}
+	e := newExecutor(t, gatedWrites(func(g *Governance) {
+		g.Approver = func(context.Context, ToolCall) (Decision, error) { return Reject("asked and refused"), nil }
+		g.CanApprove = func(ctx context.Context) bool { return ctx.Value(askKey{}) != nil }
+	}))
+	s := &store{}
+	res := e.Execute(context.WithValue(context.Background(), askKey{}, true),
+		Request{Code: readsThenWrite, Providers: storeProviders, Dispatch: s.dispatch})
+	assert.Equal(t, `{"sum":30,"refused":"tool \"store.write\" was rejected: asked and refused"}`, result(t, res))
+	p := pauseAtWrite(t, e, &store{})
+	assert.Equal(t, "store.write", p.Tool)
+}

@@ -40,6 +40,14 @@ type ServerOptions struct {
 	// client that asked for it (default 1 s); every upstream call also
 	// reports.
 	Progress time.Duration
+	// Resume lists a second tool, ResumeToolName, that goes on with a
+	// program that paused at a call needing approval (the executor's
+	// codemode.Governance; see [CanElicit]): it takes {continuation,
+	// approve, reason?, args?}. Its decision is whoever calls it: list it
+	// for a client whose user confirms tool calls.
+	Resume bool
+	// ResumeToolName is the resume tool's name (default "resume_js").
+	ResumeToolName string
 }
 
 // DefaultTokenBudget is ServerOptions.TokenBudget's default.
@@ -98,6 +106,9 @@ func NewServer(exec *codemode.Executor, router *Router, opts ServerOptions) (*mc
 	if opts.Progress <= 0 {
 		opts.Progress = time.Second
 	}
+	if opts.ResumeToolName == "" {
+		opts.ResumeToolName = "resume_js"
+	}
 	for _, p := range router.Providers() {
 		if p.Name == searchProvider {
 			return nil, fmt.Errorf("mcp: the provider name %q is the server's own (progressive discovery)", searchProvider)
@@ -130,14 +141,30 @@ func NewServer(exec *codemode.Executor, router *Router, opts ServerOptions) (*mc
 			"additionalProperties": false,
 		},
 		OutputSchema: map[string]any{
-			"type": "object",
-			"properties": map[string]any{
-				"result": map[string]any{"description": "the program's value"},
-				"logs":   map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
-				"error":  map[string]any{"type": "object", "description": "the failure, when the program failed"},
-			},
+			"type":       "object",
+			"properties": outputProperties,
 		},
 	}, h.run)
+	if opts.Resume {
+		s.AddTool(&mcp.Tool{
+			Name: opts.ResumeToolName,
+			Description: "Goes on with a " + opts.ToolName + " program that paused at a tool call needing approval (its result was {paused: {tool, args, continuation}}): " +
+				"approve runs the call (with args in place of its arguments, when given), otherwise the program is told the reason. " +
+				"Answers as " + opts.ToolName + " does.",
+			InputSchema: map[string]any{
+				"type": "object",
+				"properties": map[string]any{
+					"continuation": map[string]any{"type": "string", "description": "the paused result's continuation"},
+					"approve":      map[string]any{"type": "boolean"},
+					"reason":       map[string]any{"type": "string", "description": "why not, when not approved"},
+					"args":         map[string]any{"description": "the call's arguments to use instead (approved only)"},
+				},
+				"required":             []string{"continuation", "approve"},
+				"additionalProperties": false,
+			},
+			OutputSchema: map[string]any{"type": "object", "properties": outputProperties},
+		}, h.resume)
+	}
 	if h.progressive {
 		s.AddTool(&mcp.Tool{
 			Name: "search_tools",
@@ -156,6 +183,14 @@ func NewServer(exec *codemode.Executor, router *Router, opts ServerOptions) (*mc
 	return s, nil
 }
 
+// outputProperties are the code tool's (and the resume tool's) results.
+var outputProperties = map[string]any{
+	"result": map[string]any{"description": "the program's value"},
+	"logs":   map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
+	"error":  map[string]any{"type": "object", "description": "the failure, when the program failed"},
+	"paused": map[string]any{"type": "object", "description": "the tool call waiting for approval, and the continuation that goes on"},
+}
+
 type handler struct {
 	exec        *codemode.Executor
 	router      *Router
@@ -171,6 +206,56 @@ func (h *handler) run(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallT
 	if err := json.Unmarshal(req.Params.Arguments, &in); err != nil || in.Code == nil {
 		return failure(h.invalidArgs(`the arguments are {"code": string}`), nil), nil
 	}
+	if req.Params.RequestState != "" { // the user's answer to a paused program's approval
+		cont, err := base64.StdEncoding.DecodeString(req.Params.RequestState)
+		if err != nil {
+			return failure(h.invalidArgs("the request state is not a continuation"), nil), nil
+		}
+		d, err := approvalDecision(req.Params.InputResponses[approvalInput])
+		if err != nil {
+			return failure(h.invalidArgs(err.Error()), nil), nil
+		}
+		return h.serve(ctx, req, func(ctx context.Context, _ []codemode.Provider, dispatch codemode.DispatchFunc) codemode.ExecuteResult {
+			return h.exec.Resume(ctx, cont, d, dispatch)
+		})
+	}
+	return h.serve(ctx, req, func(ctx context.Context, providers []codemode.Provider, dispatch codemode.DispatchFunc) codemode.ExecuteResult {
+		return h.exec.Execute(ctx, codemode.Request{Code: *in.Code, Providers: providers, Dispatch: dispatch})
+	})
+}
+
+// resume serves the resume tool.
+func (h *handler) resume(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var in struct {
+		Continuation *string         `json:"continuation"`
+		Approve      *bool           `json:"approve"`
+		Reason       string          `json:"reason"`
+		Args         json.RawMessage `json:"args"`
+	}
+	if err := json.Unmarshal(req.Params.Arguments, &in); err != nil || in.Continuation == nil || in.Approve == nil {
+		return failure(h.invalidArgs(`the arguments are {"continuation": string, "approve": boolean, "reason"?: string, "args"?: any}`), nil), nil
+	}
+	cont, err := base64.StdEncoding.DecodeString(*in.Continuation)
+	if err != nil {
+		return failure(h.invalidArgs("the continuation is not base64"), nil), nil
+	}
+	d := codemode.Reject(in.Reason)
+	if *in.Approve {
+		d = codemode.Approve()
+		if len(in.Args) > 0 && string(in.Args) != "null" {
+			d = codemode.ApproveWith(in.Args)
+		}
+	}
+	return h.serve(ctx, req, func(ctx context.Context, _ []codemode.Provider, dispatch codemode.DispatchFunc) codemode.ExecuteResult {
+		return h.exec.Resume(ctx, cont, d, dispatch)
+	})
+}
+
+// serve runs a program (exec) with the router's providers and the
+// server's own, reporting progress to a client that asked, and turns its
+// outcome into the tool's result.
+func (h *handler) serve(ctx context.Context, req *mcp.CallToolRequest,
+	exec func(context.Context, []codemode.Provider, codemode.DispatchFunc) codemode.ExecuteResult) (*mcp.CallToolResult, error) {
 	providers := append(h.router.Providers(), codemode.Provider{Name: searchProvider, Tools: []string{"search_tools"}})
 	dispatch := func(ctx context.Context, provider, tool, args string) (string, error) {
 		if provider == searchProvider && tool == "search_tools" {
@@ -217,7 +302,15 @@ func (h *handler) run(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallT
 			}
 		}()
 	}
-	res := h.exec.Execute(ctx, codemode.Request{Code: *in.Code, Providers: providers, Dispatch: dispatch})
+	res := exec(ctx, providers, dispatch)
+	if res.Paused != nil {
+		// Ask the user through the client, unless it cannot be asked (or,
+		// on an older protocol, was asked for this call already).
+		if canElicit(req.Session) && (req.Params.RequestState == "" || multiRoundTrip(req.Session)) {
+			return askApproval(res.Paused), nil
+		}
+		return pausedResult(res.Paused, res.Logs), nil
+	}
 	if res.Error != "" {
 		if res.Err == nil {
 			return failure(h.invalidArgs(res.Error), res.Logs), nil

@@ -73,3 +73,60 @@ func TestMCPServe(t *testing.T) {
 	b, _ = json.Marshal(res.StructuredContent)
 	assert.JSONEq(t, `{"result":42,"logs":[]}`, string(b))
 }
+
+// TestMCPGoverned drives `codemode mcp --policy --key-file` with the SDK's
+// client: a gated call asks the client's user (elicitation), and a client
+// without elicitation gets the paused result and resumes through
+// resume_js.
+func TestMCPGoverned(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "servers.json")
+	require.NoError(t, os.WriteFile(cfg, fmt.Appendf(nil, `{"mcpServers": {"calc": {"command": %q}}}`, selfAs(t, "fakemcp")), 0o644))
+	policy := filepath.Join(dir, "policy.json")
+	require.NoError(t, os.WriteFile(policy, []byte(`{"tools": {"calc.echo": {"requires_approval": true}}}`), 0o644))
+	key := filepath.Join(dir, "key")
+	require.NoError(t, os.WriteFile(key, []byte("0123456789abcdef0123456789abcdef\n"), 0o600))
+	connect := func(opts *mcp.ClientOptions) *mcp.ClientSession {
+		cmd := exec.Command(selfAs(t, "codemode"), "mcp", "--config", cfg, "--deadline", "20s", "--policy", policy, "--key-file", key)
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	ctx := context.Background()
+	code := map[string]any{"code": "const s = await calc.add({a: 2, b: 3}); return await calc.echo({x: s.sum})"}
+	structured := func(res *mcp.CallToolResult) string {
+		b, _ := json.Marshal(res.StructuredContent)
+		return string(b)
+	}
+
+	asked := 0
+	cs := connect(&mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked++
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+	}})
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_js", Arguments: code})
+	require.NoError(t, err)
+	require.False(t, res.IsError, res.Content)
+	assert.JSONEq(t, `{"result":5,"logs":[]}`, structured(res))
+	assert.Equal(t, 1, asked)
+
+	cs = connect(nil)
+	tools, err := cs.ListTools(ctx, nil)
+	require.NoError(t, err)
+	var names []string
+	for _, tl := range tools.Tools {
+		names = append(names, tl.Name)
+	}
+	assert.ElementsMatch(t, []string{"run_js", "resume_js"}, names)
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_js", Arguments: code})
+	require.NoError(t, err)
+	var out struct{ Paused struct{ Tool, Continuation string } }
+	require.NoError(t, json.Unmarshal([]byte(structured(res)), &out))
+	assert.Equal(t, "calc.echo", out.Paused.Tool)
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "resume_js", Arguments: map[string]any{
+		"continuation": out.Paused.Continuation, "approve": false, "reason": "no echoes today"}})
+	require.NoError(t, err)
+	assert.True(t, res.IsError, "an uncaught rejection fails the program")
+	assert.Contains(t, res.Content[0].(*mcp.TextContent).Text, `tool \"calc.echo\" was rejected: no echoes today`)
+}

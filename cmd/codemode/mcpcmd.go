@@ -29,15 +29,26 @@ fails its calls in flight and is restarted with backoff. The sandbox has no
 network: only the configured tools are reachable, and their credentials stay in
 their processes. Serves on stdin/stdout unless --http.
 
+--policy governs the servers' tools, named "server.tool" (timeouts, in-flight
+caps, budgets, approval; the file's form: codemode resume -h). With --key-file,
+a call that requires approval pauses the program and the client's user is
+asked through elicitation (a multi round-trip request whose state is the
+signed continuation); a client without elicitation gets {"paused": {...}}
+and a second tool, resume_js, goes on with {continuation, approve, reason?,
+args?}.
+
 Examples:
   codemode mcp --config servers.json
   codemode mcp --config servers.json --http 127.0.0.1:8080 --deadline 30s
+  codemode mcp --config servers.json --policy policy.json --key-file key
 `
 
 func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("mcp", "--config servers.json [flags]", mcpHelp, stderr)
 	var lf limitFlags
+	var gf govFlags
 	lf.register(fs, "default "+mcpDeadline.String())
+	gf.register(fs)
 	config := fs.String("config", "", "the mcpServers JSON file")
 	addr := fs.String("http", "", "serve streamable HTTP on this address instead of stdio")
 	toolName := fs.String("tool-name", "run_js", "the code tool's name")
@@ -51,17 +62,26 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if lf.l.Deadline == 0 {
 		lf.l.Deadline = mcpDeadline // programs that wait on upstream tools
 	}
+	gov, err := gf.governance()
+	if err != nil {
+		return exitFor(stderr, err)
+	}
 	ups, router, err := openMCP(ctx, *config, stderr)
 	if err != nil {
 		return exitFor(stderr, err)
 	}
 	defer closeAll(ups)
-	exec, err := codemode.New(codemode.WithLimits(lf.l))
+	opts := []codemode.Option{codemode.WithLimits(lf.l)}
+	if gov != nil {
+		opts = append(opts, codemode.WithGovernance(*gov))
+	}
+	exec, err := codemode.New(opts...)
 	if err != nil {
 		return exitFor(stderr, usagef("%v", err))
 	}
 	defer exec.Close()
-	srv, err := cmcp.NewServer(exec, router, cmcp.ServerOptions{ToolName: *toolName, TokenBudget: *budget})
+	srv, err := cmcp.NewServer(exec, router, cmcp.ServerOptions{ToolName: *toolName, TokenBudget: *budget,
+		Resume: gov != nil && len(gov.Key) > 0})
 	if err != nil {
 		return exitFor(stderr, err)
 	}
