@@ -659,7 +659,10 @@ func (h *hostRun) callSync(index int, args json.RawMessage, reply *C.bridge_repl
 	var v verdict
 	if h.gov != nil {
 		name := h.caps.caps[index].Name
-		if v = h.gov.issue(h.caller, name, args); v.act == actStop {
+		if v = h.gov.issue(h.caller, name, args); v.act != actLive {
+			h.calls.Add(-1) // it reaches no handler
+		}
+		if v.act == actStop {
 			reply.status = C.BRIDGE_CALL_CANCELED // the run ends here: a pause or a divergence
 			return
 		}
@@ -741,6 +744,9 @@ func (h *hostRun) start(call asyncCall) bool {
 			name = h.caps.caps[call.cap].Name
 		}
 		v := h.gov.issue(h.caller, name, call.args)
+		if v.act != actLive {
+			h.calls.Add(-1) // it reaches no handler
+		}
 		switch v.act {
 		case actStop:
 			return false

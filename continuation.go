@@ -262,3 +262,38 @@ func InspectContinuation(key, continuation []byte) (*ContinuationInfo, error) {
 	}
 	return info, nil
 }
+
+// OpenContinuation authenticates a continuation with key (the Governance
+// Key it was made with) and returns its body, the JSON of what it holds
+// (SECURITY.md lists it): for a host that carries a run between keys, as
+// the daemon's client does (the daemon seals with a key of its own, the
+// client with the host's, which never leaves it). It refuses what
+// InspectContinuation refuses.
+func OpenContinuation(key, continuation []byte) ([]byte, error) {
+	b, err := openContinuation(key, continuation, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(b)
+}
+
+// SealContinuation makes a continuation of a body OpenContinuation
+// returned, under g's Key (sealed if g.Encrypt); its expiry and id are the
+// body's. A body that is not one is a [*ContinuationError].
+func SealContinuation(g Governance, body []byte) ([]byte, error) {
+	if len(g.Key) < 32 {
+		return nil, refuse("the key is %d bytes; it needs at least 32", len(g.Key))
+	}
+	var b continuationBody
+	if err := json.Unmarshal(body, &b); err != nil {
+		return nil, refuse("its body is not a continuation: %v", err)
+	}
+	c, err := sealContinuation(&g, &b)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := openContinuation(g.Key, c, time.Now()); err != nil {
+		return nil, err // the body's own checks (a pending call, not expired)
+	}
+	return c, nil
+}

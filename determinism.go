@@ -54,7 +54,10 @@ type RunStats struct {
 	// Elapsed is the wall time from the call's entry to its return.
 	Elapsed time.Duration
 	// HostCalls counts the capability and provider calls the program
-	// made (each sync or async call once, whether it succeeded or not).
+	// made that reached the host (each sync or async call once, whether
+	// it succeeded or not); a governed run's calls answered from its
+	// continuation, refused by a policy or decision before they ran, or
+	// paused at are not counted.
 	HostCalls int
 	// PeakMemory is the most engine heap the run held, in bytes,
 	// including the sandbox's own (some 110 KiB).

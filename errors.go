@@ -236,6 +236,12 @@ func contextError(name string, cause error) *ExecError {
 }
 
 // internalError builds an internal ExecError wrapping cause.
+// InternalError is the [ExecError] of kind internal a surface reports for
+// a failure of its own in op (the daemon's client refusing a continuation,
+// say): its message names op and cause, and errors.Is and errors.As see
+// cause through it.
+func InternalError(op string, cause error) *ExecError { return internalError(op, cause) }
+
 func internalError(op string, cause error) *ExecError {
 	return &ExecError{Kind: KindInternal, Message: "codemode: " + op + ": " + cause.Error(), cause: cause}
 }

@@ -507,3 +507,27 @@ func TestCanApprove(t *testing.T) {
 	p := pauseAtWrite(t, e, &store{})
 	assert.Equal(t, "store.write", p.Tool)
 }
+
+// TestResealContinuation: a run carried from one key to another (the
+// daemon's key to the host's, and back) resumes under the second.
+func TestResealContinuation(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t, gatedWrites())
+	s := &store{}
+	p := pauseAtWrite(t, e, s)
+	body, err := OpenContinuation(testKey, p.Continuation)
+	require.NoError(t, err)
+	host := Governance{Key: bytes.Repeat([]byte("h"), 32), Encrypt: true}
+	sealed, err := SealContinuation(host, body)
+	require.NoError(t, err)
+	_, err = OpenContinuation(testKey, sealed)
+	assert.ErrorIs(t, err, ErrContinuation, "the first key no longer opens it")
+	back, err := OpenContinuation(host.Key, sealed)
+	require.NoError(t, err)
+	again, err := SealContinuation(Governance{Key: testKey}, back)
+	require.NoError(t, err)
+	assert.Equal(t, `{"sum":30,"wrote":"written"}`, result(t, e.Resume(context.Background(), again, Approve(), s.dispatch)))
+
+	_, err = SealContinuation(host, []byte(`{"v":1}`))
+	assert.ErrorIs(t, err, ErrContinuation)
+}

@@ -31,6 +31,8 @@ type Client struct {
 	limits  codemode.Limits
 	require bool
 	caps    []codemode.Capability
+	gov     *codemode.Governance // WithGovernance: the key stays here
+	pbGov   *pb.Governance       // what the daemon is told of it
 
 	mu     sync.Mutex
 	closed bool
@@ -46,6 +48,29 @@ type dialConfig struct {
 	require bool
 	caps    []codemode.Capability
 	grpc    []grpc.DialOption
+	gov     *codemode.Governance
+}
+
+// WithGovernance governs the tool calls of this client's programs (see
+// codemode.Governance): the daemon is told the per-tool policies and runs
+// under them; a call that requires approval pauses the program, whose
+// continuation the daemon hands back unsealed, and this client seals with
+// g's Key, which never leaves the process. [Client.Resume] resumes it on
+// any daemon. An Approver is not supported here (the program pauses
+// instead); g needs a Key for approval.
+func WithGovernance(g codemode.Governance) Option {
+	return func(d *dialConfig) error {
+		if g.Approver != nil || g.CanApprove != nil {
+			return errors.New("remote: WithGovernance: an Approver cannot decide a daemon's calls; the program pauses, and Resume goes on")
+		}
+		if e, err := codemode.New(codemode.WithGovernance(g), codemode.WithSlots(1)); err != nil {
+			return fmt.Errorf("remote: WithGovernance: %w", err)
+		} else {
+			e.Close()
+		}
+		d.gov = &g
+		return nil
+	}
 }
 
 // WithTLS dials with these transport credentials (TLS, mTLS); the default
@@ -107,7 +132,15 @@ func Dial(target string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{conn: conn, client: pb.NewExecutorClient(conn), limits: d.limits, require: d.require, caps: d.caps}, nil
+	c := &Client{conn: conn, client: pb.NewExecutorClient(conn), limits: d.limits, require: d.require, caps: d.caps, gov: d.gov}
+	if g := d.gov; g != nil {
+		c.pbGov = &pb.Governance{Tools: map[string]*pb.ToolPolicy{}, TtlMs: int64((g.TTL + time.Millisecond - 1) / time.Millisecond)}
+		for name, t := range g.Tools {
+			c.pbGov.Tools[name] = &pb.ToolPolicy{TimeoutNs: int64(t.Timeout),
+				MaxInFlight: int64(t.MaxInFlight), Budget: int64(t.Budget), RequiresApproval: t.RequiresApproval}
+		}
+	}
+	return c, nil
 }
 
 // bearer is a token as per-RPC credentials.
@@ -158,7 +191,7 @@ func (c *Client) pbLimits() *pb.Limits {
 // that cannot be reached, refuses the program or fails mid-run is
 // ExecuteResult.Error (Err of kind internal).
 func (c *Client) Execute(ctx context.Context, req codemode.Request) codemode.ExecuteResult {
-	start := &pb.Start{Mode: pb.Start_MODE_EXECUTE, Code: req.Code, Limits: c.pbLimits(), RequireLimits: c.require}
+	start := &pb.Start{Mode: pb.Start_MODE_EXECUTE, Code: req.Code, Limits: c.pbLimits(), RequireLimits: c.require, Governance: c.pbGov}
 	for _, p := range req.Providers {
 		pp := &pb.Provider{Name: p.Name, Tools: p.Tools, ObjectArgs: p.ObjectArgs, Prelude: p.Prelude, ProxySource: p.ProxySource}
 		for _, api := range p.APIs {
@@ -168,14 +201,19 @@ func (c *Client) Execute(ctx context.Context, req codemode.Request) codemode.Exe
 		start.Providers = append(start.Providers, pp)
 	}
 	start.RetainHandles = req.RetainHandles
+	return c.execute(ctx, start, req.Dispatch)
+}
+
+// execute runs an Execute program's start (or a resumption's).
+func (c *Client) execute(ctx context.Context, start *pb.Start, dispatch codemode.DispatchFunc) codemode.ExecuteResult {
 	var kept *remoteRetained
 	res, err := c.program(ctx, start, &kept, func(ctx context.Context, call *pb.Call) *pb.Answer {
 		a := &pb.Answer{Id: call.Id}
-		if req.Dispatch == nil {
+		if dispatch == nil {
 			a.Outcome = &pb.Answer_Failure{Failure: codemode.ToolNotFoundError{Tool: call.Tool}.Error()}
 			return a
 		}
-		env, err := safeDispatch(ctx, req.Dispatch, call)
+		env, err := safeDispatch(ctx, dispatch, call)
 		if err != nil {
 			a.Outcome = &pb.Answer_Failure{Failure: err.Error()}
 		} else {
@@ -202,8 +240,87 @@ func (c *Client) Execute(ctx context.Context, req codemode.Request) codemode.Exe
 	if kept != nil {
 		out.Retained = codemode.NewRetained(kept)
 	}
+	if res.Paused != nil {
+		p, err := c.seal(res.Paused)
+		if err != nil {
+			return failed("execute", err)
+		}
+		out.Paused, out.Result = p, nil
+	}
 	return out
 }
+
+// seal makes the host's continuation of a program the daemon paused.
+func (c *Client) seal(p *pb.Paused) (*codemode.Paused, error) {
+	if c.gov == nil || len(c.gov.Key) == 0 {
+		return nil, errors.New("the daemon paused a program this client did not govern")
+	}
+	cont, err := codemode.SealContinuation(*c.gov, p.Body)
+	if err != nil {
+		return nil, err
+	}
+	return &codemode.Paused{Continuation: cont, ID: p.Id, Tool: p.Tool, Args: json.RawMessage(p.ArgsJson),
+		Completed: int(p.Completed), Expires: time.Unix(p.ExpiresUnix, 0)}, nil
+}
+
+// Resume resumes a program this client's governance paused (made by any
+// daemon) on the daemon this client reaches, with the decision for its
+// call (see codemode.Executor.Resume): the continuation is authenticated
+// here with the host's key, and only its body travels. dispatch serves an
+// Execute program's tools; a Run program's are the client's capabilities.
+// A refused continuation is Err (codemode.ErrContinuation) and nothing
+// runs.
+func (c *Client) Resume(ctx context.Context, continuation []byte, d codemode.Decision, dispatch codemode.DispatchFunc) codemode.ExecuteResult {
+	refused := func(err error) codemode.ExecuteResult {
+		ee := codemode.InternalError(codemode.ExecuteName, err)
+		return codemode.ExecuteResult{Logs: []string{}, Error: ee.Message, Err: ee}
+	}
+	if c.gov == nil || len(c.gov.Key) == 0 {
+		return refused(errors.New("remote: Resume: this client has no governance key (WithGovernance)"))
+	}
+	info, err := codemode.InspectContinuation(c.gov.Key, continuation)
+	if err != nil {
+		return refused(err)
+	}
+	if c.gov.Redeem != nil {
+		if err := c.gov.Redeem(info.ID, info.Expires); err != nil {
+			return refused(fmt.Errorf("%w: Redeem refused it: %v", codemode.ErrContinuation, err))
+		}
+	}
+	body, err := codemode.OpenContinuation(c.gov.Key, continuation)
+	if err != nil {
+		return refused(err)
+	}
+	l := info.Limits
+	r := &pb.Resume{Body: body, Approve: d.Approve, Reason: d.Reason}
+	if d.Approve && d.Args != nil {
+		r.ArgsJson = string(d.Args)
+	}
+	start := &pb.Start{Mode: pb.Start_MODE_EXECUTE, Limits: &pb.Limits{Memory: int64(l.Memory), Stack: int64(l.Stack),
+		Payload: int64(l.Payload), Logs: int64(l.Logs), DeadlineMs: c.limits.Deadline.Milliseconds()},
+		RequireLimits: true, Governance: c.pbGov, Resume: r}
+	if info.Execute {
+		return c.execute(ctx, start, dispatch)
+	}
+	start.Mode, start.Capabilities = pb.Start_MODE_RUN, c.pbCapabilities()
+	res, err := c.run(ctx, start)
+	out := codemode.ExecuteResult{Logs: []string{}}
+	if res != nil {
+		out.Result, out.Stats, out.Paused = res.Value, res.Stats, res.Paused
+		if res.Logs != nil {
+			out.Logs = res.Logs
+		}
+	}
+	if err != nil {
+		ee, ok := err.(*codemode.ExecError)
+		if !ok {
+			ee = &codemode.ExecError{Kind: codemode.KindInternal, Name: codemode.RunJSToolName, Message: err.Error()}
+		}
+		out.Result, out.Err, out.Error = nil, ee, ee.Error()
+	}
+	return out
+}
+
 
 func safeDispatch(ctx context.Context, d codemode.DispatchFunc, call *pb.Call) (env string, err error) {
 	defer func() {
@@ -217,11 +334,23 @@ func safeDispatch(ctx context.Context, d codemode.DispatchFunc, call *pb.Call) (
 // Run runs a run_js script on the daemon with the client's capabilities
 // (WithCapability); their calls come back here.
 func (c *Client) Run(ctx context.Context, script string) (*codemode.Result, error) {
-	start := &pb.Start{Mode: pb.Start_MODE_RUN, Code: script, Limits: c.pbLimits(), RequireLimits: c.require}
+	start := &pb.Start{Mode: pb.Start_MODE_RUN, Code: script, Limits: c.pbLimits(), RequireLimits: c.require,
+		Capabilities: c.pbCapabilities(), Governance: c.pbGov}
+	return c.run(ctx, start)
+}
+
+// pbCapabilities are the client's capabilities as the daemon is told them.
+func (c *Client) pbCapabilities() []*pb.Capability {
+	var caps []*pb.Capability
 	for _, cp := range c.caps {
-		start.Capabilities = append(start.Capabilities, &pb.Capability{Name: cp.Name, Description: cp.Description,
+		caps = append(caps, &pb.Capability{Name: cp.Name, Description: cp.Description,
 			ParamsJson: string(cp.Params), Async: cp.Async})
 	}
+	return caps
+}
+
+// run runs a Run script's start (or a resumption's).
+func (c *Client) run(ctx context.Context, start *pb.Start) (*codemode.Result, error) {
 	res, err := c.program(ctx, start, nil, func(ctx context.Context, call *pb.Call) *pb.Answer {
 		a := &pb.Answer{Id: call.Id}
 		i := slices.IndexFunc(c.caps, func(cp codemode.Capability) bool { return cp.Name == call.Tool })
@@ -251,6 +380,12 @@ func (c *Client) Run(ctx context.Context, script string) (*codemode.Result, erro
 	r := &codemode.Result{Logs: res.Logs, Stats: fromStats(res.Stats, res.Limits)}
 	if r.Logs == nil {
 		r.Logs = []string{}
+	}
+	if res.Paused != nil {
+		if r.Paused, err = c.seal(res.Paused); err != nil {
+			return r, failed(codemode.RunJSToolName, err).Err
+		}
+		return r, nil
 	}
 	if res.ErrorJson != "" || res.Error != "" {
 		ee := &codemode.ExecError{}

@@ -20,6 +20,7 @@ package remote
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -93,11 +94,16 @@ type Server struct {
 	mu       sync.Mutex
 	execs    map[execKey]*codemode.Executor
 	seq      uint64
+	// key seals the continuations of this daemon's runs while they are
+	// its own: a paused program's goes to the client as its body, which
+	// the client seals with the host's key (that key never comes here).
+	key []byte
 }
 
 type execKey struct {
 	limits codemode.Limits
 	caps   string // the capability set's signature (Run)
+	gov    string // the governance's signature
 }
 
 // NewServer makes a daemon's service.
@@ -130,8 +136,10 @@ func NewServer(opts ServerOptions) *Server {
 	if n <= 0 {
 		n = codemode.DefaultSlots
 	}
+	key := make([]byte, 32)
+	rand.Read(key)
 	return &Server{opts: opts, max: max, log: log, admit: make(chan struct{}, n), draining: make(chan struct{}),
-		execs: map[execKey]*codemode.Executor{}}
+		execs: map[execKey]*codemode.Executor{}, key: key}
 }
 
 // GRPCOptions are the gRPC server options the daemon's limits need: the
@@ -247,14 +255,27 @@ func (s *Server) Program(stream pb.Executor_ProgramServer) error {
 	began := time.Now()
 	switch start.Mode {
 	case pb.Start_MODE_RUN:
-		e, err := s.executor(limits, start.Capabilities)
+		e, err := s.executor(limits, start.Capabilities, start.Governance)
 		if err != nil {
 			return status.Error(codes.InvalidArgument, err.Error())
 		}
-		r, rerr := e.Run(withPeer(ctx, p), start.Code)
+		var r *codemode.Result
+		var rerr error
+		if start.Resume != nil {
+			out := s.resume(withPeer(ctx, p), e, start, nil)
+			r, rerr = &codemode.Result{Value: out.Result, Logs: out.Logs, Stats: out.Stats, Paused: out.Paused}, nil
+			if out.Err != nil {
+				rerr = out.Err
+			}
+		} else {
+			r, rerr = e.Run(withPeer(ctx, p), start.Code)
+		}
 		if r != nil {
 			p.flush(int64(r.Stats.HostCalls))
 			res.ResultJson, res.Logs, res.Stats = string(r.Value), r.Logs, stats(r.Stats)
+			if r.Paused != nil {
+				res.ResultJson, res.Paused = "", s.paused(r.Paused)
+			}
 		}
 		if rerr != nil {
 			var ee *codemode.ExecError
@@ -266,7 +287,7 @@ func (s *Server) Program(stream pb.Executor_ProgramServer) error {
 			res.ResultJson = ""
 		}
 	default:
-		e, err := s.executor(limits, nil)
+		e, err := s.executor(limits, nil, start.Governance)
 		if err != nil {
 			return status.Error(codes.InvalidArgument, err.Error())
 		}
@@ -279,9 +300,17 @@ func (s *Server) Program(stream pb.Executor_ProgramServer) error {
 			}
 			req.Providers = append(req.Providers, p)
 		}
-		r := e.Execute(ctx, req)
+		var r codemode.ExecuteResult
+		if start.Resume != nil {
+			r = s.resume(ctx, e, start, p.dispatch)
+		} else {
+			r = e.Execute(ctx, req)
+		}
 		p.flush(int64(r.Stats.HostCalls))
 		res.ResultJson, res.Logs, res.Error, res.Stats = string(r.Result), r.Logs, r.Error, stats(r.Stats)
+		if r.Paused != nil {
+			res.Paused = s.paused(r.Paused)
+		}
 		if r.Err != nil {
 			res.ErrorJson, res.Kind = r.Err.LLMJSON(), string(r.Err.Kind)
 		}
@@ -300,8 +329,12 @@ func (s *Server) Program(stream pb.Executor_ProgramServer) error {
 		log.Info("program abandoned", "elapsed", time.Since(began), "cause", ctx.Err())
 		return status.FromContextError(ctx.Err()).Err()
 	}
-	log.Info("program", "kind", orOK(res.Kind), "elapsed", time.Since(began), "host_calls", res.Stats.GetHostCalls())
-	s.opts.Metrics.ran(orOK(res.Kind), time.Since(began), res.Stats.GetHostCalls())
+	kind := orOK(res.Kind)
+	if res.Paused != nil {
+		kind = "paused"
+	}
+	log.Info("program", "kind", kind, "elapsed", time.Since(began), "host_calls", res.Stats.GetHostCalls())
+	s.opts.Metrics.ran(kind, time.Since(began), res.Stats.GetHostCalls())
 	if err := p.reply(ctx, &pb.ServerMessage{Msg: &pb.ServerMessage_Result{Result: res}}); err != nil {
 		log.Info("result not taken", "cause", err)
 		return err
@@ -446,20 +479,79 @@ func stats(s codemode.RunStats) *pb.Stats {
 	return &pb.Stats{ElapsedUs: s.Elapsed.Microseconds(), HostCalls: int64(s.HostCalls), PeakMemory: s.PeakMemory}
 }
 
-// executor returns the executor of a set of limits and (Run) of the
-// capabilities a client serves, each forwarding to the program's peer.
-func (s *Server) executor(limits codemode.Limits, caps []*pb.Capability) (*codemode.Executor, error) {
+// governance is the daemon's side of a client's policy: the client's
+// policies, this daemon's key.
+func (s *Server) governance(g *pb.Governance) (codemode.Governance, string) {
+	gov := codemode.Governance{Tools: map[string]codemode.ToolPolicy{}, Key: s.key, TTL: time.Duration(g.GetTtlMs()) * time.Millisecond}
+	names := make([]string, 0, len(g.GetTools()))
+	for name := range g.GetTools() {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var sig strings.Builder
+	fmt.Fprintf(&sig, "ttl %d;", g.GetTtlMs())
+	for _, name := range names {
+		t := g.Tools[name]
+		gov.Tools[name] = codemode.ToolPolicy{Timeout: time.Duration(t.GetTimeoutNs()),
+			MaxInFlight: int(min(t.GetMaxInFlight(), math.MaxInt32)), Budget: int(min(t.GetBudget(), math.MaxInt32)),
+			RequiresApproval: t.GetRequiresApproval()}
+		fmt.Fprintf(&sig, "%q %d %d %d %t;", name, t.GetTimeoutNs(), t.GetMaxInFlight(), t.GetBudget(), t.GetRequiresApproval())
+	}
+	return gov, sig.String()
+}
+
+// resume resumes a paused program from the body its client sent, sealed
+// here with the daemon's key.
+func (s *Server) resume(ctx context.Context, e *codemode.Executor, start *pb.Start, dispatch codemode.DispatchFunc) codemode.ExecuteResult {
+	gov, _ := s.governance(start.Governance)
+	cont, err := codemode.SealContinuation(gov, start.Resume.Body)
+	if err != nil {
+		return codemode.ExecuteResult{Logs: []string{}, Error: err.Error(), Err: &codemode.ExecError{Kind: codemode.KindInternal,
+			Name: codemode.ExecuteName, Message: err.Error()}}
+	}
+	d := codemode.Reject(start.Resume.Reason)
+	if start.Resume.Approve {
+		d = codemode.Approve()
+		if start.Resume.ArgsJson != "" {
+			d = codemode.ApproveWith(json.RawMessage(start.Resume.ArgsJson))
+		}
+	}
+	return e.Resume(ctx, cont, d, dispatch)
+}
+
+// paused is a paused program's message: its continuation's body, which
+// the client seals with the host's key.
+func (s *Server) paused(p *codemode.Paused) *pb.Paused {
+	body, err := codemode.OpenContinuation(s.key, p.Continuation)
+	if err != nil {
+		return nil // made here a moment ago: cannot happen
+	}
+	return &pb.Paused{Body: body, Tool: p.Tool, ArgsJson: string(p.Args), Completed: int64(p.Completed),
+		ExpiresUnix: p.Expires.Unix(), Id: p.ID}
+}
+
+// executor returns the executor of a set of limits, of (Run) the
+// capabilities a client serves, each forwarding to the program's peer,
+// and of the client's governance.
+func (s *Server) executor(limits codemode.Limits, caps []*pb.Capability, g *pb.Governance) (*codemode.Executor, error) {
 	var sig strings.Builder
 	for _, c := range caps {
 		fmt.Fprintf(&sig, "%q %q %q %t;", c.Name, c.Description, c.ParamsJson, c.Async)
 	}
-	key := execKey{limits, sig.String()}
+	key := execKey{limits: limits, caps: sig.String()}
+	var gov codemode.Governance
+	if g != nil {
+		gov, key.gov = s.governance(g)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e := s.execs[key]; e != nil {
 		return e, nil
 	}
 	opts := append([]codemode.Option{codemode.WithLimits(limits)}, s.opts.Executor...)
+	if g != nil {
+		opts = append(opts, codemode.WithGovernance(gov))
+	}
 	for _, c := range caps {
 		name := c.Name
 		opts = append(opts, codemode.WithCapability(codemode.Capability{Name: name, Description: c.Description,

@@ -151,3 +151,54 @@ func TestServeDrainsOnSIGTERM(t *testing.T) {
 	assert.Equal(t, `"finished after the signal"`, string(res.Result))
 	require.NoError(t, cmd.Wait())
 }
+
+// TestServePausedAcrossProcesses: a program paused on one `codemode
+// serve` process resumes on a second (the first is gone by then): the
+// client holds the key, the daemons never see it.
+func TestServePausedAcrossProcesses(t *testing.T) {
+	start := func() (string, *exec.Cmd) {
+		cmd := exec.Command(selfAs(t, "codemode"), "serve", "--listen", "127.0.0.1:0")
+		stderr, err := cmd.StderrPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		lines := logLines(stderr)
+		a := addressIn(t, lines, `listening on (\S+)`)
+		go func() {
+			for range lines {
+			}
+		}()
+		return a, cmd
+	}
+	g := codemode.Governance{Tools: map[string]codemode.ToolPolicy{"db.write": {RequiresApproval: true}},
+		Key: []byte("0123456789abcdef0123456789abcdef")}
+	var reads, writes int
+	dispatch := func(_ context.Context, _, tool, _ string) (string, error) {
+		if tool == "read" {
+			reads++
+			return `{"result":10}`, nil
+		}
+		writes++
+		return `{"result":"written"}`, nil
+	}
+	a, first := start()
+	ca, err := remote.Dial(a, remote.WithGovernance(g))
+	require.NoError(t, err)
+	defer ca.Close()
+	res := ca.Execute(context.Background(), codemode.Request{
+		Code:      "async () => { let s = 0; for (const i of [1, 2, 3]) s += await db.read(i); return await db.write(s) }",
+		Providers: []codemode.Provider{{Name: "db", Tools: []string{"read", "write"}}}, Dispatch: dispatch})
+	require.Empty(t, res.Error)
+	require.NotNil(t, res.Paused)
+	require.NoError(t, first.Process.Kill())
+
+	b, _ := start()
+	cb, err := remote.Dial(b, remote.WithGovernance(g))
+	require.NoError(t, err)
+	defer cb.Close()
+	out := cb.Resume(context.Background(), res.Paused.Continuation, codemode.Approve(), dispatch)
+	require.Empty(t, out.Error)
+	assert.Equal(t, `"written"`, string(out.Result))
+	assert.Equal(t, 3, reads, "the reads ran once, on the first daemon")
+	assert.Equal(t, 1, writes)
+}

@@ -351,6 +351,14 @@ type Start struct {
 	RetainHandles bool `protobuf:"varint,6,opt,name=retain_handles,json=retainHandles,proto3" json:"retain_handles,omitempty"`
 	// Refuse the program rather than run it under less than limits asks for.
 	RequireLimits bool `protobuf:"varint,7,opt,name=require_limits,json=requireLimits,proto3" json:"require_limits,omitempty"`
+	// The host's policy over the program's tool calls (codemode.Governance,
+	// without its key, which stays with the client): a call that requires
+	// approval pauses the program (Result.paused).
+	Governance *Governance `protobuf:"bytes,8,opt,name=governance,proto3" json:"governance,omitempty"`
+	// Resume a paused program in place of running code (and providers):
+	// the body of its continuation, which the client authenticated with the
+	// host's key, and the decision for its call.
+	Resume        *Resume `protobuf:"bytes,9,opt,name=resume,proto3" json:"resume,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -434,6 +442,298 @@ func (x *Start) GetRequireLimits() bool {
 	return false
 }
 
+func (x *Start) GetGovernance() *Governance {
+	if x != nil {
+		return x.Governance
+	}
+	return nil
+}
+
+func (x *Start) GetResume() *Resume {
+	if x != nil {
+		return x.Resume
+	}
+	return nil
+}
+
+type Governance struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Tools map[string]*ToolPolicy `protobuf:"bytes,1,rep,name=tools,proto3" json:"tools,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// How long a continuation lasts (zero: codemode's default).
+	TtlMs         int64 `protobuf:"varint,2,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Governance) Reset() {
+	*x = Governance{}
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Governance) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Governance) ProtoMessage() {}
+
+func (x *Governance) ProtoReflect() protoreflect.Message {
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Governance.ProtoReflect.Descriptor instead.
+func (*Governance) Descriptor() ([]byte, []int) {
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Governance) GetTools() map[string]*ToolPolicy {
+	if x != nil {
+		return x.Tools
+	}
+	return nil
+}
+
+func (x *Governance) GetTtlMs() int64 {
+	if x != nil {
+		return x.TtlMs
+	}
+	return 0
+}
+
+type ToolPolicy struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	TimeoutNs        int64                  `protobuf:"varint,1,opt,name=timeout_ns,json=timeoutNs,proto3" json:"timeout_ns,omitempty"`
+	MaxInFlight      int64                  `protobuf:"varint,2,opt,name=max_in_flight,json=maxInFlight,proto3" json:"max_in_flight,omitempty"`
+	Budget           int64                  `protobuf:"varint,3,opt,name=budget,proto3" json:"budget,omitempty"`
+	RequiresApproval bool                   `protobuf:"varint,4,opt,name=requires_approval,json=requiresApproval,proto3" json:"requires_approval,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *ToolPolicy) Reset() {
+	*x = ToolPolicy{}
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolPolicy) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolPolicy) ProtoMessage() {}
+
+func (x *ToolPolicy) ProtoReflect() protoreflect.Message {
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolPolicy.ProtoReflect.Descriptor instead.
+func (*ToolPolicy) Descriptor() ([]byte, []int) {
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ToolPolicy) GetTimeoutNs() int64 {
+	if x != nil {
+		return x.TimeoutNs
+	}
+	return 0
+}
+
+func (x *ToolPolicy) GetMaxInFlight() int64 {
+	if x != nil {
+		return x.MaxInFlight
+	}
+	return 0
+}
+
+func (x *ToolPolicy) GetBudget() int64 {
+	if x != nil {
+		return x.Budget
+	}
+	return 0
+}
+
+func (x *ToolPolicy) GetRequiresApproval() bool {
+	if x != nil {
+		return x.RequiresApproval
+	}
+	return false
+}
+
+type Resume struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The continuation's body (codemode.OpenContinuation).
+	Body    []byte `protobuf:"bytes,1,opt,name=body,proto3" json:"body,omitempty"`
+	Approve bool   `protobuf:"varint,2,opt,name=approve,proto3" json:"approve,omitempty"`
+	Reason  string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Approve with these arguments, when set.
+	ArgsJson      string `protobuf:"bytes,4,opt,name=args_json,json=argsJson,proto3" json:"args_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Resume) Reset() {
+	*x = Resume{}
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Resume) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Resume) ProtoMessage() {}
+
+func (x *Resume) ProtoReflect() protoreflect.Message {
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Resume.ProtoReflect.Descriptor instead.
+func (*Resume) Descriptor() ([]byte, []int) {
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *Resume) GetBody() []byte {
+	if x != nil {
+		return x.Body
+	}
+	return nil
+}
+
+func (x *Resume) GetApprove() bool {
+	if x != nil {
+		return x.Approve
+	}
+	return false
+}
+
+func (x *Resume) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *Resume) GetArgsJson() string {
+	if x != nil {
+		return x.ArgsJson
+	}
+	return ""
+}
+
+// Paused is a program that stopped at a call needing a decision: the
+// body of its continuation (the client seals it with the host's key), and
+// the call.
+type Paused struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Body          []byte                 `protobuf:"bytes,1,opt,name=body,proto3" json:"body,omitempty"`
+	Tool          string                 `protobuf:"bytes,2,opt,name=tool,proto3" json:"tool,omitempty"`
+	ArgsJson      string                 `protobuf:"bytes,3,opt,name=args_json,json=argsJson,proto3" json:"args_json,omitempty"`
+	Completed     int64                  `protobuf:"varint,4,opt,name=completed,proto3" json:"completed,omitempty"`
+	ExpiresUnix   int64                  `protobuf:"varint,5,opt,name=expires_unix,json=expiresUnix,proto3" json:"expires_unix,omitempty"`
+	Id            string                 `protobuf:"bytes,6,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Paused) Reset() {
+	*x = Paused{}
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Paused) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Paused) ProtoMessage() {}
+
+func (x *Paused) ProtoReflect() protoreflect.Message {
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Paused.ProtoReflect.Descriptor instead.
+func (*Paused) Descriptor() ([]byte, []int) {
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Paused) GetBody() []byte {
+	if x != nil {
+		return x.Body
+	}
+	return nil
+}
+
+func (x *Paused) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *Paused) GetArgsJson() string {
+	if x != nil {
+		return x.ArgsJson
+	}
+	return ""
+}
+
+func (x *Paused) GetCompleted() int64 {
+	if x != nil {
+		return x.Completed
+	}
+	return 0
+}
+
+func (x *Paused) GetExpiresUnix() int64 {
+	if x != nil {
+		return x.ExpiresUnix
+	}
+	return 0
+}
+
+func (x *Paused) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
 type Provider struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	Name        string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
@@ -450,7 +750,7 @@ type Provider struct {
 
 func (x *Provider) Reset() {
 	*x = Provider{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[3]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -462,7 +762,7 @@ func (x *Provider) String() string {
 func (*Provider) ProtoMessage() {}
 
 func (x *Provider) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[3]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -475,7 +775,7 @@ func (x *Provider) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Provider.ProtoReflect.Descriptor instead.
 func (*Provider) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{3}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Provider) GetName() string {
@@ -532,7 +832,7 @@ type ToolDoc struct {
 
 func (x *ToolDoc) Reset() {
 	*x = ToolDoc{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[4]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -544,7 +844,7 @@ func (x *ToolDoc) String() string {
 func (*ToolDoc) ProtoMessage() {}
 
 func (x *ToolDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[4]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -557,7 +857,7 @@ func (x *ToolDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolDoc.ProtoReflect.Descriptor instead.
 func (*ToolDoc) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{4}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ToolDoc) GetName() string {
@@ -600,7 +900,7 @@ type Capability struct {
 
 func (x *Capability) Reset() {
 	*x = Capability{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[5]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -612,7 +912,7 @@ func (x *Capability) String() string {
 func (*Capability) ProtoMessage() {}
 
 func (x *Capability) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[5]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -625,7 +925,7 @@ func (x *Capability) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capability.ProtoReflect.Descriptor instead.
 func (*Capability) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{5}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Capability) GetName() string {
@@ -669,7 +969,7 @@ type Limits struct {
 
 func (x *Limits) Reset() {
 	*x = Limits{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[6]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -681,7 +981,7 @@ func (x *Limits) String() string {
 func (*Limits) ProtoMessage() {}
 
 func (x *Limits) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[6]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -694,7 +994,7 @@ func (x *Limits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limits.ProtoReflect.Descriptor instead.
 func (*Limits) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{6}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Limits) GetMemory() int64 {
@@ -747,7 +1047,7 @@ type Call struct {
 
 func (x *Call) Reset() {
 	*x = Call{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[7]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -759,7 +1059,7 @@ func (x *Call) String() string {
 func (*Call) ProtoMessage() {}
 
 func (x *Call) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[7]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -772,7 +1072,7 @@ func (x *Call) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Call.ProtoReflect.Descriptor instead.
 func (*Call) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{7}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Call) GetId() uint64 {
@@ -827,7 +1127,7 @@ type Answer struct {
 
 func (x *Answer) Reset() {
 	*x = Answer{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[8]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -839,7 +1139,7 @@ func (x *Answer) String() string {
 func (*Answer) ProtoMessage() {}
 
 func (x *Answer) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[8]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -852,7 +1152,7 @@ func (x *Answer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Answer.ProtoReflect.Descriptor instead.
 func (*Answer) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{8}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Answer) GetId() uint64 {
@@ -931,14 +1231,17 @@ type Result struct {
 	// limits are the limits the program ran under.
 	Limits *Limits `protobuf:"bytes,7,opt,name=limits,proto3" json:"limits,omitempty"`
 	// retained says the sandbox lives on (retain_handles, and it did not die).
-	Retained      bool `protobuf:"varint,8,opt,name=retained,proto3" json:"retained,omitempty"`
+	Retained bool `protobuf:"varint,8,opt,name=retained,proto3" json:"retained,omitempty"`
+	// paused is set for a governed program that stopped at a call needing a
+	// decision (its other fields but logs, stats and limits are empty).
+	Paused        *Paused `protobuf:"bytes,9,opt,name=paused,proto3" json:"paused,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[9]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -950,7 +1253,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[9]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -963,7 +1266,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{9}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Result) GetResultJson() string {
@@ -1022,6 +1325,13 @@ func (x *Result) GetRetained() bool {
 	return false
 }
 
+func (x *Result) GetPaused() *Paused {
+	if x != nil {
+		return x.Paused
+	}
+	return nil
+}
+
 // Invoke calls the function behind a handle the program handed out, with
 // the codec's JSON of the handle and of the argument array.
 type Invoke struct {
@@ -1035,7 +1345,7 @@ type Invoke struct {
 
 func (x *Invoke) Reset() {
 	*x = Invoke{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[10]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1047,7 +1357,7 @@ func (x *Invoke) String() string {
 func (*Invoke) ProtoMessage() {}
 
 func (x *Invoke) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[10]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1060,7 +1370,7 @@ func (x *Invoke) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Invoke.ProtoReflect.Descriptor instead.
 func (*Invoke) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{10}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Invoke) GetId() uint64 {
@@ -1099,7 +1409,7 @@ type InvokeResult struct {
 
 func (x *InvokeResult) Reset() {
 	*x = InvokeResult{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[11]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1111,7 +1421,7 @@ func (x *InvokeResult) String() string {
 func (*InvokeResult) ProtoMessage() {}
 
 func (x *InvokeResult) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[11]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1124,7 +1434,7 @@ func (x *InvokeResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InvokeResult.ProtoReflect.Descriptor instead.
 func (*InvokeResult) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{11}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *InvokeResult) GetId() uint64 {
@@ -1171,7 +1481,7 @@ type LogsRequest struct {
 
 func (x *LogsRequest) Reset() {
 	*x = LogsRequest{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[12]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1183,7 +1493,7 @@ func (x *LogsRequest) String() string {
 func (*LogsRequest) ProtoMessage() {}
 
 func (x *LogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[12]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1196,7 +1506,7 @@ func (x *LogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogsRequest.ProtoReflect.Descriptor instead.
 func (*LogsRequest) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{12}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *LogsRequest) GetId() uint64 {
@@ -1216,7 +1526,7 @@ type LogsReply struct {
 
 func (x *LogsReply) Reset() {
 	*x = LogsReply{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[13]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1228,7 +1538,7 @@ func (x *LogsReply) String() string {
 func (*LogsReply) ProtoMessage() {}
 
 func (x *LogsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[13]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1241,7 +1551,7 @@ func (x *LogsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogsReply.ProtoReflect.Descriptor instead.
 func (*LogsReply) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{13}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *LogsReply) GetId() uint64 {
@@ -1266,7 +1576,7 @@ type Release struct {
 
 func (x *Release) Reset() {
 	*x = Release{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[14]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1278,7 +1588,7 @@ func (x *Release) String() string {
 func (*Release) ProtoMessage() {}
 
 func (x *Release) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[14]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1291,7 +1601,7 @@ func (x *Release) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Release.ProtoReflect.Descriptor instead.
 func (*Release) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{14}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{18}
 }
 
 type Closed struct {
@@ -1303,7 +1613,7 @@ type Closed struct {
 
 func (x *Closed) Reset() {
 	*x = Closed{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[15]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1315,7 +1625,7 @@ func (x *Closed) String() string {
 func (*Closed) ProtoMessage() {}
 
 func (x *Closed) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[15]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1328,7 +1638,7 @@ func (x *Closed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Closed.ProtoReflect.Descriptor instead.
 func (*Closed) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{15}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Closed) GetError() string {
@@ -1349,7 +1659,7 @@ type Stats struct {
 
 func (x *Stats) Reset() {
 	*x = Stats{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[16]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1361,7 +1671,7 @@ func (x *Stats) String() string {
 func (*Stats) ProtoMessage() {}
 
 func (x *Stats) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[16]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1374,7 +1684,7 @@ func (x *Stats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stats.ProtoReflect.Descriptor instead.
 func (*Stats) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{16}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Stats) GetElapsedUs() int64 {
@@ -1416,7 +1726,7 @@ const file_codemode_remote_v1_remote_proto_rawDesc = "" +
 	"\rinvoke_result\x18\x03 \x01(\v2 .codemode.remote.v1.InvokeResultH\x00R\finvokeResult\x123\n" +
 	"\x04logs\x18\x04 \x01(\v2\x1d.codemode.remote.v1.LogsReplyH\x00R\x04logs\x124\n" +
 	"\x06closed\x18\x05 \x01(\v2\x1a.codemode.remote.v1.ClosedH\x00R\x06closedB\x05\n" +
-	"\x03msg\"\xf9\x02\n" +
+	"\x03msg\"\xed\x03\n" +
 	"\x05Start\x122\n" +
 	"\x04mode\x18\x01 \x01(\x0e2\x1e.codemode.remote.v1.Start.ModeR\x04mode\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\tR\x04code\x12:\n" +
@@ -1424,10 +1734,41 @@ const file_codemode_remote_v1_remote_proto_rawDesc = "" +
 	"\fcapabilities\x18\x04 \x03(\v2\x1e.codemode.remote.v1.CapabilityR\fcapabilities\x122\n" +
 	"\x06limits\x18\x05 \x01(\v2\x1a.codemode.remote.v1.LimitsR\x06limits\x12%\n" +
 	"\x0eretain_handles\x18\x06 \x01(\bR\rretainHandles\x12%\n" +
-	"\x0erequire_limits\x18\a \x01(\bR\rrequireLimits\"&\n" +
+	"\x0erequire_limits\x18\a \x01(\bR\rrequireLimits\x12>\n" +
+	"\n" +
+	"governance\x18\b \x01(\v2\x1e.codemode.remote.v1.GovernanceR\n" +
+	"governance\x122\n" +
+	"\x06resume\x18\t \x01(\v2\x1a.codemode.remote.v1.ResumeR\x06resume\"&\n" +
 	"\x04Mode\x12\x10\n" +
 	"\fMODE_EXECUTE\x10\x00\x12\f\n" +
-	"\bMODE_RUN\x10\x01\"\xc3\x01\n" +
+	"\bMODE_RUN\x10\x01\"\xbe\x01\n" +
+	"\n" +
+	"Governance\x12?\n" +
+	"\x05tools\x18\x01 \x03(\v2).codemode.remote.v1.Governance.ToolsEntryR\x05tools\x12\x15\n" +
+	"\x06ttl_ms\x18\x02 \x01(\x03R\x05ttlMs\x1aX\n" +
+	"\n" +
+	"ToolsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x124\n" +
+	"\x05value\x18\x02 \x01(\v2\x1e.codemode.remote.v1.ToolPolicyR\x05value:\x028\x01\"\x94\x01\n" +
+	"\n" +
+	"ToolPolicy\x12\x1d\n" +
+	"\n" +
+	"timeout_ns\x18\x01 \x01(\x03R\ttimeoutNs\x12\"\n" +
+	"\rmax_in_flight\x18\x02 \x01(\x03R\vmaxInFlight\x12\x16\n" +
+	"\x06budget\x18\x03 \x01(\x03R\x06budget\x12+\n" +
+	"\x11requires_approval\x18\x04 \x01(\bR\x10requiresApproval\"k\n" +
+	"\x06Resume\x12\x12\n" +
+	"\x04body\x18\x01 \x01(\fR\x04body\x12\x18\n" +
+	"\aapprove\x18\x02 \x01(\bR\aapprove\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x1b\n" +
+	"\targs_json\x18\x04 \x01(\tR\bargsJson\"\x9e\x01\n" +
+	"\x06Paused\x12\x12\n" +
+	"\x04body\x18\x01 \x01(\fR\x04body\x12\x12\n" +
+	"\x04tool\x18\x02 \x01(\tR\x04tool\x12\x1b\n" +
+	"\targs_json\x18\x03 \x01(\tR\bargsJson\x12\x1c\n" +
+	"\tcompleted\x18\x04 \x01(\x03R\tcompleted\x12!\n" +
+	"\fexpires_unix\x18\x05 \x01(\x03R\vexpiresUnix\x12\x0e\n" +
+	"\x02id\x18\x06 \x01(\tR\x02id\"\xc3\x01\n" +
 	"\bProvider\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05tools\x18\x02 \x03(\tR\x05tools\x12\x1f\n" +
@@ -1470,7 +1811,7 @@ const file_codemode_remote_v1_remote_proto_rawDesc = "" +
 	"\vresult_json\x18\x03 \x01(\tH\x00R\n" +
 	"resultJson\x12\x1a\n" +
 	"\afailure\x18\x04 \x01(\tH\x00R\afailureB\t\n" +
-	"\aoutcome\"\x87\x02\n" +
+	"\aoutcome\"\xbb\x02\n" +
 	"\x06Result\x12\x1f\n" +
 	"\vresult_json\x18\x01 \x01(\tR\n" +
 	"resultJson\x12\x12\n" +
@@ -1481,7 +1822,8 @@ const file_codemode_remote_v1_remote_proto_rawDesc = "" +
 	"\x04kind\x18\x05 \x01(\tR\x04kind\x12/\n" +
 	"\x05stats\x18\x06 \x01(\v2\x19.codemode.remote.v1.StatsR\x05stats\x122\n" +
 	"\x06limits\x18\a \x01(\v2\x1a.codemode.remote.v1.LimitsR\x06limits\x12\x1a\n" +
-	"\bretained\x18\b \x01(\bR\bretained\"V\n" +
+	"\bretained\x18\b \x01(\bR\bretained\x122\n" +
+	"\x06paused\x18\t \x01(\v2\x1a.codemode.remote.v1.PausedR\x06paused\"V\n" +
 	"\x06Invoke\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1f\n" +
 	"\vhandle_json\x18\x02 \x01(\tR\n" +
@@ -1526,52 +1868,62 @@ func file_codemode_remote_v1_remote_proto_rawDescGZIP() []byte {
 }
 
 var file_codemode_remote_v1_remote_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_codemode_remote_v1_remote_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_codemode_remote_v1_remote_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_codemode_remote_v1_remote_proto_goTypes = []any{
 	(Start_Mode)(0),       // 0: codemode.remote.v1.Start.Mode
 	(*ClientMessage)(nil), // 1: codemode.remote.v1.ClientMessage
 	(*ServerMessage)(nil), // 2: codemode.remote.v1.ServerMessage
 	(*Start)(nil),         // 3: codemode.remote.v1.Start
-	(*Provider)(nil),      // 4: codemode.remote.v1.Provider
-	(*ToolDoc)(nil),       // 5: codemode.remote.v1.ToolDoc
-	(*Capability)(nil),    // 6: codemode.remote.v1.Capability
-	(*Limits)(nil),        // 7: codemode.remote.v1.Limits
-	(*Call)(nil),          // 8: codemode.remote.v1.Call
-	(*Answer)(nil),        // 9: codemode.remote.v1.Answer
-	(*Result)(nil),        // 10: codemode.remote.v1.Result
-	(*Invoke)(nil),        // 11: codemode.remote.v1.Invoke
-	(*InvokeResult)(nil),  // 12: codemode.remote.v1.InvokeResult
-	(*LogsRequest)(nil),   // 13: codemode.remote.v1.LogsRequest
-	(*LogsReply)(nil),     // 14: codemode.remote.v1.LogsReply
-	(*Release)(nil),       // 15: codemode.remote.v1.Release
-	(*Closed)(nil),        // 16: codemode.remote.v1.Closed
-	(*Stats)(nil),         // 17: codemode.remote.v1.Stats
+	(*Governance)(nil),    // 4: codemode.remote.v1.Governance
+	(*ToolPolicy)(nil),    // 5: codemode.remote.v1.ToolPolicy
+	(*Resume)(nil),        // 6: codemode.remote.v1.Resume
+	(*Paused)(nil),        // 7: codemode.remote.v1.Paused
+	(*Provider)(nil),      // 8: codemode.remote.v1.Provider
+	(*ToolDoc)(nil),       // 9: codemode.remote.v1.ToolDoc
+	(*Capability)(nil),    // 10: codemode.remote.v1.Capability
+	(*Limits)(nil),        // 11: codemode.remote.v1.Limits
+	(*Call)(nil),          // 12: codemode.remote.v1.Call
+	(*Answer)(nil),        // 13: codemode.remote.v1.Answer
+	(*Result)(nil),        // 14: codemode.remote.v1.Result
+	(*Invoke)(nil),        // 15: codemode.remote.v1.Invoke
+	(*InvokeResult)(nil),  // 16: codemode.remote.v1.InvokeResult
+	(*LogsRequest)(nil),   // 17: codemode.remote.v1.LogsRequest
+	(*LogsReply)(nil),     // 18: codemode.remote.v1.LogsReply
+	(*Release)(nil),       // 19: codemode.remote.v1.Release
+	(*Closed)(nil),        // 20: codemode.remote.v1.Closed
+	(*Stats)(nil),         // 21: codemode.remote.v1.Stats
+	nil,                   // 22: codemode.remote.v1.Governance.ToolsEntry
 }
 var file_codemode_remote_v1_remote_proto_depIdxs = []int32{
 	3,  // 0: codemode.remote.v1.ClientMessage.start:type_name -> codemode.remote.v1.Start
-	9,  // 1: codemode.remote.v1.ClientMessage.answer:type_name -> codemode.remote.v1.Answer
-	11, // 2: codemode.remote.v1.ClientMessage.invoke:type_name -> codemode.remote.v1.Invoke
-	13, // 3: codemode.remote.v1.ClientMessage.logs:type_name -> codemode.remote.v1.LogsRequest
-	15, // 4: codemode.remote.v1.ClientMessage.release:type_name -> codemode.remote.v1.Release
-	8,  // 5: codemode.remote.v1.ServerMessage.call:type_name -> codemode.remote.v1.Call
-	10, // 6: codemode.remote.v1.ServerMessage.result:type_name -> codemode.remote.v1.Result
-	12, // 7: codemode.remote.v1.ServerMessage.invoke_result:type_name -> codemode.remote.v1.InvokeResult
-	14, // 8: codemode.remote.v1.ServerMessage.logs:type_name -> codemode.remote.v1.LogsReply
-	16, // 9: codemode.remote.v1.ServerMessage.closed:type_name -> codemode.remote.v1.Closed
+	13, // 1: codemode.remote.v1.ClientMessage.answer:type_name -> codemode.remote.v1.Answer
+	15, // 2: codemode.remote.v1.ClientMessage.invoke:type_name -> codemode.remote.v1.Invoke
+	17, // 3: codemode.remote.v1.ClientMessage.logs:type_name -> codemode.remote.v1.LogsRequest
+	19, // 4: codemode.remote.v1.ClientMessage.release:type_name -> codemode.remote.v1.Release
+	12, // 5: codemode.remote.v1.ServerMessage.call:type_name -> codemode.remote.v1.Call
+	14, // 6: codemode.remote.v1.ServerMessage.result:type_name -> codemode.remote.v1.Result
+	16, // 7: codemode.remote.v1.ServerMessage.invoke_result:type_name -> codemode.remote.v1.InvokeResult
+	18, // 8: codemode.remote.v1.ServerMessage.logs:type_name -> codemode.remote.v1.LogsReply
+	20, // 9: codemode.remote.v1.ServerMessage.closed:type_name -> codemode.remote.v1.Closed
 	0,  // 10: codemode.remote.v1.Start.mode:type_name -> codemode.remote.v1.Start.Mode
-	4,  // 11: codemode.remote.v1.Start.providers:type_name -> codemode.remote.v1.Provider
-	6,  // 12: codemode.remote.v1.Start.capabilities:type_name -> codemode.remote.v1.Capability
-	7,  // 13: codemode.remote.v1.Start.limits:type_name -> codemode.remote.v1.Limits
-	5,  // 14: codemode.remote.v1.Provider.apis:type_name -> codemode.remote.v1.ToolDoc
-	17, // 15: codemode.remote.v1.Result.stats:type_name -> codemode.remote.v1.Stats
-	7,  // 16: codemode.remote.v1.Result.limits:type_name -> codemode.remote.v1.Limits
-	1,  // 17: codemode.remote.v1.Executor.Program:input_type -> codemode.remote.v1.ClientMessage
-	2,  // 18: codemode.remote.v1.Executor.Program:output_type -> codemode.remote.v1.ServerMessage
-	18, // [18:19] is the sub-list for method output_type
-	17, // [17:18] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	8,  // 11: codemode.remote.v1.Start.providers:type_name -> codemode.remote.v1.Provider
+	10, // 12: codemode.remote.v1.Start.capabilities:type_name -> codemode.remote.v1.Capability
+	11, // 13: codemode.remote.v1.Start.limits:type_name -> codemode.remote.v1.Limits
+	4,  // 14: codemode.remote.v1.Start.governance:type_name -> codemode.remote.v1.Governance
+	6,  // 15: codemode.remote.v1.Start.resume:type_name -> codemode.remote.v1.Resume
+	22, // 16: codemode.remote.v1.Governance.tools:type_name -> codemode.remote.v1.Governance.ToolsEntry
+	9,  // 17: codemode.remote.v1.Provider.apis:type_name -> codemode.remote.v1.ToolDoc
+	21, // 18: codemode.remote.v1.Result.stats:type_name -> codemode.remote.v1.Stats
+	11, // 19: codemode.remote.v1.Result.limits:type_name -> codemode.remote.v1.Limits
+	7,  // 20: codemode.remote.v1.Result.paused:type_name -> codemode.remote.v1.Paused
+	5,  // 21: codemode.remote.v1.Governance.ToolsEntry.value:type_name -> codemode.remote.v1.ToolPolicy
+	1,  // 22: codemode.remote.v1.Executor.Program:input_type -> codemode.remote.v1.ClientMessage
+	2,  // 23: codemode.remote.v1.Executor.Program:output_type -> codemode.remote.v1.ServerMessage
+	23, // [23:24] is the sub-list for method output_type
+	22, // [22:23] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_codemode_remote_v1_remote_proto_init() }
@@ -1593,7 +1945,7 @@ func file_codemode_remote_v1_remote_proto_init() {
 		(*ServerMessage_Logs)(nil),
 		(*ServerMessage_Closed)(nil),
 	}
-	file_codemode_remote_v1_remote_proto_msgTypes[8].OneofWrappers = []any{
+	file_codemode_remote_v1_remote_proto_msgTypes[12].OneofWrappers = []any{
 		(*Answer_Envelope)(nil),
 		(*Answer_ResultJson)(nil),
 		(*Answer_Failure)(nil),
@@ -1604,7 +1956,7 @@ func file_codemode_remote_v1_remote_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_codemode_remote_v1_remote_proto_rawDesc), len(file_codemode_remote_v1_remote_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   17,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
