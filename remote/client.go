@@ -321,7 +321,6 @@ func (c *Client) Resume(ctx context.Context, continuation []byte, d codemode.Dec
 	return out
 }
 
-
 func safeDispatch(ctx context.Context, d codemode.DispatchFunc, call *pb.Call) (env string, err error) {
 	defer func() {
 		if r := recover(); r != nil {

@@ -123,7 +123,7 @@ func TestGovernedPoliciesRemote(t *testing.T) {
 	c := dial(t, a, remote.WithGovernance(codemode.Governance{Tools: map[string]codemode.ToolPolicy{"db.read": {Budget: 2}}}))
 	rec := &records{}
 	res := c.Execute(context.Background(), codemode.Request{
-		Code: `async () => { const out = []; for (let i = 0; i < 3; i++) { try { await db.read(i); out.push('ok') } catch (e) { out.push(e.message) } } return out }`,
+		Code:      `async () => { const out = []; for (let i = 0; i < 3; i++) { try { await db.read(i); out.push('ok') } catch (e) { out.push(e.message) } } return out }`,
 		Providers: []codemode.Provider{{Name: "db", Tools: []string{"read"}}}, Dispatch: rec.dispatch,
 	})
 	require.Empty(t, res.Error)

@@ -121,7 +121,9 @@ func TestMCPGoverned(t *testing.T) {
 	assert.ElementsMatch(t, []string{"run_js", "resume_js"}, names)
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_js", Arguments: code})
 	require.NoError(t, err)
-	var out struct{ Paused struct{ Tool, Continuation string } }
+	var out struct {
+		Paused struct{ Tool, Continuation string }
+	}
 	require.NoError(t, json.Unmarshal([]byte(structured(res)), &out))
 	assert.Equal(t, "calc.echo", out.Paused.Tool)
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "resume_js", Arguments: map[string]any{
