@@ -299,6 +299,40 @@
 // a call made after the program settled meets [MsgExecutionCompleted]
 // without reaching the dispatch.
 //
+// # Governed tool calls
+//
+// [WithGovernance] sets the host's policy over the tool calls of every run
+// ([Governance]): per tool (a capability by its name, a provider tool as
+// "provider.tool", a [CodeModeTool]'s by its JavaScript name, an MCP
+// upstream's as "server.tool"; "*" for the rest) a timeout per call, a cap
+// on calls in flight, a budget of calls per run, and whether a call
+// requires approval ([ToolPolicy]). A call past its timeout or budget
+// fails inside the program with a catchable Error saying which tool and
+// which limit; the run goes on.
+//
+// A call that requires approval waits for a [Decision]: approve, reject
+// with a reason (the program catches `tool "<tool>" was rejected:
+// <reason>`), or approve with edited arguments. An [Approver] decides
+// while the run waits (within its deadline). Without one the run pauses
+// at the call: Run's [Result] and Execute's [ExecuteResult] carry a
+// [Paused] — the call, and a continuation: self-contained bytes,
+// authenticated with the Governance Key (optionally sealed: Encrypt), that
+// expire (TTL), holding the program, its providers, limits, seed and clock,
+// and every call it made with its answer. A run that may pause is
+// deterministic (a fresh seed and a virtual clock unless ctx fixes them:
+// [WithDeterminism]). [Executor.Resume], in any process whose executor
+// has the key and the same limits, runs the program again from its start:
+// every recorded call is answered from the continuation (no tool runs
+// twice), the paused call gets the decision, and the run goes on live, to
+// its end or its next pause. A program that does not repeat its record
+// ends with kind [KindDiverged]. Calls in flight beside the paused one (a
+// Promise.all of a read and a gated write) finish first, within the
+// deadline, and their answers go into the continuation; calls the program
+// would make after the gated one are not made until it resumes. Resuming
+// the same continuation twice runs it twice, from the same record, unless
+// Governance.Redeem refuses ([SingleUse] for one process). SECURITY.md
+// says what a continuation reveals.
+//
 // # Event loop
 //
 // The event loop lives in Go, between cgo calls: C runs the program and its

@@ -366,3 +366,41 @@ func ExampleNewTool() {
 	fmt.Println(string(out))
 	// Output: {"result":"GOJS"}
 }
+
+// A write needs a person's approval: the run pauses at it, the
+// continuation goes wherever the person is (here, a variable), and Resume
+// goes on with their decision — the reads are answered from the
+// continuation, the write runs once.
+func ExampleExecutor_Resume() {
+	key := []byte("a secret of at least 32 bytes....") // the same in every process that resumes
+	e, err := codemode.New(codemode.WithGovernance(codemode.Governance{
+		Tools: map[string]codemode.ToolPolicy{"db.write": {RequiresApproval: true}},
+		Key:   key,
+	}))
+	if err != nil {
+		panic(err)
+	}
+	defer e.Close()
+	dispatch := func(_ context.Context, _, tool, args string) (string, error) {
+		fmt.Println("tool ran:", tool, args)
+		if tool == "read" {
+			return `{"result":10}`, nil
+		}
+		return `{"result":"ok"}`, nil
+	}
+	res := e.Execute(context.Background(), codemode.Request{
+		Code:      `async () => { const n = await db.read(1) + await db.read(2); return await db.write({n}) }`,
+		Providers: []codemode.Provider{{Name: "db", Tools: []string{"read", "write"}}},
+		Dispatch:  dispatch,
+	})
+	fmt.Printf("paused at %s %s after %d calls\n", res.Paused.Tool, res.Paused.Args, res.Paused.Completed)
+
+	out := e.Resume(context.Background(), res.Paused.Continuation, codemode.Approve(), dispatch)
+	fmt.Println("result:", string(out.Result))
+	// Output:
+	// tool ran: read [1]
+	// tool ran: read [2]
+	// paused at db.write [{"n":20}] after 2 calls
+	// tool ran: write [{"n":20}]
+	// result: "ok"
+}

@@ -531,3 +531,41 @@ func TestResealContinuation(t *testing.T) {
 	_, err = SealContinuation(host, []byte(`{"v":1}`))
 	assert.ErrorIs(t, err, ErrContinuation)
 }
+
+// BenchmarkResume is the cost of a resume: a program that made n reads
+// before its gated write, resumed approved (the reads answered from the
+// continuation, the write run live), against running the same program
+// with no governance; bytes is the continuation's size.
+func BenchmarkResume(b *testing.B) {
+	for _, n := range []int{0, 10, 100} {
+		code := fmt.Sprintf(`async () => {
+			let sum = 0
+			for (let i = 0; i < %d; i++) sum += (await store.read(i)).total
+			return await store.write({sum})
+		}`, n)
+		s := &store{}
+		b.Run(fmt.Sprintf("reads-%d/resume", n), func(b *testing.B) {
+			e, err := New(gatedWrites())
+			require.NoError(b, err)
+			defer e.Close()
+			res := e.Execute(context.Background(), Request{Code: code, Providers: storeProviders, Dispatch: s.dispatch})
+			require.NotNil(b, res.Paused)
+			for b.Loop() {
+				if out := e.Resume(context.Background(), res.Paused.Continuation, Approve(), s.dispatch); out.Error != "" {
+					b.Fatal(out.Error)
+				}
+			}
+			b.ReportMetric(float64(len(res.Paused.Continuation)), "bytes")
+		})
+		b.Run(fmt.Sprintf("reads-%d/live", n), func(b *testing.B) {
+			e, err := New()
+			require.NoError(b, err)
+			defer e.Close()
+			for b.Loop() {
+				if out := e.Execute(context.Background(), Request{Code: code, Providers: storeProviders, Dispatch: s.dispatch}); out.Error != "" {
+					b.Fatal(out.Error)
+				}
+			}
+		})
+	}
+}
