@@ -147,6 +147,10 @@ typedef struct bridge_config {
 	 * advance 1 us per read. The seed above is then the caller's. */
 	int32_t det_clock;
 	int64_t det_start_ns;
+	/* With det_clock: the bytecode of the Date put in front of the
+	 * engine's (js/clock.js, compiled once by the host). */
+	const uint8_t *det_bc;
+	size_t det_bc_len;
 	/* BRIDGE_MODE_SCRIPT: the body has no await and runs in a plain
 	 * function (see wrapScript in source.go), so its completion value is
 	 * the body's own: adopted if a thenable, and a throw is reported

@@ -17,24 +17,8 @@
  * engine's Date reads the machine's clock, so the run gets a Date in front
  * of it whose clock is this one; the sandbox is the run's own. */
 
-static const char det_date_src[] =
-	"(function (now) {\n"
-	"'use strict';\n"
-	"const D = Date, construct = Reflect.construct, define = Object.defineProperty;\n"
-	"const F = function Date(...args) {\n"
-	"\tif (new.target === undefined) return construct(D, [now()], F).toString();\n"
-	"\treturn construct(D, args.length === 0 ? [now()] : args, new.target);\n"
-	"};\n"
-	"const method = (value) => ({value, writable: true, configurable: true});\n"
-	"define(F, 'prototype', {value: D.prototype});\n"
-	"define(F, 'length', {value: 7, configurable: true});\n"
-	"define(F, 'now', method(function now() { return now_(); }));\n"
-	"const now_ = now;\n"
-	"define(F, 'parse', method(D.parse));\n"
-	"define(F, 'UTC', method(D.UTC));\n"
-	"define(D.prototype, 'constructor', method(F));\n"
-	"define(globalThis, 'Date', method(F));\n"
-	"})";
+/* The Date in front of the engine's is js/clock.js, whose bytecode the
+ * host compiles once (its parse is most of a deterministic run's start). */
 
 static JSValue js_det_now(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
 {
@@ -50,7 +34,10 @@ static JSValue js_det_now(JSContext *ctx, JSValueConst this_val, int argc, JSVal
 int det_install(bridge_slot *s)
 {
 	JSContext *ctx = s->ctx;
-	JSValue f = eval_source(s, det_date_src, sizeof(det_date_src) - 1, "<codemode:clock>");
+	if (!s->det_bc)
+		return -1;
+	JSValue fn = JS_ReadObject(ctx, s->det_bc, s->det_bc_len, JS_READ_OBJ_BYTECODE);
+	JSValue f = JS_IsException(fn) ? fn : JS_EvalFunction(ctx, fn);
 	JSValue now = JS_NewCFunction2(ctx, js_det_now, "now", 0, JS_CFUNC_generic, 0);
 	JSValue r = JS_IsException(f) || JS_IsException(now) ? JS_EXCEPTION : JS_Call(ctx, f, JS_UNDEFINED, 1, &now);
 	int rc = JS_IsException(r) ? -1 : 0;

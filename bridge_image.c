@@ -701,7 +701,7 @@ static void date_unwatch(bridge_slot *s)
  * slot evaluated last time too. */
 static bool unit_wanted(const bridge_slot *s, const bridge_config *cfg)
 {
-	return s->snapshot && cfg->unit_image && !s->from_unit && !s->det && s->unit_seen_ok &&
+	return s->snapshot && cfg->unit_image && !s->from_unit && s->unit_seen_ok &&
 	       memcmp(s->unit_seen, cfg->unit_key, sizeof(s->unit_seen)) == 0;
 }
 
@@ -735,6 +735,11 @@ void unit_end(bridge_slot *s, const bridge_config *cfg, bool want, JSValueConst 
 		return;
 	}
 	memcpy(im->key, cfg->unit_key, sizeof(im->key));
+	/* A deterministic run's unit image holds the virtual clock's Date,
+	 * which reads the slot's clock fields of whichever run restores it:
+	 * deterministic runs restore it without installing one again, and
+	 * the others do not restore it. */
+	im->det = s->det;
 }
 
 /* Opens the run from the slot's unit image if it holds this unit. */
@@ -742,9 +747,10 @@ static bool unit_restore(bridge_slot *s, const bridge_config *cfg)
 {
 	const slot_image *im = &s->images[IMAGE_UNIT];
 	if (!cfg->unit_image || !im->bytes || im->id != cfg->image_id || im->stack != cfg->stack ||
-	    memcmp(im->key, cfg->unit_key, sizeof(im->key)) != 0)
+	    memcmp(im->key, cfg->unit_key, sizeof(im->key)) != 0 || (im->det && !s->det))
 		return false;
 	restore_image(s, im);
+	s->det_ready = im->det;
 	s->snapshot = true;
 	s->from_unit = true;
 	s->unitfn = im->saved.unitfn;

@@ -174,6 +174,7 @@ typedef struct slot_image {
 	uintptr_t seen_id;
 	size_t seen_stack;
 	uint8_t key[32]; /* IMAGE_UNIT: which unit it holds evaluated */
+	bool det;        /* IMAGE_UNIT: taken by a deterministic run (its Date is the virtual clock's) */
 } slot_image;
 
 /* A slot's images: a plain sandbox, one that also holds the runtime
@@ -276,6 +277,9 @@ struct bridge_slot {
 	bool det;
 	int64_t det_start_ns;
 	uint64_t det_ticks;
+	const uint8_t *det_bc;
+	size_t det_bc_len;
+	bool det_ready; /* the run's sandbox came with the virtual clock's Date (a deterministic unit image) */
 	/* The most heap the run has held (RunStats.PeakMemory). */
 	size_t heap_peak;
 	bool from_unit;

@@ -535,11 +535,14 @@ static int32_t slot_run(bridge_slot *s, const bridge_config *cfg, const char *sr
 	s->det = cfg->det_clock != 0;
 	s->det_start_ns = cfg->det_start_ns;
 	s->det_ticks = 0;
+	s->det_bc = cfg->det_bc;
+	s->det_bc_len = cfg->det_bc_len;
+	s->det_ready = false;
 
 	int32_t st;
 	int opened = open_run(s, cfg);
 	s->heap_peak = s->heap_used;
-	if (opened == 0 && s->det) {
+	if (opened == 0 && s->det && !s->det_ready) {
 		JS_UpdateStackTop(s->rt);
 		if (det_install(s) < 0) {
 			if (JS_HasException(s->ctx))

@@ -793,7 +793,10 @@ func (h *hostRun) deliver(d completion) {
 // records its answer.
 func (h *hostRun) governedCall(ctx context.Context, v verdict, name string, id uint32, args []byte,
 	do func(ctx context.Context, args []byte) completion) completion {
-	d := h.gov.governed(ctx, v, name, args, id, false, do)
+	d, ran := h.gov.governed(ctx, v, name, args, id, false, do)
+	if !ran {
+		h.calls.Add(-1) // refused before its handler: no host call
+	}
 	h.gov.complete(v.seq, d)
 	return d
 }
@@ -812,8 +815,12 @@ func (h *hostRun) serve(call asyncCall) {
 				name = h.caps.caps[call.cap].Name
 			}
 			c := call
-			d = h.gov.governed(h.ctxOf(call), *call.gov, name, call.args, call.id, call.cap < 0,
+			var ran bool
+			d, ran = h.gov.governed(h.ctxOf(call), *call.gov, name, call.args, call.id, call.cap < 0,
 				func(ctx context.Context, args []byte) completion { return h.serveOne(c, ctx, args) })
+			if !ran {
+				h.calls.Add(-1) // refused before its handler: no host call
+			}
 			h.gov.complete(call.gov.seq, d)
 		}
 		d.id = call.id

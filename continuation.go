@@ -14,6 +14,9 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 )
 
 // A continuation is
@@ -50,6 +53,12 @@ type continuationBody struct {
 	Clock     time.Time    `json:"clock"`
 	Calls     []callRecord `json:"calls"`
 	Pending   int          `json:"pending"` // the index in Calls of the call waiting for a decision
+	// Grants are the capabilities a Grant limited the run to (nil: no
+	// Grant); the resumed run is limited to them again.
+	Grants []string `json:"grants,omitempty"`
+	// OwnNetwork says the program had a network of its own
+	// (Request.Outbound), which a resume cannot restore: it is refused.
+	OwnNetwork bool `json:"ownNetwork,omitempty"`
 }
 
 const (
@@ -94,6 +103,18 @@ func refuse(format string, args ...any) *ContinuationError {
 	return &ContinuationError{Reason: fmt.Sprintf(format, args...)}
 }
 
+// contKeys are the keys derived from a Governance Key.
+type contKeys struct{ mac, seal []byte }
+
+// keysOf are g's derived keys: derived once by WithGovernance, else now.
+func keysOf(g *Governance) contKeys {
+	if g.keys != nil {
+		return *g.keys
+	}
+	mac, seal := continuationKeys(g.Key)
+	return contKeys{mac, seal}
+}
+
 // continuationKeys derives the MAC and sealing keys from the host's key.
 func continuationKeys(key []byte) (mac, seal []byte) {
 	mac, err := hkdf.Key(sha256.New, key, nil, "codemode continuation mac v1", 32)
@@ -113,7 +134,8 @@ func sealContinuation(g *Governance, b *continuationBody) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	macKey, sealKey := continuationKeys(g.Key)
+	k := keysOf(g)
+	macKey, sealKey := k.mac, k.seal
 	out := append(make([]byte, 0, continuationHead+len(plain)+64), continuationMagic...)
 	if g.Encrypt {
 		out = append(out, sealedFlag)
@@ -145,7 +167,12 @@ func newAEAD(key []byte) (cipher.AEAD, error) {
 // openContinuation authenticates and decodes a continuation: nothing of
 // it is read before its tag checks out under key.
 func openContinuation(key []byte, c []byte, now time.Time) (*continuationBody, error) {
-	if len(key) == 0 {
+	return openWith(&Governance{Key: key}, c, now)
+}
+
+// openWith is openContinuation under g's key.
+func openWith(g *Governance, c []byte, now time.Time) (*continuationBody, error) {
+	if len(g.Key) == 0 {
 		return nil, refuse("this executor has no governance key (WithGovernance)")
 	}
 	if len(c) > MaxContinuation {
@@ -154,7 +181,8 @@ func openContinuation(key []byte, c []byte, now time.Time) (*continuationBody, e
 	if len(c) < continuationHead+continuationTag || string(c[:len(continuationMagic)]) != continuationMagic {
 		return nil, refuse("it is not a continuation, or it is truncated")
 	}
-	macKey, sealKey := continuationKeys(key)
+	k := keysOf(g)
+	macKey, sealKey := k.mac, k.seal
 	body, tag := c[:len(c)-continuationTag], c[len(c)-continuationTag:]
 	m := hmac.New(sha256.New, macKey)
 	m.Write(body)
@@ -180,7 +208,7 @@ func openContinuation(key []byte, c []byte, now time.Time) (*continuationBody, e
 		return nil, refuse("unknown flags %#x", flags)
 	}
 	var b continuationBody
-	if err := json.Unmarshal(plain, &b); err != nil {
+	if err := jsonv2.Unmarshal(plain, &b, jsonv1.DefaultOptionsV1()); err != nil {
 		return nil, refuse("its body is not a continuation: %v", err)
 	}
 	switch {

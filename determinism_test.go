@@ -116,3 +116,30 @@ func TestRunStats(t *testing.T) {
 	assert.NotEmpty(t, refused.Error)
 	assert.Positive(t, refused.Stats.Elapsed)
 }
+
+// TestDeterministicUnitImage: deterministic Execute runs keep a unit image
+// of their own (with the virtual clock's Date); a deterministic run from it
+// sees its own clock, and a run that is not deterministic never restores it.
+func TestDeterministicUnitImage(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t, WithSlots(1))
+	req := Request{Code: `async () => [Date.now(), new Date().getFullYear(), Math.random(), typeof store]`,
+		Providers: []Provider{{Name: "store"}}}
+	det := func(year int) string {
+		ctx := WithDeterminism(context.Background(), Determinism{Seed: 7, Clock: time.Date(year, 1, 2, 3, 4, 5, 0, time.UTC)})
+		res := e.Execute(ctx, req)
+		require.Empty(t, res.Error)
+		return string(res.Result)
+	}
+	first := det(2001)
+	for i := 0; i < 3; i++ {
+		assert.Equal(t, first, det(2001), "run %d from the deterministic image", i)
+	}
+	assert.Contains(t, det(1999), ",1999,", "the image's Date reads each run's own clock")
+	res := e.Execute(context.Background(), req)
+	require.Empty(t, res.Error)
+	var v []any
+	require.NoError(t, json.Unmarshal(res.Result, &v))
+	assert.InDelta(t, float64(time.Now().UnixMilli()), v[0], float64(time.Minute.Milliseconds()), "a plain run has the real clock")
+	assert.Equal(t, first, det(2001), "and the deterministic runs theirs again")
+}

@@ -25,9 +25,10 @@ type ToolPolicy struct {
 	// (the handler's context ends then; what it returns later is dropped),
 	// and the run goes on. Zero: only the run's deadline.
 	Timeout time.Duration
-	// MaxInFlight bounds this tool's calls running at once in one run;
-	// further calls wait their turn (within the run's deadline, in the
-	// order they were made). Zero: no bound but the run's own.
+	// MaxInFlight bounds this tool's calls running at once in one run
+	// (a handler left running by its Timeout counts until it returns);
+	// further calls wait for a place (within the run's deadline). Zero: no
+	// bound but the run's own.
 	MaxInFlight int
 	// Budget bounds this tool's calls per run: a call past it fails inside
 	// the program with a catchable Error saying so, and the tool does not
@@ -74,9 +75,10 @@ func ApproveWith(args json.RawMessage) Decision { return Decision{Approve: true,
 func Reject(reason string) Decision { return Decision{Reason: reason} }
 
 // Approver decides a call that requires approval while the run waits for
-// it (within the run's deadline: ctx ends with the run; the program goes
-// on meanwhile, as it does while any tool runs). An error fails the call
-// inside the program with the error's text, as a rejection does.
+// it, with the call's context (it carries the run's deadline; the
+// program goes on meanwhile, as it does while any tool runs). An error
+// fails the call inside the program with the error's text, as a rejection
+// does.
 type Approver func(ctx context.Context, call ToolCall) (Decision, error)
 
 // Governance is the host's policy over the tool calls of an executor's
@@ -115,6 +117,8 @@ type Governance struct {
 	// and a host with several processes keeps the ids it saw in its own
 	// store until they expire.
 	Redeem func(id string, expires time.Time) error
+
+	keys *contKeys // derived from Key once, by WithGovernance
 }
 
 // DefaultContinuationTTL is how long a continuation lasts when the
@@ -147,6 +151,10 @@ func WithGovernance(g Governance) Option {
 			gg.Tools[k] = v
 		}
 		gg.Key = append([]byte(nil), g.Key...)
+		if len(gg.Key) > 0 {
+			mac, seal := continuationKeys(gg.Key)
+			gg.keys = &contKeys{mac, seal}
+		}
 		if gg.TTL == 0 {
 			gg.TTL = DefaultContinuationTTL
 		}
@@ -318,9 +326,9 @@ func (r *govRun) issue(ctx context.Context, tool string, args []byte) verdict {
 		if r.counts == nil {
 			r.counts = map[string]int{}
 		}
-		r.counts[tool]++
 		switch {
 		case seq == r.pending:
+			r.counts[tool]++
 			d := r.decision
 			if !d.Approve {
 				v.act, v.msg = actFail, rejection(tool, d.Reason)
@@ -329,12 +337,12 @@ func (r *govRun) issue(ctx context.Context, tool string, args []byte) verdict {
 			v.act, v.args, v.decided = actLive, d.Args, true
 			return v
 		case want.answered():
+			r.counts[tool]++
 			v.act, v.rec = actAnswer, *want
 			r.calls[seq] = *want
 			return v
 		}
-		v.act = actLive // made before the pause but never run: it runs now
-		return v
+		// Made before the pause but never run: governed as a live call.
 	}
 	if v.policy.Budget > 0 {
 		if r.counts == nil {
@@ -444,15 +452,15 @@ func (r *govRun) unfinished() string {
 
 // governed calls one live governed call: the approval (unless decided),
 // the tool's in-flight place, and its per-call timeout around do. It
-// returns the completion the program gets.
+// returns the completion the program gets, and whether the handler ran.
 func (r *govRun) governed(ctx context.Context, v verdict, tool string, args []byte, id uint32, dispatch bool,
-	do func(ctx context.Context, args []byte) completion) completion {
-	fail := func(msg string) completion {
+	do func(ctx context.Context, args []byte) completion) (completion, bool) {
+	fail := func(msg string) (completion, bool) {
 		d := completion{id: id, failed: true, failure: msg}
 		if dispatch {
 			d.tool = tool
 		}
-		return d
+		return d, false
 	}
 	if v.args != nil {
 		args = v.args
@@ -480,22 +488,27 @@ func (r *govRun) governed(ctx context.Context, v verdict, tool string, args []by
 	if err != nil {
 		return fail(fmt.Sprintf("tool %q: no place in flight before the run ended", tool))
 	}
-	defer release()
 	if v.policy.Timeout <= 0 {
-		return do(ctx, args)
+		defer release()
+		return do(ctx, args), true
 	}
 	cctx, cancel := context.WithTimeout(ctx, v.policy.Timeout)
 	defer cancel()
 	done := make(chan completion, 1)
-	go func() { done <- do(cctx, args) }()
+	go func() {
+		defer release() // a handler left behind by its timeout keeps its place until it returns
+		done <- do(cctx, args)
+	}()
 	select {
 	case d := <-done:
-		return d
+		return d, true
 	case <-cctx.Done():
+		msg := fmt.Sprintf("tool %q timed out after %v (its per-call timeout)", tool, v.policy.Timeout)
 		if ctx.Err() != nil {
-			return fail(fmt.Sprintf("tool %q: the run ended during the call", tool)) // never delivered
+			msg = fmt.Sprintf("tool %q: the run ended during the call", tool) // never delivered
 		}
-		return fail(fmt.Sprintf("tool %q timed out after %v (its per-call timeout)", tool, v.policy.Timeout))
+		d, _ := fail(msg)
+		return d, true // the handler did start
 	}
 }
 
@@ -522,7 +535,9 @@ func newContinuationID() string {
 func (c *call) governedOutcome(ctx context.Context, o *outcome) {
 	gov := c.prog.gov
 	paused, diverged, stopped := gov.stopped()
-	if !stopped && o.err == nil {
+	if !stopped && (o.err == nil || o.err.Kind == KindJS || o.err.Kind == KindCapability || o.err.Kind == KindPendingPromise) {
+		// Ended on its own (not by a limit or the caller) before its
+		// record did: it did not compute what the paused run computed.
 		diverged = gov.unfinished()
 	}
 	switch {
@@ -589,7 +604,7 @@ func (r *govRun) pause(ex *Executor) (*Paused, error) {
 	b.V, b.ID = 1, newContinuationID()
 	now := time.Now()
 	exp := now.Add(r.g.TTL)
-	b.Created, b.Expires = now.Unix(), exp.Unix()
+	b.Created, b.Expires = now.Unix(), exp.Add(time.Second-1).Unix() // whole seconds, never before the TTL
 	b.Limits = ex.limits
 	b.Calls = append([]callRecord(nil), r.calls[:r.paused+1]...)
 	b.Calls[r.paused].Result, b.Calls[r.paused].Error = nil, nil
@@ -639,6 +654,9 @@ func (e *Executor) govern(ctx context.Context, origin continuationBody) (context
 		}
 		origin.Seed, origin.Clock = d.Seed, d.Clock
 	}
+	if names, ok := grantsOf(ctx); ok {
+		origin.Grants = append([]string{}, names...)
+	}
 	return ctx, newGovRun(e.gov, origin)
 }
 
@@ -666,7 +684,7 @@ func (e *Executor) Resume(ctx context.Context, continuation []byte, d Decision, 
 		err := refuse("this executor has no Governance (WithGovernance)")
 		return ExecuteResult{Logs: []string{}, Error: err.Error(), Err: internalError(ExecuteName, err)}
 	}
-	b, err := openContinuation(e.gov.Key, continuation, time.Now())
+	b, err := openWith(e.gov, continuation, time.Now())
 	if err == nil {
 		err = e.admit(b)
 	}
@@ -677,6 +695,9 @@ func (e *Executor) Resume(ctx context.Context, continuation []byte, d Decision, 
 	r.origin.Calls, r.origin.Pending, r.origin.ID = nil, 0, ""
 	r.replay, r.pending, r.decision = b.Calls, b.Pending, d
 	ctx = context.WithValue(WithDeterminism(ctx, Determinism{Seed: b.Seed, Clock: b.Clock}), resumeKey{}, r)
+	if b.Grants != nil {
+		ctx = Grant(ctx, b.Grants...)
+	}
 	if b.Mode == modeExecute {
 		return e.Execute(ctx, Request{Code: b.Code, Providers: b.Providers, Dispatch: dispatch})
 	}
@@ -702,6 +723,9 @@ func (e *Executor) Resume(ctx context.Context, continuation []byte, d Decision, 
 // and the host's Redeem.
 func (e *Executor) admit(b *continuationBody) error {
 	l, m := b.Limits, e.limits
+	if b.OwnNetwork {
+		return refuse("the program had a network of its own (Request.Outbound), which a resume cannot restore")
+	}
 	if l.Memory != m.Memory || l.Stack != m.Stack || l.Payload != m.Payload || l.Logs != m.Logs {
 		return refuse("it ran under memory %d, stack %d, payload %d and logs %d bytes; this executor's are %d, %d, %d and %d",
 			l.Memory, l.Stack, l.Payload, l.Logs, m.Memory, m.Stack, m.Payload, m.Logs)

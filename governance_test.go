@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -568,4 +569,52 @@ func BenchmarkResume(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestResumeKeepsWhatTheRunHad: a Grant is recorded and applied again; a
+// program with a network of its own is refused; a TTL under a second
+// still resumes; a schema that cannot be recorded is refused up front.
+func TestResumeKeepsWhatTheRunHad(t *testing.T) {
+	t.Parallel()
+	noop := func(context.Context, json.RawMessage) (any, error) { return "ok", nil }
+	e := newExecutor(t,
+		WithCapability(Capability{Name: "write", Func: noop}),
+		WithCapability(Capability{Name: "secret", Func: noop}),
+		WithGovernance(Governance{Tools: map[string]ToolPolicy{"write": {RequiresApproval: true}}, Key: testKey, TTL: time.Millisecond}))
+	res, err := e.Run(Grant(context.Background(), "write"), `return write({secret: typeof secret})`)
+	require.NoError(t, err)
+	require.NotNil(t, res.Paused)
+	assert.JSONEq(t, `{"secret":"undefined"}`, string(res.Paused.Args))
+	out := e.Resume(context.Background(), res.Paused.Continuation, Approve(), nil)
+	require.Empty(t, out.Error, "the resumed run is granted what the paused one was, and a 1 ms TTL lasts its second")
+	assert.Equal(t, `"ok"`, string(out.Result))
+
+	g := newExecutor(t, gatedWrites())
+	r := g.Execute(context.Background(), Request{Code: readsThenWrite, Providers: storeProviders, Dispatch: (&store{}).dispatch,
+		Outbound: http.DefaultTransport})
+	require.NotNil(t, r.Paused)
+	out = g.Resume(context.Background(), r.Paused.Continuation, Approve(), (&store{}).dispatch)
+	assert.ErrorIs(t, out.Err, ErrContinuation)
+	assert.Contains(t, out.Error, "network of its own")
+
+	bad := []Provider{{Name: "store", Tools: []string{"read", "write"}, APIs: []ProviderTool{{Name: "read", Params: json.RawMessage(`{`)}}}}
+	r = g.Execute(context.Background(), Request{Code: readsThenWrite, Providers: bad, Dispatch: (&store{}).dispatch})
+	require.NotNil(t, r.Err)
+	assert.Equal(t, KindInvalidArgs, r.Err.Kind)
+}
+
+// TestResumeThatThrowsEarlyDiverged: a resumed program that ends with its
+// own error before the paused call did not repeat its record.
+func TestResumeThatThrowsEarlyDiverged(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t, gatedWrites())
+	p := pauseAtWrite(t, e, &store{})
+	b, err := openContinuation(testKey, p.Continuation, time.Now())
+	require.NoError(t, err)
+	b.Code = `async () => { await store.read(1); throw new Error('early') }`
+	forged, err := sealContinuation(e.gov, b)
+	require.NoError(t, err)
+	res := e.Resume(context.Background(), forged, Approve(), (&store{}).dispatch)
+	require.NotNil(t, res.Err)
+	assert.Equal(t, KindDiverged, res.Err.Kind)
 }

@@ -492,6 +492,9 @@ func (c *call) bridgeConfig() C.bridge_config {
 		cfg.seed[0], cfg.seed[1] = C.uint64_t(w), C.uint64_t(splitmix64(w))
 		if !d.Clock.IsZero() {
 			cfg.det_clock, cfg.det_start_ns = 1, C.int64_t(d.Clock.UnixNano())
+			if bc, err := clockBytecode(); err == nil {
+				cfg.det_bc, cfg.det_bc_len = (*C.uint8_t)(unsafe.Pointer(&bc[0])), C.size_t(len(bc))
+			}
 		}
 	} else {
 		cfg.seed[0], cfg.seed[1] = C.uint64_t(mrand.Uint64()), C.uint64_t(mrand.Uint64())

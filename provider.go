@@ -297,6 +297,21 @@ var runtimeBytecode = sync.OnceValues(func() ([]byte, error) {
 //go:embed js/guards.js
 var guardsSource string
 
+//go:embed js/clock.js
+var clockSource string
+
+// clockBytecode is clock.js, the Date of a deterministic run, compiled
+// once into C memory (it lives as long as the process): a run reads it
+// rather than parse it, which was most of a deterministic run's start. Its
+// functions print as [native code], as the engine's Date does.
+var clockBytecode = sync.OnceValues(func() ([]byte, error) {
+	bc, err := compileScriptStripped(clockSource, "<codemode:clock>", C.BRIDGE_STRIP_SOURCE)
+	if err != nil {
+		return nil, err
+	}
+	return unsafe.Slice((*byte)(C.CBytes(bc)), len(bc)), nil
+})
+
 // guardsFile names the guards' slow paths' frames, which error renderings
 // drop.
 const guardsFile = "<codemode:guards>"
@@ -378,7 +393,13 @@ func (e *Executor) Execute(ctx context.Context, req Request) (res ExecuteResult)
 	if req.Outbound != nil {
 		p.outbound = req.Outbound
 	}
-	ctx, p.gov = e.govern(ctx, continuationBody{Mode: modeExecute, Code: req.Code, Providers: req.Providers})
+	ctx, p.gov = e.govern(ctx, continuationBody{Mode: modeExecute, Code: req.Code, Providers: req.Providers,
+		OwnNetwork: req.Outbound != nil})
+	if p.gov != nil && e.gov.mayPause() {
+		if why := undeclarable(req.Providers); why != "" {
+			return fail(&ExecError{Kind: KindInvalidArgs, Name: ExecuteName, Reason: why})
+		}
+	}
 	key, release, lerr := e.load(ctx, start, p, unitProgram)
 	if lerr != nil {
 		return fail(lerr)
@@ -408,6 +429,21 @@ func (e *Executor) Execute(ctx context.Context, req Request) (res ExecuteResult)
 	}
 	res.Result = o.value
 	return res
+}
+
+// undeclarable is why a request's declarations cannot go into a
+// continuation (a Params or Returns that is not JSON), or "".
+func undeclarable(providers []Provider) string {
+	for _, p := range providers {
+		for _, t := range p.APIs {
+			for _, raw := range []json.RawMessage{t.Params, t.Returns} {
+				if len(raw) > 0 && !json.Valid(raw) {
+					return fmt.Sprintf("provider %q, tool %q: a schema that is not JSON cannot go into a continuation", p.Name, t.Name)
+				}
+			}
+		}
+	}
+	return ""
 }
 
 // programFileName is the name a request's code carries in stack traces.

@@ -42,9 +42,12 @@ type ServerOptions struct {
 	Progress time.Duration
 	// Resume lists a second tool, ResumeToolName, that goes on with a
 	// program that paused at a call needing approval (the executor's
-	// codemode.Governance; see [CanElicit]): it takes {continuation,
-	// approve, reason?, args?}. Its decision is whoever calls it: list it
-	// for a client whose user confirms tool calls.
+	// codemode.Governance) for a client that cannot be asked through
+	// elicitation: it takes {continuation, approve, reason?, args?}. Its
+	// decision is whoever calls it — the client's model, unless the client
+	// has its user confirm tool calls — so list it for such clients, and
+	// seal the continuations (Governance.Encrypt: the model reads the
+	// paused result) and make them single-use (Governance.Redeem).
 	Resume bool
 	// ResumeToolName is the resume tool's name (default "resume_js").
 	ResumeToolName string

@@ -259,8 +259,14 @@ func (c *Client) seal(p *pb.Paused) (*codemode.Paused, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &codemode.Paused{Continuation: cont, ID: p.Id, Tool: p.Tool, Args: json.RawMessage(p.ArgsJson),
-		Completed: int(p.Completed), Expires: time.Unix(p.ExpiresUnix, 0)}, nil
+	// What the person is shown is what the continuation holds, not what
+	// the daemon says beside it.
+	info, err := codemode.InspectContinuation(c.gov.Key, cont)
+	if err != nil {
+		return nil, err
+	}
+	return &codemode.Paused{Continuation: cont, ID: info.ID, Tool: info.Tool, Args: info.Args,
+		Completed: info.Completed, Expires: info.Expires}, nil
 }
 
 // Resume resumes a program this client's governance paused (made by any

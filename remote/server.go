@@ -274,7 +274,10 @@ func (s *Server) Program(stream pb.Executor_ProgramServer) error {
 			p.flush(int64(r.Stats.HostCalls))
 			res.ResultJson, res.Logs, res.Stats = string(r.Value), r.Logs, stats(r.Stats)
 			if r.Paused != nil {
-				res.ResultJson, res.Paused = "", s.paused(r.Paused)
+				res.ResultJson = ""
+				if res.Paused, err = s.paused(r.Paused); err != nil {
+					return status.Error(codes.Internal, err.Error())
+				}
 			}
 		}
 		if rerr != nil {
@@ -309,7 +312,9 @@ func (s *Server) Program(stream pb.Executor_ProgramServer) error {
 		p.flush(int64(r.Stats.HostCalls))
 		res.ResultJson, res.Logs, res.Error, res.Stats = string(r.Result), r.Logs, r.Error, stats(r.Stats)
 		if r.Paused != nil {
-			res.Paused = s.paused(r.Paused)
+			if res.Paused, err = s.paused(r.Paused); err != nil {
+				return status.Error(codes.Internal, err.Error())
+			}
 		}
 		if r.Err != nil {
 			res.ErrorJson, res.Kind = r.Err.LLMJSON(), string(r.Err.Kind)
@@ -521,13 +526,13 @@ func (s *Server) resume(ctx context.Context, e *codemode.Executor, start *pb.Sta
 
 // paused is a paused program's message: its continuation's body, which
 // the client seals with the host's key.
-func (s *Server) paused(p *codemode.Paused) *pb.Paused {
+func (s *Server) paused(p *codemode.Paused) (*pb.Paused, error) {
 	body, err := codemode.OpenContinuation(s.key, p.Continuation)
 	if err != nil {
-		return nil // made here a moment ago: cannot happen
+		return nil, fmt.Errorf("the paused program's continuation: %w", err)
 	}
 	return &pb.Paused{Body: body, Tool: p.Tool, ArgsJson: string(p.Args), Completed: int64(p.Completed),
-		ExpiresUnix: p.Expires.Unix(), Id: p.ID}
+		ExpiresUnix: p.Expires.Unix(), Id: p.ID}, nil
 }
 
 // executor returns the executor of a set of limits, of (Run) the

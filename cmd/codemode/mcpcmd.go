@@ -35,7 +35,8 @@ a call that requires approval pauses the program and the client's user is
 asked through elicitation (a multi round-trip request whose state is the
 signed continuation); a client without elicitation gets {"paused": {...}}
 and a second tool, resume_js, goes on with {continuation, approve, reason?,
-args?}.
+args?}. Continuations are always sealed here, and each resumes once. Whoever
+calls resume_js decides: use it with clients whose user confirms tool calls.
 
 Examples:
   codemode mcp --config servers.json
@@ -73,6 +74,9 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	defer closeAll(ups)
 	opts := []codemode.Option{codemode.WithLimits(lf.l)}
 	if gov != nil {
+		// Continuations reach the client, and its model: sealed, and
+		// each resumed once.
+		gov.Encrypt, gov.Redeem = true, codemode.SingleUse()
 		opts = append(opts, codemode.WithGovernance(*gov))
 	}
 	exec, err := codemode.New(opts...)
