@@ -84,12 +84,7 @@ type progressMode string
 
 func cmdBatch(ctx context.Context, stop <-chan struct{}, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("batch", "[flags] IN.jsonl|-", batchHelp, stderr)
-	var lf limitFlags
-	var tf toolFlags
-	var gf govFlags
-	lf.register(fs, toolDeadlines)
-	tf.register(fs)
-	gf.register(fs)
+	lf, tf, gf := newProgramFlags(fs)
 	jobs := fs.Int("j", runtime.GOMAXPROCS(0), "jobs in flight (raise it when jobs mostly wait on tools)")
 	outPath := fs.String("o", "", "write the result lines to this file (default stdout)")
 	unordered := fs.Bool("unordered", false, "write lines as jobs finish, not in input order")
@@ -100,7 +95,7 @@ func cmdBatch(ctx context.Context, stop <-chan struct{}, args []string, stdin io
 	if code, ok := parseOne(fs, args, "one input file"); !ok {
 		return code
 	}
-	lf.forTools(&tf)
+	lf.forTools(tf)
 	if *jobs < 1 {
 		return exitFor(stderr, usagef("-j must be at least 1"))
 	}

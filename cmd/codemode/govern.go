@@ -19,6 +19,16 @@ import (
 	"github.com/codemode-go/codemode/batch"
 )
 
+// newProgramFlags registers the flags of a command that runs programs
+// (run, batch, resume): the limits, the tools, the governance.
+func newProgramFlags(fs *flag.FlagSet) (*limitFlags, *toolFlags, *govFlags) {
+	lf, tf, gf := new(limitFlags), new(toolFlags), new(govFlags)
+	lf.register(fs, toolDeadlines)
+	tf.register(fs)
+	gf.register(fs)
+	return lf, tf, gf
+}
+
 // govFlags are the flags of governed tool calls (run, batch, resume, mcp).
 type govFlags struct {
 	policy  string
@@ -156,12 +166,7 @@ Exit status: as run's, and 6 when the run paused again.
 
 func cmdResume(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("resume", "[flags] --approve|--reject REASON|--edit ARGS CONTINUATION|-", resumeHelp, stderr)
-	var lf limitFlags
-	var tf toolFlags
-	var gf govFlags
-	lf.register(fs, toolDeadlines)
-	tf.register(fs)
-	gf.register(fs)
+	lf, tf, gf := newProgramFlags(fs)
 	approve := fs.Bool("approve", false, "approve the call")
 	reject := fs.String("reject", "", "reject the call with this reason (the program catches it)")
 	edit := fs.String("edit", "", "approve the call with these arguments (JSON)")
@@ -169,7 +174,7 @@ func cmdResume(ctx context.Context, args []string, stdin io.Reader, stdout, stde
 	if code, ok := parseOne(fs, args, "the continuation's file"); !ok {
 		return code
 	}
-	lf.forTools(&tf)
+	lf.forTools(tf)
 	set := 0
 	var d codemode.Decision
 	if *approve {

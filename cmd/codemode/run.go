@@ -53,17 +53,12 @@ diverged from the tape, 6 paused at a call that needs approval.
 
 func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("run", "[flags] FILE|-", runHelp, stderr)
-	var lf limitFlags
-	var tf toolFlags
-	var gf govFlags
-	lf.register(fs, toolDeadlines)
-	tf.register(fs)
-	gf.register(fs)
+	lf, tf, gf := newProgramFlags(fs)
 	pretty := fs.Bool("pretty", false, "indent the output")
 	if code, ok := parseOne(fs, args, "one script file"); !ok {
 		return code
 	}
-	lf.forTools(&tf)
+	lf.forTools(tf)
 	gov, err := gf.options()
 	if err != nil {
 		return exitFor(stderr, err)
