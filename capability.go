@@ -339,7 +339,9 @@ type hostRun struct {
 
 	internal error // a failure of the glue, reported as kind internal
 
-	gov *govRun // the run's governed side (WithGovernance, Resume), or nil
+	gov *govRun  // the run's governed side (WithGovernance, Resume), or nil
+	obs Observer // WithObserver, or nil
+	seq int      // calls made so far (the run's goroutine only): the next call's ToolCallInfo.Seq
 
 	calls   atomic.Int64 // host calls made (RunStats.HostCalls)
 	scratch []byte       // callSync's result encoding, reused across the run's calls
@@ -373,6 +375,7 @@ type asyncCall struct {
 	provider, tool string
 	departed       uint64   // latchClock as a dispatch call left the sandbox
 	gov            *verdict // a governed call's verdict, or nil
+	seq            int      // its place among the run's calls
 }
 
 // completion is a finished async call: NUL-terminated JSON (a dispatch's
@@ -385,10 +388,46 @@ type completion struct {
 	failed  bool
 	badArgs bool   // the failure is the arguments': a TypeError
 	tool    string // a failed dispatch: "provider.tool", what the failure is attributed to
+	why     string // an Observer's outcome when it is not "ok" or "error": timeout, rejected, budget, replayed
+	policy  string // what governance decided of the call (ToolCallEnd.Policy)
 }
 
 func newHostRun(ex *Executor, caps *capTable, dispatch DispatchFunc, caller context.Context, clk *clock, gov *govRun) *hostRun {
-	return &hostRun{ex: ex, caps: caps, dispatch: dispatch, caller: caller, clock: clk, notify: make(chan struct{}, 1), gov: gov}
+	return &hostRun{ex: ex, caps: caps, dispatch: dispatch, caller: caller, clock: clk, notify: make(chan struct{}, 1), gov: gov,
+		obs: ex.observer}
+}
+
+// toolObs is a call an Observer was told of.
+type toolObs struct {
+	info  ToolCallInfo
+	ctx   context.Context
+	start time.Time
+}
+
+// toolStart tells the Observer of a call (cap < 0: a provider tool's) and
+// returns the context its handler gets.
+func (h *hostRun) toolStart(ctx context.Context, cap int, provider, tool string, seq int) (context.Context, toolObs) {
+	info := ToolCallInfo{Tool: provider + "." + tool, Provider: provider, Seq: seq}
+	if cap >= 0 {
+		info = ToolCallInfo{Tool: h.caps.caps[cap].Name, Seq: seq}
+	}
+	ctx = h.obs.ToolStart(ctx, info)
+	return ctx, toolObs{info: info, ctx: ctx, start: time.Now()}
+}
+
+// toolEnd tells the Observer how a call ended.
+func (h *hostRun) toolEnd(t toolObs, d completion) {
+	end := ToolCallEnd{Outcome: "ok", Elapsed: time.Since(t.start), Policy: d.policy}
+	switch {
+	case d.why != "":
+		end.Outcome = d.why
+		if d.failed {
+			end.Err = errors.New(d.failure)
+		}
+	case d.failed:
+		end.Outcome, end.Err = "error", errors.New(d.failure)
+	}
+	h.obs.ToolEnd(t.ctx, t.info, end)
 }
 
 // context returns the handlers' context, creating it on first use: it
@@ -656,6 +695,12 @@ func (h *hostRun) borrow(args []byte) json.RawMessage {
 func (h *hostRun) callSync(index int, args json.RawMessage, reply *C.bridge_reply) {
 	h.calls.Add(1)
 	ctx := h.context()
+	seq := h.seq
+	h.seq++
+	var t toolObs
+	if h.obs != nil {
+		ctx, t = h.toolStart(ctx, index, "", "", seq)
+	}
 	var v verdict
 	if h.gov != nil {
 		name := h.caps.caps[index].Name
@@ -663,6 +708,9 @@ func (h *hostRun) callSync(index int, args json.RawMessage, reply *C.bridge_repl
 			h.calls.Add(-1) // it reaches no handler
 		}
 		if v.act == actStop {
+			if h.obs != nil {
+				h.toolEnd(t, completion{why: "paused"})
+			}
 			reply.status = C.BRIDGE_CALL_CANCELED // the run ends here: a pause or a divergence
 			return
 		}
@@ -683,8 +731,9 @@ func (h *hostRun) callSync(index int, args json.RawMessage, reply *C.bridge_repl
 		switch v.act {
 		case actAnswer:
 			d = v.rec.completion(0, false)
+			d.why, d.policy = "replayed", "replayed"
 		case actFail:
-			d = completion{failed: true, failure: v.msg}
+			d = completion{failed: true, failure: v.msg, why: v.why, policy: v.why}
 			h.gov.complete(v.seq, d)
 		default:
 			d = h.governedCall(ctx, v, h.caps.caps[index].Name, 0, args, func(ctx context.Context, args []byte) completion {
@@ -694,6 +743,12 @@ func (h *hostRun) callSync(index int, args json.RawMessage, reply *C.bridge_repl
 			})
 		}
 		result, failure, failed, badArgs = d.result, d.failure, d.failed, d.badArgs
+		if h.obs != nil {
+			h.toolEnd(t, d)
+		}
+	}
+	if h.obs != nil && h.gov == nil {
+		h.toolEnd(t, completion{result: result, failure: failure, failed: failed})
 	}
 	entered := h.run.enter()
 	if entered == nil && h.clock.queueMax > 0 {
@@ -738,6 +793,8 @@ func (h *hostRun) start(call asyncCall) bool {
 	} else {
 		h.dispatchContext()
 	}
+	call.seq = h.seq
+	h.seq++
 	if h.gov != nil {
 		name := call.provider + "." + call.tool
 		if call.cap >= 0 {
@@ -747,18 +804,28 @@ func (h *hostRun) start(call asyncCall) bool {
 		if v.act != actLive {
 			h.calls.Add(-1) // it reaches no handler
 		}
+		var d completion
 		switch v.act {
 		case actStop:
-			return false
+			d.why = "paused"
 		case actAnswer:
-			h.deliver(v.rec.completion(call.id, call.cap < 0))
-			return true
+			d = v.rec.completion(call.id, call.cap < 0)
+			d.why, d.policy = "replayed", "replayed"
 		case actFail:
-			d := completion{id: call.id, failed: true, failure: v.msg}
+			d = completion{id: call.id, failed: true, failure: v.msg, why: v.why, policy: v.why}
 			if call.cap < 0 {
 				d.tool = name
 			}
 			h.gov.complete(v.seq, d)
+		}
+		if v.act != actLive && h.obs != nil {
+			_, t := h.toolStart(h.ctxOf(call), call.cap, call.provider, call.tool, call.seq)
+			h.toolEnd(t, d)
+		}
+		switch v.act {
+		case actStop:
+			return false
+		case actAnswer, actFail:
 			h.deliver(d)
 			return true
 		}
@@ -807,8 +874,13 @@ func (h *hostRun) serve(call asyncCall) {
 	for {
 		h.entered.Done()
 		var d completion
+		ctx := h.ctxOf(call)
+		var t toolObs
+		if h.obs != nil {
+			ctx, t = h.toolStart(ctx, call.cap, call.provider, call.tool, call.seq)
+		}
 		if call.gov == nil {
-			d = h.serveOne(call, h.ctxOf(call), call.args)
+			d = h.serveOne(call, ctx, call.args)
 		} else {
 			name := call.provider + "." + call.tool
 			if call.cap >= 0 {
@@ -816,12 +888,15 @@ func (h *hostRun) serve(call asyncCall) {
 			}
 			c := call
 			var ran bool
-			d, ran = h.gov.governed(h.ctxOf(call), *call.gov, name, call.args, call.id, call.cap < 0,
+			d, ran = h.gov.governed(ctx, *call.gov, name, call.args, call.id, call.cap < 0,
 				func(ctx context.Context, args []byte) completion { return h.serveOne(c, ctx, args) })
 			if !ran {
 				h.calls.Add(-1) // refused before its handler: no host call
 			}
 			h.gov.complete(call.gov.seq, d)
+		}
+		if h.obs != nil {
+			h.toolEnd(t, d)
 		}
 		d.id = call.id
 		h.mu.Lock()

@@ -270,6 +270,7 @@ type govRun struct {
 	slots    map[string]chan struct{}
 
 	claimed  atomic.Bool // a resumed run's: taken by the run Resume starts
+	from     string      // a resumed run's: the continuation's id
 	stop     error       // why the run was stopped at a call: errPausedHere or a divergence
 	paused   int         // the call it paused at
 	diverged string
@@ -299,6 +300,7 @@ type verdict struct {
 	seq     int
 	policy  ToolPolicy
 	msg     string          // actFail's message
+	why     string          // actFail's reason for an Observer: budget, rejected
 	rec     callRecord      // actAnswer's record
 	args    json.RawMessage // actLive: arguments decided in place of the call's (an edit)
 	decided bool            // actLive: the call's approval is decided already
@@ -331,7 +333,7 @@ func (r *govRun) issue(ctx context.Context, tool string, args []byte) verdict {
 			r.counts[tool]++
 			d := r.decision
 			if !d.Approve {
-				v.act, v.msg = actFail, rejection(tool, d.Reason)
+				v.act, v.msg, v.why = actFail, rejection(tool, d.Reason), "rejected"
 				return v
 			}
 			v.act, v.args, v.decided = actLive, d.Args, true
@@ -349,7 +351,7 @@ func (r *govRun) issue(ctx context.Context, tool string, args []byte) verdict {
 			r.counts = map[string]int{}
 		}
 		if r.counts[tool] >= v.policy.Budget {
-			v.act, v.msg = actFail, fmt.Sprintf("tool %q is over its budget of %d calls per run", tool, v.policy.Budget)
+			v.act, v.msg, v.why = actFail, fmt.Sprintf("tool %q is over its budget of %d calls per run", tool, v.policy.Budget), "budget"
 			return v
 		}
 		r.counts[tool]++
@@ -462,6 +464,18 @@ func (r *govRun) governed(ctx context.Context, v verdict, tool string, args []by
 		}
 		return d, false
 	}
+	rejected := func(msg string) (completion, bool) {
+		d, ran := fail(msg)
+		d.why, d.policy = "rejected", "rejected"
+		return d, ran
+	}
+	policy := ""
+	if v.decided {
+		policy = "approved"
+		if v.args != nil {
+			policy = "edited"
+		}
+	}
 	if v.args != nil {
 		args = v.args
 	} else if v.policy.RequiresApproval || v.policy.Timeout > 0 {
@@ -477,11 +491,13 @@ func (r *govRun) governed(ctx context.Context, v verdict, tool string, args []by
 		d, err := safeApprove(ctx, r.g.Approver, ToolCall{Tool: tool, Args: json.RawMessage(args)})
 		switch {
 		case err != nil:
-			return fail(fmt.Sprintf("tool %q was not approved: %v", tool, err))
+			return rejected(fmt.Sprintf("tool %q was not approved: %v", tool, err))
 		case !d.Approve:
-			return fail(rejection(tool, d.Reason))
+			return rejected(rejection(tool, d.Reason))
 		case d.Args != nil:
-			args = d.Args
+			args, policy = d.Args, "edited"
+		default:
+			policy = "approved"
 		}
 	}
 	release, err := r.slot(ctx, tool, v.policy.MaxInFlight)
@@ -490,7 +506,9 @@ func (r *govRun) governed(ctx context.Context, v verdict, tool string, args []by
 	}
 	if v.policy.Timeout <= 0 {
 		defer release()
-		return do(ctx, args), true
+		d := do(ctx, args)
+		d.policy = policy
+		return d, true
 	}
 	cctx, cancel := context.WithTimeout(ctx, v.policy.Timeout)
 	defer cancel()
@@ -501,6 +519,7 @@ func (r *govRun) governed(ctx context.Context, v verdict, tool string, args []by
 	}()
 	select {
 	case d := <-done:
+		d.policy = policy
 		return d, true
 	case <-cctx.Done():
 		msg := fmt.Sprintf("tool %q timed out after %v (its per-call timeout)", tool, v.policy.Timeout)
@@ -508,6 +527,7 @@ func (r *govRun) governed(ctx context.Context, v verdict, tool string, args []by
 			msg = fmt.Sprintf("tool %q: the run ended during the call", tool) // never delivered
 		}
 		d, _ := fail(msg)
+		d.why, d.policy = "timeout", policy
 		return d, true // the handler did start
 	}
 }
@@ -693,7 +713,7 @@ func (e *Executor) Resume(ctx context.Context, continuation []byte, d Decision, 
 	}
 	r := newGovRun(e.gov, *b)
 	r.origin.Calls, r.origin.Pending, r.origin.ID = nil, 0, ""
-	r.replay, r.pending, r.decision = b.Calls, b.Pending, d
+	r.replay, r.pending, r.decision, r.from = b.Calls, b.Pending, d, b.ID
 	ctx = context.WithValue(WithDeterminism(ctx, Determinism{Seed: b.Seed, Clock: b.Clock}), resumeKey{}, r)
 	if b.Grants != nil {
 		ctx = Grant(ctx, b.Grants...)

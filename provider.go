@@ -10,6 +10,7 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -345,7 +346,30 @@ var guardsBytecode = sync.OnceValues(func() ([]byte, error) {
 // meets [MsgExecutionCompleted] inside the sandbox). Without
 // RetainHandles the sandbox is gone when Execute returns, so timers set
 // for later never fire.
-func (e *Executor) Execute(ctx context.Context, req Request) (res ExecuteResult) {
+func (e *Executor) Execute(ctx context.Context, req Request) ExecuteResult {
+	if e.observer == nil {
+		res, _ := e.execute(ctx, req)
+		return res
+	}
+	ctx, t := e.runStart(ctx, RunKindExecute)
+	res, cached := e.execute(ctx, req)
+	end := RunEnd{Outcome: "ok", Cached: cached, Elapsed: res.Stats.Elapsed, HostCalls: res.Stats.HostCalls,
+		PeakMemory: res.Stats.PeakMemory}
+	switch {
+	case res.Paused != nil:
+		end.Outcome = "paused"
+	case res.Err != nil:
+		end.Outcome, end.Err = string(res.Err.Kind), res.Err
+	case res.Error != "":
+		end.Outcome, end.Err = string(KindInvalidArgs), errors.New(res.Error)
+	}
+	e.runEnd(t, end)
+	return res
+}
+
+// execute is Execute; cached says the program's bytecode came from the
+// cache.
+func (e *Executor) execute(ctx context.Context, req Request) (res ExecuteResult, cached bool) {
 	start := time.Now()
 	res.Logs = []string{}
 	defer func() { res.Stats.Elapsed = time.Since(start) }()
@@ -358,11 +382,11 @@ func (e *Executor) Execute(ctx context.Context, req Request) (res ExecuteResult)
 	}()
 	if msg := providerProblem(req.Providers); msg != "" {
 		res.Error = msg
-		return res
+		return res, false
 	}
-	fail := func(err *ExecError) ExecuteResult {
+	fail := func(err *ExecError) (ExecuteResult, bool) {
 		res.Err, res.Error = err, err.describe()
-		return res
+		return res, cached
 	}
 	if !e.enter() {
 		return fail(internalError(ExecuteName, ErrClosed))
@@ -405,6 +429,7 @@ func (e *Executor) Execute(ctx context.Context, req Request) (res ExecuteResult)
 		return fail(lerr)
 	}
 	defer release()
+	cached = p.bc != nil
 	entryKey := entry.key
 	if bc, ok := e.cache.get(entryKey); ok {
 		p.entryBC = bc
@@ -428,7 +453,7 @@ func (e *Executor) Execute(ctx context.Context, req Request) (res ExecuteResult)
 		return fail(o.err)
 	}
 	res.Result = o.value
-	return res
+	return res, cached
 }
 
 // undeclarable is why a request's declarations cannot go into a

@@ -5,6 +5,7 @@ package codemode
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/maphash"
 	"net/http"
@@ -58,6 +59,7 @@ type Executor struct {
 	ts           TypeScript        // strips a source that is not JavaScript; nil: none
 	outbound     http.RoundTripper // the network runs are granted (fetch); nil: none
 	gov          *Governance       // WithGovernance, or nil
+	observer     Observer          // WithObserver, or nil
 	modules      *moduleTable      // WithModules, compiled; nil: none
 }
 
@@ -80,6 +82,7 @@ type config struct {
 	idleMemory    int64
 	idleMemorySet bool
 	gov           *Governance
+	observer      Observer
 }
 
 // WithSlots bounds how many runs are alive at once: each run holds a slot
@@ -196,7 +199,7 @@ func New(opts ...Option) (*Executor, error) {
 		}
 	}
 	e := &Executor{limits: limits, retainIdle: cfg.retainIdle, queueTimeout: cfg.queue, checked: checkedMode, ts: cfg.ts,
-		outbound: cfg.outbound, gov: cfg.gov}
+		outbound: cfg.outbound, gov: cfg.gov, observer: cfg.observer}
 	if !cfg.tsSet {
 		e.ts = registeredTypeScript()
 	}
@@ -311,13 +314,36 @@ type Result struct {
 // errors.Is. When the sandbox ran, a failed run still returns a Result
 // holding its logs (Value nil) next to the error.
 func (e *Executor) Run(ctx context.Context, script string) (*Result, error) {
+	if e.observer == nil {
+		res, err, _ := e.runScript(ctx, script)
+		return res, err
+	}
+	ctx, t := e.runStart(ctx, RunKindRun)
+	res, err, cached := e.runScript(ctx, script)
+	end := RunEnd{Outcome: "ok", Err: err, Cached: cached}
+	if res != nil {
+		end.Elapsed, end.HostCalls, end.PeakMemory = res.Stats.Elapsed, res.Stats.HostCalls, res.Stats.PeakMemory
+		if res.Paused != nil {
+			end.Outcome = "paused"
+		}
+	}
+	var ee *ExecError
+	if errors.As(err, &ee) {
+		end.Outcome = string(ee.Kind)
+	}
+	e.runEnd(t, end)
+	return res, err
+}
+
+// runScript is Run; cached says the script's bytecode came from the cache.
+func (e *Executor) runScript(ctx context.Context, script string) (_ *Result, _ error, cached bool) {
 	start := time.Now()
 	if !e.enter() {
-		return nil, internalError(RunJSToolName, ErrClosed)
+		return nil, internalError(RunJSToolName, ErrClosed), false
 	}
 	defer e.life.RUnlock()
 	if err := ctx.Err(); err != nil {
-		return nil, contextError(RunJSToolName, err)
+		return nil, contextError(RunJSToolName, err), false
 	}
 	p := &program{name: RunJSToolName, file: scriptFile,
 		smap:     sourceMap{file: scriptFileName, head: runHead, shape: jspos.Body, src: script, ts: e.ts, mods: e.modules},
@@ -325,9 +351,10 @@ func (e *Executor) Run(ctx context.Context, script string) (*Result, error) {
 	ctx, p.gov = e.govern(ctx, continuationBody{Mode: modeRun, Code: script})
 	key, release, err := e.load(ctx, start, p, unitScript)
 	if err != nil {
-		return nil, err
+		return nil, err, false
 	}
 	defer release()
+	cached = p.bc != nil
 	o := e.run(ctx, p, start)
 	if o.bytecode != nil {
 		e.cache.put(key, o.bytecode)
@@ -335,7 +362,7 @@ func (e *Executor) Run(ctx context.Context, script string) (*Result, error) {
 	o.stats.Elapsed = time.Since(start)
 	res := &Result{Value: o.value, Logs: o.logs, Stats: o.stats, Paused: o.paused}
 	if o.err != nil {
-		return res, o.err
+		return res, o.err, cached
 	}
-	return res, nil
+	return res, nil, cached
 }

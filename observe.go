@@ -1,0 +1,115 @@
+//go:build cgo
+
+package codemode
+
+import (
+	"context"
+	"time"
+)
+
+// Observer is told of every run of an executor and of each tool call a
+// run makes ([WithObserver]): the seam for tracing and metrics (the
+// module github.com/codemode-go/codemode/otel turns it into OpenTelemetry
+// spans and metrics). Its methods are called on the goroutines that do
+// the work, concurrently for concurrent runs and calls; they must be
+// quick and must not panic.
+//
+// RunStart's context becomes the run's: the contexts the run's tool
+// handlers get derive from it, so a span it carries is the parent of the
+// calls'. ToolStart's context is the one the call's handler gets (for a
+// provider tool, the DispatchFunc's), so a handler's own spans nest under
+// the call's.
+type Observer interface {
+	RunStart(ctx context.Context, run RunInfo) context.Context
+	RunEnd(ctx context.Context, run RunInfo, end RunEnd)
+	ToolStart(ctx context.Context, call ToolCallInfo) context.Context
+	ToolEnd(ctx context.Context, call ToolCallInfo, end ToolCallEnd)
+}
+
+// RunInfo names a run: its kind (RunKindRun, RunKindExecute,
+// RunKindResume) and, for a resume, the continuation's id.
+type RunInfo struct {
+	Kind         string
+	Continuation string
+}
+
+// The kinds of a run.
+const (
+	RunKindRun     = "run"     // Executor.Run (and CodeModeTool)
+	RunKindExecute = "execute" // Executor.Execute
+	RunKindResume  = "resume"  // Executor.Resume
+)
+
+// RunEnd is how a run ended: Outcome is "ok", "paused" or the
+// [ErrorKind] of Err; Cached says its program's bytecode came from the
+// cache (false: it was compiled).
+type RunEnd struct {
+	Outcome    string
+	Err        error
+	Elapsed    time.Duration
+	HostCalls  int
+	PeakMemory int64
+	Cached     bool
+}
+
+// ToolCallInfo names a tool call: the tool's policy name (a capability's
+// name, a provider tool's "provider.tool"), its provider (empty for a
+// capability), and its place among the run's calls (0, 1, ...).
+type ToolCallInfo struct {
+	Tool     string
+	Provider string
+	Seq      int
+}
+
+// ToolCallEnd is how a call ended: Outcome is "ok", "error" (the tool
+// failed: Err says how), "timeout" (its per-call timeout), "rejected" (its
+// approval was refused), "budget" (past its budget), "replayed" (a
+// resumed run's call answered from the continuation: the tool did not
+// run) or "paused" (the run paused at it); Policy says what governance
+// decided ("", "approved", "edited", "rejected", "budget", "replayed").
+type ToolCallEnd struct {
+	Outcome string
+	Err     error
+	Elapsed time.Duration
+	Policy  string
+}
+
+// WithObserver has o told of the executor's runs and their tool calls.
+// Without one nothing is measured for it (no cost).
+func WithObserver(o Observer) Option {
+	return func(c *config) error {
+		c.observer = o
+		return nil
+	}
+}
+
+// outcomeOf is a run's outcome name.
+func outcomeOf(err *ExecError, paused bool) string {
+	switch {
+	case paused:
+		return "paused"
+	case err != nil:
+		return string(err.Kind)
+	}
+	return "ok"
+}
+
+// runObs is a run an Observer was told of.
+type runObs struct {
+	info RunInfo
+	ctx  context.Context
+}
+
+// runStart tells the Observer of a run; a run Resume started is kind
+// resume.
+func (e *Executor) runStart(ctx context.Context, kind string) (context.Context, runObs) {
+	info := RunInfo{Kind: kind}
+	if r, ok := ctx.Value(resumeKey{}).(*govRun); ok && !r.claimed.Load() {
+		info = RunInfo{Kind: RunKindResume, Continuation: r.from}
+	}
+	ctx = e.observer.RunStart(ctx, info)
+	return ctx, runObs{info: info, ctx: ctx}
+}
+
+// runEnd tells the Observer how the run ended.
+func (e *Executor) runEnd(t runObs, end RunEnd) { e.observer.RunEnd(t.ctx, t.info, end) }
