@@ -8,7 +8,7 @@ COUNT ?= 6
 ROUNDS ?= 10
 CC ?= gcc
 # The modules besides the root, each with its own go.mod; make test covers them all.
-MODULES = bench typescript mcp remote cmd/codemode adapters/openai adapters/anthropic adapters/genai adapters/eino examples
+MODULES = bench typescript mcp remote otel cmd/codemode adapters/openai adapters/anthropic adapters/genai adapters/eino examples
 ENGINE_INCLUDE = $(shell $(GO) list -m -f '{{.Dir}}' github.com/buke/quickjs-go)/deps/quickjs
 
 BUF ?= github.com/bufbuild/buf/cmd/buf@v1.75.0

@@ -1,0 +1,195 @@
+package otel_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/codemode-go/codemode"
+	cotel "github.com/codemode-go/codemode/otel"
+)
+
+// observed is an executor with capabilities, observed into an in-memory
+// span recorder and metric reader.
+func observed(t *testing.T, opts ...codemode.Option) (*codemode.Executor, *tracetest.SpanRecorder, *sdkmetric.ManualReader, trace.Tracer) {
+	t.Helper()
+	sr := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(sr))
+	mr := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(mr))
+	t.Cleanup(func() { tp.Shutdown(context.Background()); mp.Shutdown(context.Background()) })
+	tracer := tp.Tracer("test")
+	opts = append(opts, codemode.WithObserver(cotel.New(cotel.WithTracerProvider(tp), cotel.WithMeterProvider(mp))),
+		codemode.WithCapability(codemode.Capability{Name: "query", Async: true,
+			Func: func(ctx context.Context, args json.RawMessage) (any, error) {
+				_, span := tracer.Start(ctx, "db.query") // the handler's own span
+				defer span.End()
+				return 42, nil
+			}}),
+		codemode.WithCapability(codemode.Capability{Name: "fail", Func: func(context.Context, json.RawMessage) (any, error) {
+			return nil, errors.New("disk full")
+		}}),
+		codemode.WithCapability(codemode.Capability{Name: "hang", Async: true, Func: func(ctx context.Context, _ json.RawMessage) (any, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}}),
+		codemode.WithGovernance(codemode.Governance{Tools: map[string]codemode.ToolPolicy{"hang": {Timeout: 20 * time.Millisecond}}}))
+	e, err := codemode.New(opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { e.Close() })
+	return e, sr, mr, tracer
+}
+
+// tree renders ended spans as an indented tree, children in start order.
+func tree(spans []sdktrace.ReadOnlySpan) string {
+	children := map[trace.SpanID][]sdktrace.ReadOnlySpan{}
+	ids := map[trace.SpanID]bool{}
+	for _, s := range spans {
+		ids[s.SpanContext().SpanID()] = true
+	}
+	var roots []sdktrace.ReadOnlySpan
+	for _, s := range spans {
+		if p := s.Parent().SpanID(); p.IsValid() && ids[p] {
+			children[p] = append(children[p], s)
+		} else {
+			roots = append(roots, s)
+		}
+	}
+	var b strings.Builder
+	var walk func(s sdktrace.ReadOnlySpan, depth int)
+	walk = func(s sdktrace.ReadOnlySpan, depth int) {
+		fmt.Fprintf(&b, "%s%s", strings.Repeat("  ", depth), s.Name())
+		if s.Status().Code == codes.Error {
+			fmt.Fprintf(&b, " [error: %s]", s.Status().Description)
+		}
+		b.WriteString("\n")
+		kids := children[s.SpanContext().SpanID()]
+		sort.Slice(kids, func(i, j int) bool { return kids[i].StartTime().Before(kids[j].StartTime()) })
+		for _, k := range kids {
+			walk(k, depth+1)
+		}
+	}
+	for _, r := range roots {
+		walk(r, 0)
+	}
+	return b.String()
+}
+
+func attrs(s sdktrace.ReadOnlySpan) map[attribute.Key]string {
+	m := map[attribute.Key]string{}
+	for _, kv := range s.Attributes() {
+		m[kv.Key] = kv.Value.Emit()
+	}
+	return m
+}
+
+func find(t *testing.T, spans []sdktrace.ReadOnlySpan, name string) sdktrace.ReadOnlySpan {
+	t.Helper()
+	for _, s := range spans {
+		if s.Name() == name {
+			return s
+		}
+	}
+	t.Fatalf("no span %q", name)
+	return nil
+}
+
+// TestSpanTree: the caller's span is the run's parent, each tool call is a
+// child of the run, a handler's own span is a child of its call, and a
+// timeout and a caught failure are recorded as such.
+func TestSpanTree(t *testing.T) {
+	e, sr, mr, tracer := observed(t)
+	ctx, root := tracer.Start(context.Background(), "request")
+	res, err := e.Run(ctx, `
+		const n = await query({sql: 'select 1'})
+		try { fail({}) } catch (e) {}
+		try { await hang({}) } catch (e) {}
+		return n`)
+	root.End()
+	require.NoError(t, err)
+	assert.Equal(t, "42", string(res.Value))
+	spans := sr.Ended()
+	assert.Equal(t, `request
+  codemode.run
+    execute_tool query
+      db.query
+    execute_tool fail [error: disk full]
+    execute_tool hang [error: tool "hang" timed out after 20ms (its per-call timeout)]
+`, tree(spans))
+	run := find(t, spans, "codemode.run")
+	a := attrs(run)
+	assert.Equal(t, "run", a[cotel.AttrRunKind])
+	assert.Equal(t, "ok", a[cotel.AttrRunOutcome])
+	assert.Equal(t, "3", a[cotel.AttrRunHostCalls])
+	assert.NotEmpty(t, a[cotel.AttrRunPeakMemory])
+	assert.Equal(t, codes.Unset, run.Status().Code)
+	q := attrs(find(t, spans, "execute_tool query"))
+	assert.Equal(t, "execute_tool", q["gen_ai.operation.name"])
+	assert.Equal(t, "query", q["gen_ai.tool.name"])
+	assert.Equal(t, "ok", q[cotel.AttrToolOutcome])
+	assert.Equal(t, "0", q[cotel.AttrToolSeq])
+	h := attrs(find(t, spans, "execute_tool hang"))
+	assert.Equal(t, "timeout", h[cotel.AttrToolOutcome])
+	assert.Equal(t, "timeout", h["error.type"])
+	assert.Equal(t, "error", attrs(find(t, spans, "execute_tool fail"))[cotel.AttrToolOutcome])
+
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, mr.Collect(context.Background(), &rm))
+	counts := map[string]uint64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			for _, dp := range m.Data.(metricdata.Histogram[float64]).DataPoints {
+				outcome := ""
+				for _, kv := range dp.Attributes.ToSlice() {
+					if strings.HasSuffix(string(kv.Key), "outcome") {
+						outcome = kv.Value.Emit()
+					}
+				}
+				counts[m.Name+" "+outcome] += dp.Count
+			}
+		}
+	}
+	assert.Equal(t, map[string]uint64{"codemode.run.duration ok": 1, "codemode.tool.duration ok": 1,
+		"codemode.tool.duration error": 1, "codemode.tool.duration timeout": 1}, counts)
+}
+
+// TestFailedRunSpan: a run that fails is an error span with its kind.
+func TestFailedRunSpan(t *testing.T) {
+	e, sr, _, _ := observed(t)
+	_, err := e.Run(context.Background(), `fail({})`)
+	require.Error(t, err)
+	run := find(t, sr.Ended(), "codemode.run")
+	assert.Equal(t, codes.Error, run.Status().Code)
+	assert.Equal(t, "capability", attrs(run)[cotel.AttrRunOutcome])
+	assert.Equal(t, "capability", attrs(run)["error.type"])
+}
+
+// TestExecuteSpans: provider calls are spans too, named provider.tool.
+func TestExecuteSpans(t *testing.T) {
+	e, sr, _, tracer := observed(t)
+	res := e.Execute(context.Background(), codemode.Request{Code: `async () => await db.get(1)`,
+		Providers: []codemode.Provider{{Name: "db"}},
+		Dispatch: func(ctx context.Context, provider, tool, args string) (string, error) {
+			_, span := tracer.Start(ctx, "http.get")
+			span.End()
+			return `{"result":1}`, nil
+		}})
+	require.Empty(t, res.Error)
+	assert.Equal(t, "codemode.execute\n  execute_tool db.get\n    http.get\n", tree(sr.Ended()))
+	assert.Equal(t, "db", attrs(find(t, sr.Ended(), "execute_tool db.get"))[cotel.AttrToolProvider])
+}
