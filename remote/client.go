@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
@@ -33,6 +35,7 @@ type Client struct {
 	caps    []codemode.Capability
 	gov     *codemode.Governance // WithGovernance: the key stays here
 	pbGov   *pb.Governance       // what the daemon is told of it
+	prop    propagation.TextMapPropagator
 
 	mu     sync.Mutex
 	closed bool
@@ -49,6 +52,16 @@ type dialConfig struct {
 	caps    []codemode.Capability
 	grpc    []grpc.DialOption
 	gov     *codemode.Governance
+	prop    propagation.TextMapPropagator
+}
+
+// WithPropagator sets how trace context travels: in each program's Start
+// (the daemon's run is a child of the caller's span) and back in each
+// tool call (the client's work for it is a child of the daemon's call
+// span). Default: OpenTelemetry's global propagator
+// (otel.GetTextMapPropagator, which carries nothing until one is set).
+func WithPropagator(p propagation.TextMapPropagator) Option {
+	return func(d *dialConfig) error { d.prop = p; return nil }
 }
 
 // WithGovernance governs the tool calls of this client's programs (see
@@ -132,7 +145,8 @@ func Dial(target string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{conn: conn, client: pb.NewExecutorClient(conn), limits: d.limits, require: d.require, caps: d.caps, gov: d.gov}
+	c := &Client{conn: conn, client: pb.NewExecutorClient(conn), limits: d.limits, require: d.require, caps: d.caps, gov: d.gov,
+		prop: d.prop}
 	if g := d.gov; g != nil {
 		c.pbGov = &pb.Governance{Tools: map[string]*pb.ToolPolicy{}, TtlMs: int64((g.TTL + time.Millisecond - 1) / time.Millisecond)}
 		for name, t := range g.Tools {
@@ -248,6 +262,32 @@ func (c *Client) execute(ctx context.Context, start *pb.Start, dispatch codemode
 		out.Paused, out.Result = p, nil
 	}
 	return out
+}
+
+// propagator is the client's trace propagator.
+func (c *Client) propagator() propagation.TextMapPropagator {
+	if c.prop != nil {
+		return c.prop
+	}
+	return otel.GetTextMapPropagator()
+}
+
+// inject is ctx's trace context for a Start.
+func (c *Client) inject(ctx context.Context) map[string]string {
+	carrier := propagation.MapCarrier{}
+	c.propagator().Inject(ctx, carrier)
+	if len(carrier) == 0 {
+		return nil
+	}
+	return carrier
+}
+
+// extract puts a call's trace context into ctx.
+func (c *Client) extract(ctx context.Context, trace map[string]string) context.Context {
+	if len(trace) == 0 {
+		return ctx
+	}
+	return c.propagator().Extract(ctx, propagation.MapCarrier(trace))
 }
 
 // seal makes the host's continuation of a program the daemon paused.
@@ -475,6 +515,7 @@ func (c *Client) attempt(ctx context.Context, start *pb.Start, kept **remoteReta
 		}
 		return stream.Send(m)
 	}
+	start.Trace = c.inject(ctx)
 	if err := send(&pb.ClientMessage{Msg: &pb.ClientMessage_Start{Start: start}}); err != nil {
 		return nil, false, recvErr(stream)
 	}
@@ -491,7 +532,7 @@ func (c *Client) attempt(ctx context.Context, start *pb.Start, kept **remoteReta
 		switch msg := m.Msg.(type) {
 		case *pb.ServerMessage_Call:
 			called = true
-			cctx := codemode.CallContext(sctx) // the call left the sandbox before the result
+			cctx := codemode.CallContext(c.extract(sctx, msg.Call.Trace)) // the call left the sandbox before the result
 			go func(call *pb.Call) {
 				a := answer(cctx, call)
 				send(&pb.ClientMessage{Msg: &pb.ClientMessage_Answer{Answer: a}})

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/propagation"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -32,6 +33,7 @@ type peer struct {
 	done    chan struct{}
 	control chan *pb.ClientMessage // Invoke, LogsRequest, Release (a retained sandbox's)
 	sent    atomic.Int64           // calls whose Call message has gone out (or failed to)
+	prop    propagation.TextMapPropagator
 }
 
 // outgoing is one message for write, and where it says how its Send went.
@@ -159,6 +161,13 @@ var errNoAnswer = errors.New("the client went away before answering the call")
 // call sends one call and waits for its answer.
 func (p *peer) call(ctx context.Context, c *pb.Call) (*pb.Answer, error) {
 	ch := make(chan *pb.Answer, 1)
+	if p.prop != nil {
+		carrier := propagation.MapCarrier{}
+		p.prop.Inject(ctx, carrier)
+		if len(carrier) > 0 {
+			c.Trace = carrier
+		}
+	}
 	p.mu.Lock()
 	p.next++
 	c.Id = p.next

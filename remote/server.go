@@ -32,6 +32,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
@@ -73,6 +75,12 @@ type ServerOptions struct {
 	// have in flight (default 64); one more is answered at once with an
 	// error saying so.
 	MaxInvokes int
+	// Propagator reads a Start's trace context (the program's run is a
+	// child of the client's span) and writes each call's (the client's work
+	// for it is a child of the call's span). Default: OpenTelemetry's
+	// global propagator. Give the executors an Observer (Executor:
+	// codemode.WithObserver, e.g. the otel module's) for the spans.
+	Propagator propagation.TextMapPropagator
 }
 
 // DefaultServerDeadline is a daemon's maximum deadline when
@@ -245,7 +253,11 @@ func (s *Server) Program(stream pb.Executor_ProgramServer) error {
 		}
 		log.Info("limits capped at the maxima", "asked", capped)
 	}
+	if len(start.Trace) > 0 {
+		ctx = s.propagator().Extract(ctx, propagation.MapCarrier(start.Trace))
+	}
 	p := newPeer(stream, s.opts.Metrics, s.opts.SendGrace)
+	p.prop = s.propagator()
 	p.metrics.moved("in", proto.Size(first))
 	go p.receive()
 	defer p.stop()
@@ -482,6 +494,14 @@ func orOK(kind string) string {
 
 func stats(s codemode.RunStats) *pb.Stats {
 	return &pb.Stats{ElapsedUs: s.Elapsed.Microseconds(), HostCalls: int64(s.HostCalls), PeakMemory: s.PeakMemory}
+}
+
+// propagator is the daemon's trace propagator.
+func (s *Server) propagator() propagation.TextMapPropagator {
+	if s.opts.Propagator != nil {
+		return s.opts.Propagator
+	}
+	return otel.GetTextMapPropagator()
 }
 
 // governance is the daemon's side of a client's policy: the client's

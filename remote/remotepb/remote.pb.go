@@ -358,7 +358,10 @@ type Start struct {
 	// Resume a paused program in place of running code (and providers):
 	// the body of its continuation, which the client authenticated with the
 	// host's key, and the decision for its call.
-	Resume        *Resume `protobuf:"bytes,9,opt,name=resume,proto3" json:"resume,omitempty"`
+	Resume *Resume `protobuf:"bytes,9,opt,name=resume,proto3" json:"resume,omitempty"`
+	// The client's trace context (W3C traceparent and tracestate, or what
+	// its propagator writes): the program's run is a child of it.
+	Trace         map[string]string `protobuf:"bytes,10,rep,name=trace,proto3" json:"trace,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -452,6 +455,13 @@ func (x *Start) GetGovernance() *Governance {
 func (x *Start) GetResume() *Resume {
 	if x != nil {
 		return x.Resume
+	}
+	return nil
+}
+
+func (x *Start) GetTrace() map[string]string {
+	if x != nil {
+		return x.Trace
 	}
 	return nil
 }
@@ -1035,12 +1045,15 @@ func (x *Limits) GetDeadlineMs() int64 {
 // Call is one tool call of the program: a provider call (the dispatch's
 // arguments) or, with capability set, a capability of a Run script.
 type Call struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
-	Provider      string                 `protobuf:"bytes,2,opt,name=provider,proto3" json:"provider,omitempty"`
-	Tool          string                 `protobuf:"bytes,3,opt,name=tool,proto3" json:"tool,omitempty"`
-	ArgsJson      string                 `protobuf:"bytes,4,opt,name=args_json,json=argsJson,proto3" json:"args_json,omitempty"`
-	Capability    bool                   `protobuf:"varint,5,opt,name=capability,proto3" json:"capability,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Id         uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Provider   string                 `protobuf:"bytes,2,opt,name=provider,proto3" json:"provider,omitempty"`
+	Tool       string                 `protobuf:"bytes,3,opt,name=tool,proto3" json:"tool,omitempty"`
+	ArgsJson   string                 `protobuf:"bytes,4,opt,name=args_json,json=argsJson,proto3" json:"args_json,omitempty"`
+	Capability bool                   `protobuf:"varint,5,opt,name=capability,proto3" json:"capability,omitempty"`
+	// The call's trace context on the daemon: the client's work for it is
+	// a child of it.
+	Trace         map[string]string `protobuf:"bytes,6,rep,name=trace,proto3" json:"trace,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1108,6 +1121,13 @@ func (x *Call) GetCapability() bool {
 		return x.Capability
 	}
 	return false
+}
+
+func (x *Call) GetTrace() map[string]string {
+	if x != nil {
+		return x.Trace
+	}
+	return nil
 }
 
 // Answer answers call id: a provider call's envelope string, a
@@ -1726,7 +1746,7 @@ const file_codemode_remote_v1_remote_proto_rawDesc = "" +
 	"\rinvoke_result\x18\x03 \x01(\v2 .codemode.remote.v1.InvokeResultH\x00R\finvokeResult\x123\n" +
 	"\x04logs\x18\x04 \x01(\v2\x1d.codemode.remote.v1.LogsReplyH\x00R\x04logs\x124\n" +
 	"\x06closed\x18\x05 \x01(\v2\x1a.codemode.remote.v1.ClosedH\x00R\x06closedB\x05\n" +
-	"\x03msg\"\xed\x03\n" +
+	"\x03msg\"\xe3\x04\n" +
 	"\x05Start\x122\n" +
 	"\x04mode\x18\x01 \x01(\x0e2\x1e.codemode.remote.v1.Start.ModeR\x04mode\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\tR\x04code\x12:\n" +
@@ -1738,7 +1758,13 @@ const file_codemode_remote_v1_remote_proto_rawDesc = "" +
 	"\n" +
 	"governance\x18\b \x01(\v2\x1e.codemode.remote.v1.GovernanceR\n" +
 	"governance\x122\n" +
-	"\x06resume\x18\t \x01(\v2\x1a.codemode.remote.v1.ResumeR\x06resume\"&\n" +
+	"\x06resume\x18\t \x01(\v2\x1a.codemode.remote.v1.ResumeR\x06resume\x12:\n" +
+	"\x05trace\x18\n" +
+	" \x03(\v2$.codemode.remote.v1.Start.TraceEntryR\x05trace\x1a8\n" +
+	"\n" +
+	"TraceEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"&\n" +
 	"\x04Mode\x12\x10\n" +
 	"\fMODE_EXECUTE\x10\x00\x12\f\n" +
 	"\bMODE_RUN\x10\x01\"\xbe\x01\n" +
@@ -1796,7 +1822,7 @@ const file_codemode_remote_v1_remote_proto_rawDesc = "" +
 	"\apayload\x18\x03 \x01(\x03R\apayload\x12\x12\n" +
 	"\x04logs\x18\x04 \x01(\x03R\x04logs\x12\x1f\n" +
 	"\vdeadline_ms\x18\x05 \x01(\x03R\n" +
-	"deadlineMs\"\x83\x01\n" +
+	"deadlineMs\"\xf8\x01\n" +
 	"\x04Call\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1a\n" +
 	"\bprovider\x18\x02 \x01(\tR\bprovider\x12\x12\n" +
@@ -1804,7 +1830,12 @@ const file_codemode_remote_v1_remote_proto_rawDesc = "" +
 	"\targs_json\x18\x04 \x01(\tR\bargsJson\x12\x1e\n" +
 	"\n" +
 	"capability\x18\x05 \x01(\bR\n" +
-	"capability\"\x80\x01\n" +
+	"capability\x129\n" +
+	"\x05trace\x18\x06 \x03(\v2#.codemode.remote.v1.Call.TraceEntryR\x05trace\x1a8\n" +
+	"\n" +
+	"TraceEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x80\x01\n" +
 	"\x06Answer\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1c\n" +
 	"\benvelope\x18\x02 \x01(\tH\x00R\benvelope\x12!\n" +
@@ -1868,7 +1899,7 @@ func file_codemode_remote_v1_remote_proto_rawDescGZIP() []byte {
 }
 
 var file_codemode_remote_v1_remote_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_codemode_remote_v1_remote_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_codemode_remote_v1_remote_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_codemode_remote_v1_remote_proto_goTypes = []any{
 	(Start_Mode)(0),       // 0: codemode.remote.v1.Start.Mode
 	(*ClientMessage)(nil), // 1: codemode.remote.v1.ClientMessage
@@ -1892,7 +1923,9 @@ var file_codemode_remote_v1_remote_proto_goTypes = []any{
 	(*Release)(nil),       // 19: codemode.remote.v1.Release
 	(*Closed)(nil),        // 20: codemode.remote.v1.Closed
 	(*Stats)(nil),         // 21: codemode.remote.v1.Stats
-	nil,                   // 22: codemode.remote.v1.Governance.ToolsEntry
+	nil,                   // 22: codemode.remote.v1.Start.TraceEntry
+	nil,                   // 23: codemode.remote.v1.Governance.ToolsEntry
+	nil,                   // 24: codemode.remote.v1.Call.TraceEntry
 }
 var file_codemode_remote_v1_remote_proto_depIdxs = []int32{
 	3,  // 0: codemode.remote.v1.ClientMessage.start:type_name -> codemode.remote.v1.Start
@@ -1911,19 +1944,21 @@ var file_codemode_remote_v1_remote_proto_depIdxs = []int32{
 	11, // 13: codemode.remote.v1.Start.limits:type_name -> codemode.remote.v1.Limits
 	4,  // 14: codemode.remote.v1.Start.governance:type_name -> codemode.remote.v1.Governance
 	6,  // 15: codemode.remote.v1.Start.resume:type_name -> codemode.remote.v1.Resume
-	22, // 16: codemode.remote.v1.Governance.tools:type_name -> codemode.remote.v1.Governance.ToolsEntry
-	9,  // 17: codemode.remote.v1.Provider.apis:type_name -> codemode.remote.v1.ToolDoc
-	21, // 18: codemode.remote.v1.Result.stats:type_name -> codemode.remote.v1.Stats
-	11, // 19: codemode.remote.v1.Result.limits:type_name -> codemode.remote.v1.Limits
-	7,  // 20: codemode.remote.v1.Result.paused:type_name -> codemode.remote.v1.Paused
-	5,  // 21: codemode.remote.v1.Governance.ToolsEntry.value:type_name -> codemode.remote.v1.ToolPolicy
-	1,  // 22: codemode.remote.v1.Executor.Program:input_type -> codemode.remote.v1.ClientMessage
-	2,  // 23: codemode.remote.v1.Executor.Program:output_type -> codemode.remote.v1.ServerMessage
-	23, // [23:24] is the sub-list for method output_type
-	22, // [22:23] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	22, // 16: codemode.remote.v1.Start.trace:type_name -> codemode.remote.v1.Start.TraceEntry
+	23, // 17: codemode.remote.v1.Governance.tools:type_name -> codemode.remote.v1.Governance.ToolsEntry
+	9,  // 18: codemode.remote.v1.Provider.apis:type_name -> codemode.remote.v1.ToolDoc
+	24, // 19: codemode.remote.v1.Call.trace:type_name -> codemode.remote.v1.Call.TraceEntry
+	21, // 20: codemode.remote.v1.Result.stats:type_name -> codemode.remote.v1.Stats
+	11, // 21: codemode.remote.v1.Result.limits:type_name -> codemode.remote.v1.Limits
+	7,  // 22: codemode.remote.v1.Result.paused:type_name -> codemode.remote.v1.Paused
+	5,  // 23: codemode.remote.v1.Governance.ToolsEntry.value:type_name -> codemode.remote.v1.ToolPolicy
+	1,  // 24: codemode.remote.v1.Executor.Program:input_type -> codemode.remote.v1.ClientMessage
+	2,  // 25: codemode.remote.v1.Executor.Program:output_type -> codemode.remote.v1.ServerMessage
+	25, // [25:26] is the sub-list for method output_type
+	24, // [24:25] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_codemode_remote_v1_remote_proto_init() }
@@ -1956,7 +1991,7 @@ func file_codemode_remote_v1_remote_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_codemode_remote_v1_remote_proto_rawDesc), len(file_codemode_remote_v1_remote_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   22,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
