@@ -92,6 +92,8 @@ func cmdBatch(ctx context.Context, stop <-chan struct{}, args []string, stdin io
 	stable := fs.Bool("stable", false, "leave out elapsed_ms and peak_memory_bytes (which vary between identical runs)")
 	progress := fs.String("progress", "auto", "the progress bar: auto (when stderr is a terminal), always or never")
 	repeat := fs.Int("repeat", 1, "run every job N times, interleaved across the batch, and report the jobs whose outcomes differed")
+	var tl telemetryFlags
+	tl.register(fs)
 	if code, ok := parseOne(fs, args, "one input file"); !ok {
 		return code
 	}
@@ -110,6 +112,12 @@ func cmdBatch(ctx context.Context, stop <-chan struct{}, args []string, stdin io
 	if err != nil {
 		return exitFor(stderr, err)
 	}
+	tel, err := tl.open(ctx)
+	if err != nil {
+		return exitFor(stderr, err)
+	}
+	defer tel.close(stderr)
+	gov = append(gov, tel.opts...)
 	pm := progressMode(*progress)
 	if pm != "auto" && pm != "always" && pm != "never" {
 		return exitFor(stderr, usagef("--progress is auto, always or never"))

@@ -54,6 +54,8 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	addr := fs.String("http", "", "serve streamable HTTP on this address instead of stdio")
 	toolName := fs.String("tool-name", "run_js", "the code tool's name")
 	budget := fs.Int("token-budget", cmcp.DefaultTokenBudget, "the description's budget in tokens; past it, progressive discovery")
+	var tl telemetryFlags
+	tl.register(fs)
 	if status, ok := parseFlags(fs, args); !ok {
 		return status
 	}
@@ -72,7 +74,12 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return exitFor(stderr, err)
 	}
 	defer closeAll(ups)
-	opts := []codemode.Option{codemode.WithLimits(lf.l)}
+	tel, err := tl.open(ctx)
+	if err != nil {
+		return exitFor(stderr, err)
+	}
+	defer tel.close(stderr)
+	opts := append([]codemode.Option{codemode.WithLimits(lf.l)}, tel.opts...)
 	if gov != nil {
 		// Continuations reach the client, and its model: sealed, and
 		// each resumed once.

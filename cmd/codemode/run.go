@@ -54,6 +54,8 @@ diverged from the tape, 6 paused at a call that needs approval.
 func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("run", "[flags] FILE|-", runHelp, stderr)
 	lf, tf, gf := newProgramFlags(fs)
+	var tl telemetryFlags
+	tl.register(fs)
 	pretty := fs.Bool("pretty", false, "indent the output")
 	if code, ok := parseOne(fs, args, "one script file"); !ok {
 		return code
@@ -63,6 +65,12 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if err != nil {
 		return exitFor(stderr, err)
 	}
+	tel, err := tl.open(ctx)
+	if err != nil {
+		return exitFor(stderr, err)
+	}
+	defer tel.close(stderr)
+	gov = append(gov, tel.opts...)
 	code, err := readSource(fs.Arg(0), stdin)
 	if err != nil {
 		return exitFor(stderr, err)

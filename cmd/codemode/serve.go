@@ -61,6 +61,8 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics on this address (/metrics)")
 	maxPrograms := fs.Int("max-programs", codemode.DefaultSlots, "programs in flight; one more is refused with RESOURCE_EXHAUSTED")
 	sendGrace := fs.Duration("send-grace", 10*time.Second, "how long a result waits for a client that does not read before its stream ends")
+	var tl telemetryFlags
+	tl.register(fs)
 	if status, ok := parseFlags(fs, args); !ok {
 		return status
 	}
@@ -71,8 +73,13 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
 	if lf.l.Deadline == 0 {
 		lf.l.Deadline = remote.DefaultServerDeadline
 	}
+	tel, err := tl.open(ctx)
+	if err != nil {
+		return exitFor(stderr, err)
+	}
+	defer tel.close(stderr)
 	opts := remote.ServerOptions{Max: lf.l, Logger: log, MaxPrograms: *maxPrograms, SendGrace: *sendGrace,
-		Executor: []codemode.Option{codemode.WithSlots(*maxPrograms)}}
+		Executor: append([]codemode.Option{codemode.WithSlots(*maxPrograms)}, tel.opts...)}
 	var reg *prometheus.Registry
 	if *metricsAddr != "" {
 		reg = prometheus.NewRegistry()

@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/codemode-go/codemode"
+	cotel "github.com/codemode-go/codemode/otel"
+)
+
+// telemetryFlags are --otlp and --trace-file.
+type telemetryFlags struct {
+	otlp, traceFile string
+}
+
+func (tf *telemetryFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&tf.otlp, "otlp", "", "export traces and metrics over OTLP to this collector: host:port (gRPC, plaintext) or an http(s):// URL (HTTP, e.g. http://localhost:4318)")
+	fs.StringVar(&tf.traceFile, "trace-file", "", "write every span as OTLP JSON, one ExportTraceServiceRequest per line, to this file")
+}
+
+// telemetry is what the flags set up: the executor option that observes
+// runs, and its shutdown (which flushes what is buffered).
+type telemetry struct {
+	opts     []codemode.Option
+	shutdown func(context.Context) error
+}
+
+// open sets up the exporters the flags ask for (none: no option, nothing
+// to shut down), and makes W3C trace context the propagator (the daemon's
+// Start and calls carry it).
+func (tf *telemetryFlags) open(ctx context.Context) (*telemetry, error) {
+	t := &telemetry{shutdown: func(context.Context) error { return nil }}
+	if tf.otlp == "" && tf.traceFile == "" {
+		return t, nil
+	}
+	res := resource.NewSchemaless(semconv.ServiceName("codemode"))
+	topts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
+	var mp *sdkmetric.MeterProvider
+	var closers []func(context.Context) error
+	if tf.traceFile != "" {
+		f, err := os.Create(tf.traceFile)
+		if err != nil {
+			return nil, usagef("--trace-file: %v", err)
+		}
+		exp, err := otlptrace.New(ctx, &fileClient{f: f, w: bufio.NewWriter(f)})
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		topts = append(topts, sdktrace.WithBatcher(exp))
+	}
+	if tf.otlp != "" {
+		texp, mexp, err := otlpExporters(ctx, tf.otlp)
+		if err != nil {
+			return nil, usagef("--otlp: %v", err)
+		}
+		topts = append(topts, sdktrace.WithBatcher(texp))
+		mp = sdkmetric.NewMeterProvider(sdkmetric.WithResource(res), sdkmetric.WithReader(sdkmetric.NewPeriodicReader(mexp)))
+		closers = append(closers, mp.Shutdown)
+	}
+	tp := sdktrace.NewTracerProvider(topts...)
+	closers = append([]func(context.Context) error{tp.Shutdown}, closers...)
+	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
+	oopts := []cotel.Option{cotel.WithTracerProvider(tp)}
+	if mp != nil {
+		oopts = append(oopts, cotel.WithMeterProvider(mp))
+	}
+	t.opts = []codemode.Option{codemode.WithObserver(cotel.New(oopts...))}
+	t.shutdown = func(ctx context.Context) error {
+		var errs []error
+		for _, c := range closers {
+			errs = append(errs, c(ctx))
+		}
+		return errors.Join(errs...)
+	}
+	return t, nil
+}
+
+// close flushes and shuts the exporters down (within 10 s), reporting a
+// failure on stderr.
+func (t *telemetry) close(stderr io.Writer) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := t.shutdown(ctx); err != nil {
+		fmt.Fprintf(stderr, "codemode: telemetry: %v\n", err)
+	}
+}
+
+// otlpExporters are the trace and metric exporters of an --otlp endpoint:
+// an http(s):// URL speaks OTLP/HTTP, host:port OTLP/gRPC in plaintext.
+func otlpExporters(ctx context.Context, endpoint string) (sdktrace.SpanExporter, sdkmetric.Exporter, error) {
+	if strings.HasPrefix(endpoint, "http://") || strings.HasPrefix(endpoint, "https://") {
+		t, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(strings.TrimSuffix(endpoint, "/")+"/v1/traces"))
+		if err != nil {
+			return nil, nil, err
+		}
+		m, err := otlpmetrichttp.New(ctx, otlpmetrichttp.WithEndpointURL(strings.TrimSuffix(endpoint, "/")+"/v1/metrics"))
+		return t, m, err
+	}
+	if strings.Contains(endpoint, "://") {
+		return nil, nil, fmt.Errorf("%q: want host:port (gRPC) or an http(s):// URL", endpoint)
+	}
+	t, err := otlptracegrpc.New(ctx, otlptracegrpc.WithEndpoint(endpoint), otlptracegrpc.WithInsecure())
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := otlpmetricgrpc.New(ctx, otlpmetricgrpc.WithEndpoint(endpoint), otlpmetricgrpc.WithInsecure())
+	return t, m, err
+}
+
+// fileClient is an otlptrace.Client that writes each upload as a line of
+// OTLP JSON (an ExportTraceServiceRequest, protojson), for a harness
+// without a collector: the OTLP exporter does the translation from spans.
+type fileClient struct {
+	mu sync.Mutex
+	f  *os.File
+	w  *bufio.Writer
+}
+
+// Start does nothing: the file is open.
+func (c *fileClient) Start(context.Context) error { return nil }
+
+// Stop flushes and closes the file.
+func (c *fileClient) Stop(context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	err := c.w.Flush()
+	if cerr := c.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// UploadTraces writes one line.
+func (c *fileClient) UploadTraces(_ context.Context, spans []*tracepb.ResourceSpans) error {
+	b, err := protojson.Marshal(&coltracepb.ExportTraceServiceRequest{ResourceSpans: spans})
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, err := c.w.Write(append(b, '\n')); err != nil {
+		return err
+	}
+	return c.w.Flush()
+}
