@@ -38,19 +38,23 @@
 //   - codemode.run.duration (histogram, s), by codemode.run.kind and
 //     codemode.run.outcome
 //   - codemode.tool.duration (histogram, s), by gen_ai.tool.name and
-//     codemode.tool.outcome
+//     codemode.tool.outcome (at most 1,024 pairs: past them a tool reads
+//     "other", since a program can call a provider's tools by any name)
 //
 // A histogram's count is the number of runs or calls.
 package otel
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/codemode-go/codemode"
 )
@@ -95,10 +99,42 @@ func WithMeterProvider(mp metric.MeterProvider) Option { return func(c *config) 
 
 // Observer is the codemode.Observer New returns.
 type Observer struct {
-	tracer   trace.Tracer
-	runDur   metric.Float64Histogram
-	toolDur  metric.Float64Histogram
-	disabled bool
+	tracer  trace.Tracer
+	runDur  metric.Float64Histogram
+	toolDur metric.Float64Histogram
+	// The attribute sets of the measurements, made once per pair (an
+	// attribute set sorts and allocates): by kind and outcome, and by
+	// tool and outcome.
+	runSets, toolSets sets
+	noTraces          bool // the TracerProvider is OpenTelemetry's no-op: no span is started
+}
+
+// sets are the measurement options of pairs of attribute values, made
+// once each, at most maxSets of them: a program can call tools by any
+// name (a provider's undeclared ones reach the dispatch), and a metric's
+// attributes must not grow with what programs write; past the bound the
+// first value reads "other".
+type sets struct {
+	m sync.Map // [2]string -> metric.MeasurementOption
+	n atomic.Int32
+}
+
+// maxSets bounds the attribute pairs a metric is recorded with.
+const maxSets = 1024
+
+func (s *sets) of(k1 attribute.Key, v1 string, k2 attribute.Key, v2 string) metric.MeasurementOption {
+	key := [2]string{v1, v2}
+	if o, ok := s.m.Load(key); ok {
+		return o.(metric.MeasurementOption)
+	}
+	if s.n.Load() >= maxSets {
+		return metric.WithAttributes(k1.String("other"), k2.String(v2))
+	}
+	o := metric.WithAttributeSet(attribute.NewSet(k1.String(v1), k2.String(v2)))
+	if _, loaded := s.m.LoadOrStore(key, o); !loaded {
+		s.n.Add(1)
+	}
+	return o
 }
 
 var _ codemode.Observer = (*Observer)(nil)
@@ -117,7 +153,8 @@ func New(opts ...Option) *Observer {
 	if c.mp == nil {
 		c.mp = otel.GetMeterProvider()
 	}
-	o := &Observer{tracer: c.tp.Tracer(ScopeName)}
+	_, noTraces := c.tp.(noop.TracerProvider)
+	o := &Observer{tracer: c.tp.Tracer(ScopeName), noTraces: noTraces}
 	m := c.mp.Meter(ScopeName)
 	o.runDur, _ = m.Float64Histogram("codemode.run.duration", metric.WithUnit("s"),
 		metric.WithDescription("How long runs took, by kind and outcome."))
@@ -128,9 +165,16 @@ func New(opts ...Option) *Observer {
 
 // RunStart starts the run's span, a child of ctx's.
 func (o *Observer) RunStart(ctx context.Context, run codemode.RunInfo) context.Context {
+	if o.noTraces {
+		return ctx
+	}
 	attrs := []attribute.KeyValue{AttrRunKind.String(run.Kind)}
 	if run.Continuation != "" {
 		attrs = append(attrs, AttrContinuationID.String(run.Continuation))
+	}
+
+	if o.noTraces {
+		return ctx
 	}
 	ctx, _ = o.tracer.Start(ctx, "codemode."+run.Kind, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
 	return ctx
@@ -138,22 +182,26 @@ func (o *Observer) RunStart(ctx context.Context, run codemode.RunInfo) context.C
 
 // RunEnd ends the run's span and records its duration.
 func (o *Observer) RunEnd(ctx context.Context, run codemode.RunInfo, end codemode.RunEnd) {
-	span := trace.SpanFromContext(ctx)
-	span.SetAttributes(AttrRunOutcome.String(end.Outcome), AttrRunHostCalls.Int(end.HostCalls),
-		AttrRunPeakMemory.Int64(end.PeakMemory), AttrRunCached.Bool(end.Cached))
-	if end.Err != nil {
-		span.RecordError(end.Err)
-		span.SetAttributes(attrErrorType.String(end.Outcome))
-		span.SetStatus(codes.Error, end.Err.Error())
+	if span := trace.SpanFromContext(ctx); !o.noTraces && span.IsRecording() {
+		span.SetAttributes(AttrRunOutcome.String(end.Outcome), AttrRunHostCalls.Int(end.HostCalls),
+			AttrRunPeakMemory.Int64(end.PeakMemory), AttrRunCached.Bool(end.Cached))
+		if end.Err != nil {
+			span.RecordError(end.Err)
+			span.SetAttributes(attrErrorType.String(end.Outcome))
+			span.SetStatus(codes.Error, end.Err.Error())
+		}
+		span.End()
 	}
-	span.End()
-	if o.runDur != nil {
-		o.runDur.Record(ctx, end.Elapsed.Seconds(), metric.WithAttributes(AttrRunKind.String(run.Kind), AttrRunOutcome.String(end.Outcome)))
+	if o.runDur != nil && o.runDur.Enabled(ctx) {
+		o.runDur.Record(ctx, end.Elapsed.Seconds(), o.runSets.of(AttrRunKind, run.Kind, AttrRunOutcome, end.Outcome))
 	}
 }
 
 // ToolStart starts the call's span, a child of the run's.
 func (o *Observer) ToolStart(ctx context.Context, call codemode.ToolCallInfo) context.Context {
+	if o.noTraces {
+		return ctx
+	}
 	ctx, _ = o.tracer.Start(ctx, "execute_tool "+call.Tool, trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithAttributes(attrOperation.String("execute_tool"), attrToolName.String(call.Tool),
 			AttrToolProvider.String(call.Provider), AttrToolSeq.Int(call.Seq)))
@@ -162,18 +210,21 @@ func (o *Observer) ToolStart(ctx context.Context, call codemode.ToolCallInfo) co
 
 // ToolEnd ends the call's span and records its duration.
 func (o *Observer) ToolEnd(ctx context.Context, call codemode.ToolCallInfo, end codemode.ToolCallEnd) {
-	span := trace.SpanFromContext(ctx)
-	span.SetAttributes(AttrToolOutcome.String(end.Outcome))
-	if end.Policy != "" {
-		span.SetAttributes(AttrToolPolicy.String(end.Policy))
+	if span := trace.SpanFromContext(ctx); !o.noTraces && span.IsRecording() {
+		attrs := make([]attribute.KeyValue, 1, 3)
+		attrs[0] = AttrToolOutcome.String(end.Outcome)
+		if end.Policy != "" {
+			attrs = append(attrs, AttrToolPolicy.String(end.Policy))
+		}
+		if end.Err != nil {
+			span.RecordError(end.Err)
+			attrs = append(attrs, attrErrorType.String(end.Outcome))
+			span.SetStatus(codes.Error, end.Err.Error())
+		}
+		span.SetAttributes(attrs...)
+		span.End()
 	}
-	if end.Err != nil {
-		span.RecordError(end.Err)
-		span.SetAttributes(attrErrorType.String(end.Outcome))
-		span.SetStatus(codes.Error, end.Err.Error())
-	}
-	span.End()
-	if o.toolDur != nil {
-		o.toolDur.Record(ctx, end.Elapsed.Seconds(), metric.WithAttributes(attrToolName.String(call.Tool), AttrToolOutcome.String(end.Outcome)))
+	if o.toolDur != nil && o.toolDur.Enabled(ctx) {
+		o.toolDur.Record(ctx, end.Elapsed.Seconds(), o.toolSets.of(attrToolName, call.Tool, AttrToolOutcome, end.Outcome))
 	}
 }
