@@ -333,6 +333,18 @@
 // Governance.Redeem refuses ([SingleUse] for one process). SECURITY.md
 // says what a continuation reveals.
 //
+// # Observing runs
+//
+// [WithObserver] tells an [Observer] of every run (its kind, outcome,
+// elapsed time, host calls, peak memory, whether its bytecode was cached)
+// and of each tool call (its tool, outcome and, when governed, what the
+// policy decided). The context the Observer returns for a run becomes the
+// run's, and the one it returns for a call is the handler's: a span the
+// first carries is the parent of the calls', and a handler's own spans
+// nest under its call. The module github.com/codemode-go/codemode/otel
+// makes OpenTelemetry spans and metrics of it; the root module depends on
+// no telemetry library, and without an Observer nothing is measured.
+//
 // # Event loop
 //
 // The event loop lives in Go, between cgo calls: C runs the program and its
