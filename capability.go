@@ -382,14 +382,14 @@ type asyncCall struct {
 // answer when str is set) or a failure.
 type completion struct {
 	id      uint32
-	result  []byte
 	str     bool
-	failure string
 	failed  bool
-	badArgs bool   // the failure is the arguments': a TypeError
+	badArgs bool     // the failure is the arguments': a TypeError
+	why     callNote // an Observer's outcome when it is not "ok" or "error"
+	policy  callNote // what governance decided of the call (ToolCallEnd.Policy)
+	result  []byte
+	failure string
 	tool    string // a failed dispatch: "provider.tool", what the failure is attributed to
-	why     string // an Observer's outcome when it is not "ok" or "error": timeout, rejected, budget, replayed
-	policy  string // what governance decided of the call (ToolCallEnd.Policy)
 }
 
 func newHostRun(ex *Executor, caps *capTable, dispatch DispatchFunc, caller context.Context, clk *clock, gov *govRun) *hostRun {
@@ -417,10 +417,10 @@ func (h *hostRun) toolStart(ctx context.Context, cap int, provider, tool string,
 
 // toolEnd tells the Observer how a call ended.
 func (h *hostRun) toolEnd(t toolObs, d completion) {
-	end := ToolCallEnd{Outcome: "ok", Elapsed: time.Since(t.start), Policy: d.policy}
+	end := ToolCallEnd{Outcome: "ok", Elapsed: time.Since(t.start), Policy: d.policy.String()}
 	switch {
-	case d.why != "":
-		end.Outcome = d.why
+	case d.why != noteNone:
+		end.Outcome = d.why.String()
 		if d.failed {
 			end.Err = errors.New(d.failure)
 		}
@@ -709,7 +709,7 @@ func (h *hostRun) callSync(index int, args json.RawMessage, reply *C.bridge_repl
 		}
 		if v.act == actStop {
 			if h.obs != nil {
-				h.toolEnd(t, completion{why: "paused"})
+				h.toolEnd(t, completion{why: notePaused})
 			}
 			reply.status = C.BRIDGE_CALL_CANCELED // the run ends here: a pause or a divergence
 			return
@@ -731,7 +731,7 @@ func (h *hostRun) callSync(index int, args json.RawMessage, reply *C.bridge_repl
 		switch v.act {
 		case actAnswer:
 			d = v.rec.completion(0, false)
-			d.why, d.policy = "replayed", "replayed"
+			d.why, d.policy = noteReplayed, noteReplayed
 		case actFail:
 			d = completion{failed: true, failure: v.msg, why: v.why, policy: v.why}
 			h.gov.complete(v.seq, d)
@@ -807,10 +807,10 @@ func (h *hostRun) start(call asyncCall) bool {
 		var d completion
 		switch v.act {
 		case actStop:
-			d.why = "paused"
+			d.why = notePaused
 		case actAnswer:
 			d = v.rec.completion(call.id, call.cap < 0)
-			d.why, d.policy = "replayed", "replayed"
+			d.why, d.policy = noteReplayed, noteReplayed
 		case actFail:
 			d = completion{id: call.id, failed: true, failure: v.msg, why: v.why, policy: v.why}
 			if call.cap < 0 {

@@ -300,7 +300,7 @@ type verdict struct {
 	seq     int
 	policy  ToolPolicy
 	msg     string          // actFail's message
-	why     string          // actFail's reason for an Observer: budget, rejected
+	why     callNote        // actFail's reason for an Observer: budget, rejected
 	rec     callRecord      // actAnswer's record
 	args    json.RawMessage // actLive: arguments decided in place of the call's (an edit)
 	decided bool            // actLive: the call's approval is decided already
@@ -333,7 +333,7 @@ func (r *govRun) issue(ctx context.Context, tool string, args []byte) verdict {
 			r.counts[tool]++
 			d := r.decision
 			if !d.Approve {
-				v.act, v.msg, v.why = actFail, rejection(tool, d.Reason), "rejected"
+				v.act, v.msg, v.why = actFail, rejection(tool, d.Reason), noteRejected
 				return v
 			}
 			v.act, v.args, v.decided = actLive, d.Args, true
@@ -351,7 +351,7 @@ func (r *govRun) issue(ctx context.Context, tool string, args []byte) verdict {
 			r.counts = map[string]int{}
 		}
 		if r.counts[tool] >= v.policy.Budget {
-			v.act, v.msg, v.why = actFail, fmt.Sprintf("tool %q is over its budget of %d calls per run", tool, v.policy.Budget), "budget"
+			v.act, v.msg, v.why = actFail, fmt.Sprintf("tool %q is over its budget of %d calls per run", tool, v.policy.Budget), noteBudget
 			return v
 		}
 		r.counts[tool]++
@@ -466,14 +466,14 @@ func (r *govRun) governed(ctx context.Context, v verdict, tool string, args []by
 	}
 	rejected := func(msg string) (completion, bool) {
 		d, ran := fail(msg)
-		d.why, d.policy = "rejected", "rejected"
+		d.why, d.policy = noteRejected, noteRejected
 		return d, ran
 	}
-	policy := ""
+	policy := noteNone
 	if v.decided {
-		policy = "approved"
+		policy = noteApproved
 		if v.args != nil {
-			policy = "edited"
+			policy = noteEdited
 		}
 	}
 	if v.args != nil {
@@ -495,9 +495,9 @@ func (r *govRun) governed(ctx context.Context, v verdict, tool string, args []by
 		case !d.Approve:
 			return rejected(rejection(tool, d.Reason))
 		case d.Args != nil:
-			args, policy = d.Args, "edited"
+			args, policy = d.Args, noteEdited
 		default:
-			policy = "approved"
+			policy = noteApproved
 		}
 	}
 	release, err := r.slot(ctx, tool, v.policy.MaxInFlight)
@@ -527,7 +527,7 @@ func (r *govRun) governed(ctx context.Context, v verdict, tool string, args []by
 			msg = fmt.Sprintf("tool %q: the run ended during the call", tool) // never delivered
 		}
 		d, _ := fail(msg)
-		d.why, d.policy = "timeout", policy
+		d.why, d.policy = noteTimeout, policy
 		return d, true // the handler did start
 	}
 }

@@ -113,3 +113,23 @@ func (e *Executor) runStart(ctx context.Context, kind string) (context.Context, 
 
 // runEnd tells the Observer how the run ended.
 func (e *Executor) runEnd(t runObs, end RunEnd) { e.observer.RunEnd(t.ctx, t.info, end) }
+
+// callNote is what an Observer is told of a call beyond "ok" and "error"
+// (ToolCallEnd.Outcome) and what governance decided (ToolCallEnd.Policy),
+// as a byte in each completion.
+type callNote uint8
+
+const (
+	noteNone callNote = iota
+	notePaused
+	noteReplayed
+	noteRejected
+	noteBudget
+	noteTimeout
+	noteApproved
+	noteEdited
+)
+
+var noteNames = [...]string{"", "paused", "replayed", "rejected", "budget", "timeout", "approved", "edited"}
+
+func (n callNote) String() string { return noteNames[n] }
