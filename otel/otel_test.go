@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -22,6 +20,7 @@ import (
 
 	"github.com/codemode-go/codemode"
 	cotel "github.com/codemode-go/codemode/otel"
+	"github.com/codemode-go/codemode/otel/oteltest"
 )
 
 // observed is an executor with capabilities, observed into an in-memory
@@ -53,41 +52,6 @@ func observed(t *testing.T, opts ...codemode.Option) (*codemode.Executor, *trace
 	require.NoError(t, err)
 	t.Cleanup(func() { e.Close() })
 	return e, sr, mr, tracer
-}
-
-// tree renders ended spans as an indented tree, children in start order.
-func tree(spans []sdktrace.ReadOnlySpan) string {
-	children := map[trace.SpanID][]sdktrace.ReadOnlySpan{}
-	ids := map[trace.SpanID]bool{}
-	for _, s := range spans {
-		ids[s.SpanContext().SpanID()] = true
-	}
-	var roots []sdktrace.ReadOnlySpan
-	for _, s := range spans {
-		if p := s.Parent().SpanID(); p.IsValid() && ids[p] {
-			children[p] = append(children[p], s)
-		} else {
-			roots = append(roots, s)
-		}
-	}
-	var b strings.Builder
-	var walk func(s sdktrace.ReadOnlySpan, depth int)
-	walk = func(s sdktrace.ReadOnlySpan, depth int) {
-		fmt.Fprintf(&b, "%s%s", strings.Repeat("  ", depth), s.Name())
-		if s.Status().Code == codes.Error {
-			fmt.Fprintf(&b, " [error: %s]", s.Status().Description)
-		}
-		b.WriteString("\n")
-		kids := children[s.SpanContext().SpanID()]
-		sort.Slice(kids, func(i, j int) bool { return kids[i].StartTime().Before(kids[j].StartTime()) })
-		for _, k := range kids {
-			walk(k, depth+1)
-		}
-	}
-	for _, r := range roots {
-		walk(r, 0)
-	}
-	return b.String()
 }
 
 func attrs(s sdktrace.ReadOnlySpan) map[attribute.Key]string {
@@ -130,7 +94,7 @@ func TestSpanTree(t *testing.T) {
       db.query
     execute_tool fail [error: disk full]
     execute_tool hang [error: tool "hang" timed out after 20ms (its per-call timeout)]
-`, tree(spans))
+`, oteltest.Tree(spans))
 	run := find(t, spans, "codemode.run")
 	a := attrs(run)
 	assert.Equal(t, "run", a[cotel.AttrRunKind])
@@ -190,6 +154,6 @@ func TestExecuteSpans(t *testing.T) {
 			return `{"result":1}`, nil
 		}})
 	require.Empty(t, res.Error)
-	assert.Equal(t, "codemode.execute\n  execute_tool db.get\n    http.get\n", tree(sr.Ended()))
+	assert.Equal(t, "codemode.execute\n  execute_tool db.get\n    http.get\n", oteltest.Tree(sr.Ended()))
 	assert.Equal(t, "db", attrs(find(t, sr.Ended(), "execute_tool db.get"))[cotel.AttrToolProvider])
 }

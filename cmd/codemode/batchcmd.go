@@ -108,16 +108,11 @@ func cmdBatch(ctx context.Context, stop <-chan struct{}, args []string, stdin io
 	if *resume && *outPath == "" {
 		return exitFor(stderr, usagef("--resume needs -o: the file whose ids are done"))
 	}
-	gov, err := gf.options()
+	gov, closeTel, err := executorOptions(ctx, gf, &tl, stderr)
 	if err != nil {
 		return exitFor(stderr, err)
 	}
-	tel, err := tl.open(ctx)
-	if err != nil {
-		return exitFor(stderr, err)
-	}
-	defer tel.close(stderr)
-	gov = append(gov, tel.opts...)
+	defer closeTel()
 	pm := progressMode(*progress)
 	if pm != "auto" && pm != "always" && pm != "never" {
 		return exitFor(stderr, usagef("--progress is auto, always or never"))

@@ -61,16 +61,11 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return code
 	}
 	lf.forTools(tf)
-	gov, err := gf.options()
+	gov, closeTel, err := executorOptions(ctx, gf, &tl, stderr)
 	if err != nil {
 		return exitFor(stderr, err)
 	}
-	tel, err := tl.open(ctx)
-	if err != nil {
-		return exitFor(stderr, err)
-	}
-	defer tel.close(stderr)
-	gov = append(gov, tel.opts...)
+	defer closeTel()
 	code, err := readSource(fs.Arg(0), stdin)
 	if err != nil {
 		return exitFor(stderr, err)

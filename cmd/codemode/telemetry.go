@@ -99,6 +99,20 @@ func (tf *telemetryFlags) open(ctx context.Context) (*telemetry, error) {
 	return t, nil
 }
 
+// executorOptions are the executor options of the governance and
+// telemetry flags, and what flushes the telemetry at the end.
+func executorOptions(ctx context.Context, gf *govFlags, tl *telemetryFlags, stderr io.Writer) ([]codemode.Option, func(), error) {
+	gov, err := gf.options()
+	if err != nil {
+		return nil, nil, err
+	}
+	tel, err := tl.open(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return append(gov, tel.opts...), func() { tel.close(stderr) }, nil
+}
+
 // close flushes and shuts the exporters down (within 10 s), reporting a
 // failure on stderr.
 func (t *telemetry) close(stderr io.Writer) {
