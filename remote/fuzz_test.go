@@ -46,6 +46,12 @@ func FuzzDaemonFrames(f *testing.F) {
 		{start(&pb.Start{Code: "async () => 1"}), start(&pb.Start{Code: "async () => 2"})},
 		{frame(&pb.ClientMessage{Msg: &pb.ClientMessage_Invoke{Invoke: &pb.Invoke{Id: 1}}}), nil},
 		{frame(&pb.ClientMessage{Msg: &pb.ClientMessage_Release{Release: &pb.Release{}}}), nil},
+		{start(&pb.Start{Code: "async () => await s.w(1)", Providers: []*pb.Provider{{Name: "s"}},
+			Governance: &pb.Governance{Tools: map[string]*pb.ToolPolicy{"s.w": {RequiresApproval: true}}, TtlMs: 1}}), nil},
+		{start(&pb.Start{Code: "async () => 1", Governance: &pb.Governance{Tools: map[string]*pb.ToolPolicy{"*": {Budget: -1, TimeoutNs: -5}}}}), nil},
+		{start(&pb.Start{Resume: &pb.Resume{Body: []byte("not a body"), Approve: true}, Governance: &pb.Governance{}}), nil},
+		{start(&pb.Start{Mode: pb.Start_MODE_RUN, Governance: &pb.Governance{}, Resume: &pb.Resume{Approve: true, ArgsJson: "{",
+			Body: []byte(`{"v":1,"mode":"run","code":"return 1","expires":99999999999,"calls":[{"tool":"t","args":"{}"}],"pending":0}`)}}), nil},
 		{[]byte{0xff, 0xff, 0xff}, nil}, {[]byte("garbage"), []byte{0x0a, 0x80}}, {nil, nil},
 	} {
 		f.Add(s[0], s[1])
