@@ -132,3 +132,24 @@ func TestMCPGoverned(t *testing.T) {
 	assert.True(t, res.IsError, "an uncaught rejection fails the program")
 	assert.Contains(t, res.Content[0].(*mcp.TextContent).Text, `tool \"calc.echo\" was rejected: no echoes today`)
 }
+
+// TestMCPTraces: `codemode mcp --trace-file` records each run_js call
+// with its upstream calls as children, written when the server exits.
+func TestMCPTraces(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "servers.json")
+	require.NoError(t, os.WriteFile(cfg, fmt.Appendf(nil, `{"mcpServers": {"calc": {"command": %q}}}`, selfAs(t, "fakemcp")), 0o644))
+	traces := filepath.Join(dir, "traces.jsonl")
+	cmd := exec.Command(selfAs(t, "codemode"), "mcp", "--config", cfg, "--deadline", "20s", "--trace-file", traces)
+	ctx := context.Background()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	require.NoError(t, err)
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_js", Arguments: map[string]any{"code": "return (await calc.add({a: 1, b: 2})).sum"}})
+	require.NoError(t, err)
+	require.False(t, res.IsError)
+	require.NoError(t, cs.Close()) // the server exits, flushing its spans
+	b, err := os.ReadFile(traces)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"name":"codemode.execute"`)
+	assert.Contains(t, string(b), `"name":"execute_tool calc.add"`)
+}
