@@ -407,7 +407,7 @@ type toolObs struct {
 // toolStart tells the Observer of a call (cap < 0: a provider tool's) and
 // returns the context its handler gets.
 func (h *hostRun) toolStart(ctx context.Context, cap int, provider, tool string, seq int) (context.Context, toolObs) {
-	info := ToolCallInfo{Tool: provider + "." + tool, Provider: provider, Seq: seq}
+	info := ToolCallInfo{Tool: observedName(provider + "." + tool), Provider: observedName(provider), Seq: seq}
 	if cap >= 0 {
 		info = ToolCallInfo{Tool: h.caps.caps[cap].Name, Seq: seq}
 	}
@@ -422,10 +422,10 @@ func (h *hostRun) toolEnd(t toolObs, d completion) {
 	case d.why != noteNone:
 		end.Outcome = d.why.String()
 		if d.failed {
-			end.Err = errors.New(d.failure)
+			end.Err = errors.New(observedText(d.failure))
 		}
 	case d.failed:
-		end.Outcome, end.Err = "error", errors.New(d.failure)
+		end.Outcome, end.Err = "error", errors.New(observedText(d.failure))
 	}
 	h.obs.ToolEnd(t.ctx, t.info, end)
 }

@@ -4,7 +4,9 @@ package codemode
 
 import (
 	"context"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Observer is told of every run of an executor and of each tool call a
@@ -54,7 +56,11 @@ type RunEnd struct {
 
 // ToolCallInfo names a tool call: the tool's policy name (a capability's
 // name, a provider tool's "provider.tool"), its provider (empty for a
-// capability), and its place among the run's calls (0, 1, ...).
+// capability), and its place among the run's calls (0, 1, ...). A
+// provider tool's names are the program's to choose: an Observer gets
+// them as valid UTF-8 of at most MaxObservedName bytes (and a failure's
+// text of at most MaxObservedText), so a program cannot make an exporter
+// refuse a batch or hold megabytes per span.
 type ToolCallInfo struct {
 	Tool     string
 	Provider string
@@ -112,7 +118,23 @@ func (e *Executor) runStart(ctx context.Context, kind string) (context.Context, 
 }
 
 // runEnd tells the Observer how the run ended.
-func (e *Executor) runEnd(t runObs, end RunEnd) { e.observer.RunEnd(t.ctx, t.info, end) }
+func (e *Executor) runEnd(t runObs, end RunEnd) {
+	if end.Err != nil {
+		end.Err = observedError{end.Err, observedText(end.Err.Error())}
+	}
+	e.observer.RunEnd(t.ctx, t.info, end)
+}
+
+// observedError is an error as an Observer gets it: its text clipped
+// (observedText: a thrown message is the program's to choose), the error
+// itself behind it (errors.Is and errors.As see it).
+type observedError struct {
+	err  error
+	text string
+}
+
+func (e observedError) Error() string { return e.text }
+func (e observedError) Unwrap() error { return e.err }
 
 // callNote is what an Observer is told of a call beyond "ok" and "error"
 // (ToolCallEnd.Outcome) and what governance decided (ToolCallEnd.Policy),
@@ -133,3 +155,31 @@ const (
 var noteNames = [...]string{"", "paused", "replayed", "rejected", "budget", "timeout", "approved", "edited"}
 
 func (n callNote) String() string { return noteNames[n] }
+
+// The most of a program's text an Observer is handed.
+const (
+	MaxObservedName = 128
+	MaxObservedText = 1024
+)
+
+// observedName is a name as an Observer gets it.
+func observedName(s string) string { return clip(s, MaxObservedName) }
+
+// observedText is a failure's text as an Observer gets it.
+func observedText(s string) string { return clip(s, MaxObservedText) }
+
+// clip is s as valid UTF-8 (a bad sequence becomes U+FFFD), cut to at most
+// n bytes on a character's boundary.
+func clip(s string, n int) string {
+	if len(s) <= n && utf8.ValidString(s) {
+		return s
+	}
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -133,3 +134,52 @@ func TestObserverGoverned(t *testing.T) {
 		"tool store.write#3 start parent=run:resume",
 	}, rec.sorted())
 }
+
+// TestObserverGetsCleanText: names and texts a program chooses reach an
+// Observer as valid UTF-8 within bounds.
+func TestObserverGetsCleanText(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var tools, errs []string
+	e := newExecutor(t, WithObserver(observerFuncs{
+		tool: func(c ToolCallInfo, end ToolCallEnd) {
+			mu.Lock()
+			defer mu.Unlock()
+			tools = append(tools, c.Tool)
+			if end.Err != nil {
+				errs = append(errs, end.Err.Error())
+			}
+		},
+		run: func(end RunEnd) {
+			mu.Lock()
+			defer mu.Unlock()
+			errs = append(errs, end.Err.Error())
+			var ee *ExecError
+			assert.ErrorAs(t, end.Err, &ee, "the ExecError is behind it")
+		},
+	}))
+	d := func(context.Context, string, string, string) (string, error) { return `{"error":"\ud800 no"}`, nil }
+	res := e.Execute(context.Background(), Request{Code: "async () => { await db['\\ud800' + 'x'.repeat(300)](); }",
+		Providers: []Provider{{Name: "db"}}, Dispatch: d})
+	require.NotNil(t, res.Err)
+	mu.Lock()
+	defer mu.Unlock()
+	require.Len(t, tools, 1)
+	assert.True(t, utf8.ValidString(tools[0]) && len(tools[0]) <= MaxObservedName, "%q", tools[0])
+	for _, s := range errs {
+		assert.True(t, utf8.ValidString(s) && len(s) <= MaxObservedText, "%q", s)
+	}
+}
+
+// observerFuncs is an Observer of two functions.
+type observerFuncs struct {
+	tool func(ToolCallInfo, ToolCallEnd)
+	run  func(RunEnd)
+}
+
+func (o observerFuncs) RunStart(ctx context.Context, _ RunInfo) context.Context { return ctx }
+func (o observerFuncs) RunEnd(_ context.Context, _ RunInfo, end RunEnd)         { o.run(end) }
+func (o observerFuncs) ToolStart(ctx context.Context, _ ToolCallInfo) context.Context {
+	return ctx
+}
+func (o observerFuncs) ToolEnd(_ context.Context, c ToolCallInfo, end ToolCallEnd) { o.tool(c, end) }

@@ -172,10 +172,6 @@ func (o *Observer) RunStart(ctx context.Context, run codemode.RunInfo) context.C
 	if run.Continuation != "" {
 		attrs = append(attrs, AttrContinuationID.String(run.Continuation))
 	}
-
-	if o.noTraces {
-		return ctx
-	}
 	ctx, _ = o.tracer.Start(ctx, "codemode."+run.Kind, trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...))
 	return ctx
 }

@@ -79,7 +79,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	defer tel.close(stderr)
 	opts := remote.ServerOptions{Max: lf.l, Logger: log, MaxPrograms: *maxPrograms, SendGrace: *sendGrace,
-		Executor: append([]codemode.Option{codemode.WithSlots(*maxPrograms)}, tel.opts...)}
+		Executor: append([]codemode.Option{codemode.WithSlots(*maxPrograms)}, tel.opts...), Propagator: tel.prop}
 	var reg *prometheus.Registry
 	if *metricsAddr != "" {
 		reg = prometheus.NewRegistry()

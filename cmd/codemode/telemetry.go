@@ -12,7 +12,6 @@ import (
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
@@ -42,16 +41,18 @@ func (tf *telemetryFlags) register(fs *flag.FlagSet) {
 }
 
 // telemetry is what the flags set up: the executor option that observes
-// runs, and its shutdown (which flushes what is buffered).
+// runs, the propagator a daemon reads and writes trace context with (W3C
+// trace context, not baggage: a client's baggage is not the daemon's to
+// carry on), and the shutdown (which flushes what is buffered).
 type telemetry struct {
 	opts     []codemode.Option
+	prop     propagation.TextMapPropagator
 	shutdown func(context.Context) error
 }
 
 // open sets up the exporters the flags ask for (none: no option, nothing
-// to shut down), and makes W3C trace context the propagator (the daemon's
-// Start and calls carry it).
-func (tf *telemetryFlags) open(ctx context.Context) (*telemetry, error) {
+// to shut down). Nothing global is set.
+func (tf *telemetryFlags) open(ctx context.Context) (_ *telemetry, err error) {
 	t := &telemetry{shutdown: func(context.Context) error { return nil }}
 	if tf.otlp == "" && tf.traceFile == "" {
 		return t, nil
@@ -59,7 +60,14 @@ func (tf *telemetryFlags) open(ctx context.Context) (*telemetry, error) {
 	res := resource.NewSchemaless(semconv.ServiceName("codemode"))
 	topts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
 	var mp *sdkmetric.MeterProvider
-	var closers []func(context.Context) error
+	var closers []func(context.Context) error // each exporter's, as soon as it exists
+	defer func() {
+		if err != nil {
+			for _, c := range closers {
+				c(context.Background())
+			}
+		}
+	}()
 	if tf.traceFile != "" {
 		f, err := os.Create(tf.traceFile)
 		if err != nil {
@@ -70,28 +78,36 @@ func (tf *telemetryFlags) open(ctx context.Context) (*telemetry, error) {
 			f.Close()
 			return nil, err
 		}
+		closers = append(closers, exp.Shutdown)
 		topts = append(topts, sdktrace.WithBatcher(exp))
 	}
 	if tf.otlp != "" {
 		texp, mexp, err := otlpExporters(ctx, tf.otlp)
+		if texp != nil {
+			closers = append(closers, texp.Shutdown)
+		}
 		if err != nil {
 			return nil, usagef("--otlp: %v", err)
 		}
 		topts = append(topts, sdktrace.WithBatcher(texp))
 		mp = sdkmetric.NewMeterProvider(sdkmetric.WithResource(res), sdkmetric.WithReader(sdkmetric.NewPeriodicReader(mexp)))
+	}
+	// From here the providers own the exporters: their shutdowns end them.
+	tp := sdktrace.NewTracerProvider(topts...)
+	closers = []func(context.Context) error{tp.Shutdown}
+	if mp != nil {
 		closers = append(closers, mp.Shutdown)
 	}
-	tp := sdktrace.NewTracerProvider(topts...)
-	closers = append([]func(context.Context) error{tp.Shutdown}, closers...)
-	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
+	t.prop = propagation.TraceContext{}
 	oopts := []cotel.Option{cotel.WithTracerProvider(tp)}
 	if mp != nil {
 		oopts = append(oopts, cotel.WithMeterProvider(mp))
 	}
 	t.opts = []codemode.Option{codemode.WithObserver(cotel.New(oopts...))}
+	done := closers
 	t.shutdown = func(ctx context.Context) error {
 		var errs []error
-		for _, c := range closers {
+		for _, c := range done {
 			errs = append(errs, c(ctx))
 		}
 		return errors.Join(errs...)
