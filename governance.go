@@ -655,11 +655,11 @@ type resumeKey struct{}
 // the current time on a virtual clock, unless ctx fixes them), so that a
 // resume can repeat it.
 func (e *Executor) govern(ctx context.Context, origin continuationBody) (context.Context, *govRun) {
+	if e.gov == nil {
+		return ctx, nil // nothing to govern, and no resume (Resume needs a Governance)
+	}
 	if r, ok := ctx.Value(resumeKey{}).(*govRun); ok && r.claimed.CompareAndSwap(false, true) {
 		return ctx, r // a run a handler starts with the resumed run's context is a run of its own
-	}
-	if e.gov == nil {
-		return ctx, nil
 	}
 	if e.gov.mayPause() {
 		d, ok := determinismOf(ctx)

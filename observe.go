@@ -4,6 +4,7 @@ package codemode
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -89,17 +90,6 @@ func WithObserver(o Observer) Option {
 	}
 }
 
-// outcomeOf is a run's outcome name.
-func outcomeOf(err *ExecError, paused bool) string {
-	switch {
-	case paused:
-		return "paused"
-	case err != nil:
-		return string(err.Kind)
-	}
-	return "ok"
-}
-
 // runObs is a run an Observer was told of.
 type runObs struct {
 	info RunInfo
@@ -117,10 +107,20 @@ func (e *Executor) runStart(ctx context.Context, kind string) (context.Context, 
 	return ctx, runObs{info: info, ctx: ctx}
 }
 
-// runEnd tells the Observer how the run ended.
-func (e *Executor) runEnd(t runObs, end RunEnd) {
-	if end.Err != nil {
-		end.Err = observedError{end.Err, observedText(end.Err.Error())}
+// runEnd tells the Observer how the run ended: paused, ok, or err's kind.
+func (e *Executor) runEnd(t runObs, st RunStats, paused, cached bool, err error) {
+	end := RunEnd{Outcome: "ok", Elapsed: st.Elapsed, HostCalls: st.HostCalls, PeakMemory: st.PeakMemory, Cached: cached}
+	var ee *ExecError
+	switch {
+	case paused:
+		end.Outcome = "paused"
+	case errors.As(err, &ee):
+		end.Outcome = string(ee.Kind)
+	case err != nil:
+		end.Outcome = string(KindInternal)
+	}
+	if err != nil {
+		end.Err = observedError{err, observedText(err.Error())}
 	}
 	e.observer.RunEnd(t.ctx, t.info, end)
 }

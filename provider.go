@@ -10,7 +10,6 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -353,17 +352,14 @@ func (e *Executor) Execute(ctx context.Context, req Request) ExecuteResult {
 	}
 	ctx, t := e.runStart(ctx, RunKindExecute)
 	res, cached := e.execute(ctx, req)
-	end := RunEnd{Outcome: "ok", Cached: cached, Elapsed: res.Stats.Elapsed, HostCalls: res.Stats.HostCalls,
-		PeakMemory: res.Stats.PeakMemory}
+	var err error
 	switch {
-	case res.Paused != nil:
-		end.Outcome = "paused"
 	case res.Err != nil:
-		end.Outcome, end.Err = string(res.Err.Kind), res.Err
-	case res.Error != "":
-		end.Outcome, end.Err = string(KindInvalidArgs), errors.New(res.Error)
+		err = res.Err
+	case res.Error != "": // refused before it ran
+		err = &ExecError{Kind: KindInvalidArgs, Name: ExecuteName, Reason: res.Error}
 	}
-	e.runEnd(t, end)
+	e.runEnd(t, res.Stats, res.Paused != nil, cached, err)
 	return res
 }
 

@@ -5,7 +5,6 @@ package codemode
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/maphash"
 	"net/http"
@@ -320,18 +319,11 @@ func (e *Executor) Run(ctx context.Context, script string) (*Result, error) {
 	}
 	ctx, t := e.runStart(ctx, RunKindRun)
 	res, err, cached := e.runScript(ctx, script)
-	end := RunEnd{Outcome: "ok", Err: err, Cached: cached}
+	var st RunStats
 	if res != nil {
-		end.Elapsed, end.HostCalls, end.PeakMemory = res.Stats.Elapsed, res.Stats.HostCalls, res.Stats.PeakMemory
-		if res.Paused != nil {
-			end.Outcome = "paused"
-		}
+		st = res.Stats
 	}
-	var ee *ExecError
-	if errors.As(err, &ee) {
-		end.Outcome = string(ee.Kind)
-	}
-	e.runEnd(t, end)
+	e.runEnd(t, st, res != nil && res.Paused != nil, cached, err)
 	return res, err
 }
 
