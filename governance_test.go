@@ -252,10 +252,10 @@ func TestContinuationRefused(t *testing.T) {
 
 func TestContinuationExpiresAndRedeems(t *testing.T) {
 	t.Parallel()
-	e := newExecutor(t, gatedWrites(func(g *Governance) { g.TTL = time.Second; g.Redeem = SingleUse() }))
+	e := newExecutor(t, gatedWrites(func(g *Governance) { g.TTL = time.Minute; g.Redeem = SingleUse() }))
 	s := &store{}
 	p := pauseAtWrite(t, e, s)
-	assert.WithinDuration(t, time.Now().Add(time.Second), p.Expires, 2*time.Second)
+	assert.WithinDuration(t, time.Now().Add(time.Minute), p.Expires, 2*time.Second)
 	_, err := openContinuation(testKey, p.Continuation, p.Expires)
 	assert.ErrorIs(t, err, ErrContinuationExpired)
 	assert.ErrorIs(t, err, ErrContinuation)
@@ -342,6 +342,7 @@ func TestApprover(t *testing.T) {
 func TestToolPolicies(t *testing.T) {
 	t.Parallel()
 	var inFlight, most atomic.Int32
+	pair, pairOnce := make(chan struct{}), sync.Once{}
 	e := newExecutor(t,
 		WithCapability(Capability{Name: "slow", Async: true, Func: func(ctx context.Context, _ json.RawMessage) (any, error) {
 			select {
@@ -353,10 +354,16 @@ func TestToolPolicies(t *testing.T) {
 		}}),
 		WithCapability(Capability{Name: "busy", Async: true, Func: func(context.Context, json.RawMessage) (any, error) {
 			n := inFlight.Add(1)
+			if n == 2 {
+				pairOnce.Do(func() { close(pair) })
+			}
 			defer inFlight.Add(-1)
 			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 			}
-			time.Sleep(2 * time.Millisecond)
+			select { // hold the place until a second call is in flight beside this one
+			case <-pair:
+			case <-time.After(10 * time.Second):
+			}
 			return 1, nil
 		}}),
 		WithCapability(Capability{Name: "metered", Func: func(context.Context, json.RawMessage) (any, error) { return 1, nil }}),
@@ -573,21 +580,27 @@ func BenchmarkResume(b *testing.B) {
 
 // TestResumeKeepsWhatTheRunHad: a Grant is recorded and applied again; a
 // program with a network of its own is refused; a TTL under a second
-// still resumes; a schema that cannot be recorded is refused up front.
+// never expires before it is over (expiry is in whole seconds, rounded
+// up); a schema that cannot be recorded is refused up front.
 func TestResumeKeepsWhatTheRunHad(t *testing.T) {
 	t.Parallel()
 	noop := func(context.Context, json.RawMessage) (any, error) { return "ok", nil }
 	e := newExecutor(t,
 		WithCapability(Capability{Name: "write", Func: noop}),
 		WithCapability(Capability{Name: "secret", Func: noop}),
-		WithGovernance(Governance{Tools: map[string]ToolPolicy{"write": {RequiresApproval: true}}, Key: testKey, TTL: time.Millisecond}))
+		WithGovernance(Governance{Tools: map[string]ToolPolicy{"write": {RequiresApproval: true}}, Key: testKey}))
 	res, err := e.Run(Grant(context.Background(), "write"), `return write({secret: typeof secret})`)
 	require.NoError(t, err)
 	require.NotNil(t, res.Paused)
 	assert.JSONEq(t, `{"secret":"undefined"}`, string(res.Paused.Args))
 	out := e.Resume(context.Background(), res.Paused.Continuation, Approve(), nil)
-	require.Empty(t, out.Error, "the resumed run is granted what the paused one was, and a 1 ms TTL lasts its second")
+	require.Empty(t, out.Error, "the resumed run is granted what the paused one was")
 	assert.Equal(t, `"ok"`, string(out.Result))
+
+	short := newExecutor(t, gatedWrites(func(g *Governance) { g.TTL = time.Millisecond }))
+	before := time.Now()
+	p := pauseAtWrite(t, short, &store{})
+	assert.False(t, p.Expires.Before(before.Add(time.Millisecond)), "a 1 ms TTL is not cut to nothing: %v", p.Expires)
 
 	g := newExecutor(t, gatedWrites())
 	r := g.Execute(context.Background(), Request{Code: readsThenWrite, Providers: storeProviders, Dispatch: (&store{}).dispatch,
