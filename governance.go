@@ -130,20 +130,8 @@ const DefaultContinuationTTL = 24 * time.Hour
 // that requires approval with neither an Approver nor a Key.
 func WithGovernance(g Governance) Option {
 	return func(c *config) error {
-		if len(g.Key) > 0 && len(g.Key) < 32 {
-			return fmt.Errorf("%w: the governance key is %d bytes; it needs at least 32", ErrInvalidLimits, len(g.Key))
-		}
-		if g.TTL < 0 {
-			return fmt.Errorf("%w: negative continuation TTL %v", ErrInvalidLimits, g.TTL)
-		}
-		for name, p := range g.Tools {
-			if p.Timeout < 0 || p.MaxInFlight < 0 || p.Budget < 0 {
-				return fmt.Errorf("%w: tool %q: negative policy limit", ErrInvalidLimits, name)
-			}
-			if p.RequiresApproval && g.Approver == nil && len(g.Key) == 0 {
-				return fmt.Errorf("%w: tool %q requires approval, and there is neither an Approver nor a Key to pause with",
-					ErrInvalidLimits, name)
-			}
+		if err := g.Validate(); err != nil {
+			return err
 		}
 		gg := g
 		gg.Tools = make(map[string]ToolPolicy, len(g.Tools))
@@ -161,6 +149,28 @@ func WithGovernance(g Governance) Option {
 		c.gov = &gg
 		return nil
 	}
+}
+
+// Validate reports what WithGovernance refuses in g (matching
+// ErrInvalidLimits): a Key shorter than 32 bytes, a negative limit or
+// TTL, a policy that requires approval with neither an Approver nor a Key.
+func (g *Governance) Validate() error {
+	if len(g.Key) > 0 && len(g.Key) < 32 {
+		return fmt.Errorf("%w: the governance key is %d bytes; it needs at least 32", ErrInvalidLimits, len(g.Key))
+	}
+	if g.TTL < 0 {
+		return fmt.Errorf("%w: negative continuation TTL %v", ErrInvalidLimits, g.TTL)
+	}
+	for name, p := range g.Tools {
+		if p.Timeout < 0 || p.MaxInFlight < 0 || p.Budget < 0 {
+			return fmt.Errorf("%w: tool %q: negative policy limit", ErrInvalidLimits, name)
+		}
+		if p.RequiresApproval && g.Approver == nil && len(g.Key) == 0 {
+			return fmt.Errorf("%w: tool %q requires approval, and there is neither an Approver nor a Key to pause with",
+				ErrInvalidLimits, name)
+		}
+	}
+	return nil
 }
 
 // policy is the policy of a tool by its policy name.

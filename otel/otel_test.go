@@ -57,7 +57,7 @@ func observed(t *testing.T, opts ...codemode.Option) (*codemode.Executor, *trace
 func attrs(s sdktrace.ReadOnlySpan) map[attribute.Key]string {
 	m := map[attribute.Key]string{}
 	for _, kv := range s.Attributes() {
-		m[kv.Key] = kv.Value.Emit()
+		m[kv.Key] = kv.Value.String()
 	}
 	return m
 }
@@ -121,7 +121,7 @@ func TestSpanTree(t *testing.T) {
 				outcome := ""
 				for _, kv := range dp.Attributes.ToSlice() {
 					if strings.HasSuffix(string(kv.Key), "outcome") {
-						outcome = kv.Value.Emit()
+						outcome = kv.Value.String()
 					}
 				}
 				counts[m.Name+" "+outcome] += dp.Count

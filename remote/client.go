@@ -76,10 +76,8 @@ func WithGovernance(g codemode.Governance) Option {
 		if g.Approver != nil || g.CanApprove != nil {
 			return errors.New("remote: WithGovernance: an Approver cannot decide a daemon's calls; the program pauses, and Resume goes on")
 		}
-		if e, err := codemode.New(codemode.WithGovernance(g), codemode.WithSlots(1)); err != nil {
+		if err := g.Validate(); err != nil {
 			return fmt.Errorf("remote: WithGovernance: %w", err)
-		} else {
-			e.Close()
 		}
 		d.gov = &g
 		return nil

@@ -94,11 +94,9 @@ func (gf *govFlags) governance() (*codemode.Governance, error) {
 		}
 		g.Encrypt = pf.Encrypt
 	}
-	e, err := codemode.New(codemode.WithGovernance(*g), codemode.WithSlots(1)) // the library's checks, once
-	if err != nil {
+	if err := g.Validate(); err != nil {
 		return nil, usagef("--policy/--key-file: %v", err)
 	}
-	e.Close()
 	return g, nil
 }
 
