@@ -36,6 +36,8 @@ enum {
 	BRIDGE_COMPILE = 10,   /* registering: the source did not parse or threw: data is the error */
 	BRIDGE_NOT_FUNCTION = 11, /* registering: the source evaluated to data (a typeof name) */
 	BRIDGE_BAD_ARGS = 12,     /* a tool run: the engine refused the argument JSON: data is why */
+	BRIDGE_BUDGET = 13,       /* the memory budget refused the sandbox more memory (sticky); with
+	                             out.unstarted, before any of the run's code ran */
 };
 
 /* What a run executes (bridge_config.mode). */
@@ -175,6 +177,7 @@ typedef struct bridge_out {
 	int64_t wait_ns;  /* BRIDGE_PENDING: ns until the next timer is due, -1 if none */
 	int32_t syntax;   /* data is the error of compiling src (its parser refused it) */
 	uint64_t peak_heap; /* the most engine heap the run has held, in bytes */
+	int32_t unstarted;  /* BRIDGE_BUDGET: refused before any of the run's code ran (it may run again) */
 } bridge_out;
 
 /* The Go functions C calls back (//export, in capability.go). In a cgo
@@ -202,7 +205,21 @@ int32_t go_domain_to_ascii(char *domain, size_t n, char **out, size_t *len);
  * bridge_slot_cancel may be called from any thread. */
 typedef struct bridge_slot bridge_slot;
 
-bridge_slot *bridge_slot_new(void);
+/* A memory budget (memory.go): the engine memory of every slot that shares
+ * it, charged as their sandboxes grow, in chunks, and given back as they
+ * give pages back. used is read and written atomically, by C
+ * and Go alike (__atomic builtins, sync/atomic); limit, reserve and small
+ * too, as Go may raise them. */
+typedef struct bridge_membudget {
+	int64_t used;    /* bytes charged to the slots */
+	int64_t limit;   /* the budget */
+	int64_t reserve; /* bytes a sandbox past small may not take, and a new run not half of */
+	int64_t small;   /* a sandbox up to this size may grow into the reserve */
+	int64_t entry;   /* the most a new slot held once its sandbox was open (learnt) */
+} bridge_membudget;
+
+/* A new slot charging mb (NULL: none; mb outlives the slot). */
+bridge_slot *bridge_slot_new(bridge_membudget *mb);
 void bridge_slot_free(bridge_slot *s);
 /* Stops run run_id of the slot at its next engine poll; a stale id is
  * ignored, -1 stops every run of the slot from now on. */
@@ -263,9 +280,11 @@ int32_t bridge_slot_zero_above(bridge_slot *s);
 /* Bytes a run restores from the slot's image of a kind: 0 the plain one,
  * 1 the one Execute programs use, 2 the unit image; 0 if it is not built. */
 size_t bridge_slot_image_size(bridge_slot *s, int32_t kind);
-/* An idle slot gives the arena pages above its image back to the kernel;
- * returns the bytes released. */
+/* An idle slot gives the arena pages above its image back to the kernel
+ * (and their charge to its budget); returns the bytes released. */
 size_t bridge_slot_release(bridge_slot *s);
+/* The bytes the slot's budget has charged it (0 without one). */
+size_t bridge_slot_charged(bridge_slot *s);
 
 /* The bytes of the slot that may be resident: its arena up to the
  * furthest write since its pages were last released, and its images (the

@@ -72,6 +72,18 @@ static inline void note_peak(bridge_slot *s)
 		s->heap_peak = s->heap_used;
 }
 
+/* A new block p of a libc sandbox, once heap_used counts it: kept if the
+ * budget covers the heap, else freed, and the run killed. */
+static void *heap_covered(bridge_slot *s, void *p)
+{
+	if (s->heap_used <= s->cover || mb_charge(s, 0, MB_GROW))
+		return p;
+	s->heap_used -= malloc_usable_size(p);
+	free(p);
+	slot_kill(s, BRIDGE_BUDGET);
+	return NULL;
+}
+
 static void *heap_calloc(void *opaque, size_t count, size_t size)
 {
 	bridge_slot *s = opaque;
@@ -79,8 +91,10 @@ static void *heap_calloc(void *opaque, size_t count, size_t size)
 	if (__builtin_mul_overflow(count, size, &n) || !heap_admit(s, n))
 		return NULL;
 	void *p = calloc(count, size);
-	if (p)
+	if (p) {
 		s->heap_used += malloc_usable_size(p), note_peak(s);
+		p = heap_covered(s, p);
+	}
 	return p;
 }
 
@@ -90,8 +104,10 @@ static void *heap_malloc(void *opaque, size_t size)
 	if (!heap_admit(s, size))
 		return NULL;
 	void *p = malloc(size);
-	if (p)
+	if (p) {
 		s->heap_used += malloc_usable_size(p), note_peak(s);
+		p = heap_covered(s, p);
+	}
 	return p;
 }
 
@@ -110,6 +126,16 @@ static void *heap_realloc(void *opaque, void *ptr, size_t size)
 	size_t old = ptr ? malloc_usable_size(ptr) : 0;
 	if (size > old && !heap_admit(s, size - old))
 		return NULL;
+	if (size > old && s->heap_used + (size - old) > s->cover) {
+		/* Charged before it grows: once moved, the old block is gone. */
+		s->heap_used += size - old;
+		bool ok = mb_charge(s, 0, MB_GROW);
+		s->heap_used -= size - old;
+		if (!ok) {
+			slot_kill(s, BRIDGE_BUDGET);
+			return NULL;
+		}
+	}
 	void *p = realloc(ptr, size);
 	if (p)
 		s->heap_used += malloc_usable_size(p) - old, note_peak(s);
@@ -381,6 +407,11 @@ static void *ar_malloc(void *opaque, size_t size)
 		slot_kill(s, BRIDGE_MEMORY);
 		return NULL;
 	}
+	if (s->ar->hwm > s->cover && !mb_charge(s, 0, MB_GROW)) {
+		arena_free(s->ar, p);
+		slot_kill(s, BRIDGE_BUDGET);
+		return NULL;
+	}
 	s->heap_used += arena_usable(p);
 	note_peak(s);
 	if (s->building)
@@ -426,6 +457,13 @@ static void *ar_realloc(void *opaque, void *ptr, size_t size)
 	size_t cs = arena_class(size);
 	if (cs > old && !heap_admit(s, cs - old))
 		return NULL;
+	/* Charged before it grows (in place or by a move, at most a block of
+	 * cs past the top): once moved, the old block is gone. */
+	size_t reach = s->ar->top + sizeof(arena_block) + cs;
+	if (cs > old && reach > s->cover && !mb_charge(s, reach > s->ar->hwm ? reach - s->ar->hwm : 0, MB_GROW)) {
+		slot_kill(s, BRIDGE_BUDGET);
+		return NULL;
+	}
 	void *p = arena_realloc(s->ar, ptr, size);
 	if (!p) {
 		slot_kill(s, BRIDGE_MEMORY);
@@ -441,6 +479,94 @@ static const JSMallocFunctions arena_funcs = {
 };
 
 const JSMallocFunctions *arena_allocator(void) { return &arena_funcs; }
+
+/* ---------------------------------------------------------------------- */
+/* Budgets: the engine memory of every slot that shares a budget, bounded
+ * as a sum (memory.go says why and how it is sized). A slot is charged
+ * for what it holds resident, its footprint (its arena's pages up to the
+ * furthest written since they were last handed back, its images' pages;
+ * a libc sandbox's heap), in chunks: before a run opens, as the sandbox
+ * grows past what its charge covers (the allocators compare one field),
+ * and it gives back what it no longer holds as the run ends and as its
+ * pages go back. Three caps, so runs that stay small are not starved by
+ * ones that grow: a sandbox larger than small grows only while the sum
+ * stays below limit - reserve; a new run opens only below limit -
+ * reserve/2; a small sandbox grows up to the limit itself. */
+
+#define MB_CHUNK ((size_t)256 << 10)
+
+static inline size_t round_to(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+static inline int64_t mb_load(int64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
+
+size_t slot_footprint(const bridge_slot *s)
+{
+	size_t n = 0;
+	if (s->ar) {
+		size_t page = (size_t)sysconf(_SC_PAGESIZE);
+		size_t ext = s->resident;
+		if (s->dirty_end > ext)
+			ext = s->dirty_end;
+		if (s->ar->hwm > ext)
+			ext = s->ar->hwm;
+		n = round_to(ext, page);
+		for (int i = 0; i < NIMAGES; i++)
+			if (s->images[i].bytes)
+				n += round_to(s->images[i].len, page);
+	}
+	if (!s->snapshot && s->rt)
+		n += s->heap_used;
+	return n;
+}
+
+/* Sets how far the sandbox may grow before it charges again, given its
+ * footprint fp (which its charge covers). */
+static void mb_cover(bridge_slot *s, size_t fp)
+{
+	size_t slack = s->charged - fp;
+	if (!s->snapshot && s->rt)
+		s->cover = s->heap_used + slack;
+	else
+		s->cover = (s->ar ? s->ar->hwm : 0) + slack;
+}
+
+bool mb_charge(bridge_slot *s, size_t extra, int why)
+{
+	bridge_membudget *b = s->mb;
+	if (!b)
+		return true;
+	size_t fp = slot_footprint(s);
+	size_t want = round_to(fp + extra, MB_CHUNK);
+	if (want > s->charged) {
+		int64_t limit = mb_load(&b->limit), reserve = mb_load(&b->reserve);
+		int64_t cap = why == MB_ADMIT                        ? limit - reserve / 2
+		              : (int64_t)want > mb_load(&b->small) ? limit - reserve
+		                                                  : limit;
+		int64_t need = (int64_t)(want - s->charged);
+		int64_t used = mb_load(&b->used);
+		do {
+			if (used + need > cap)
+				return false;
+		} while (!__atomic_compare_exchange_n(&b->used, &used, used + need, true, __ATOMIC_RELAXED,
+		                                      __ATOMIC_RELAXED));
+		s->charged = want;
+	}
+	mb_cover(s, fp);
+	return true;
+}
+
+void mb_settle(bridge_slot *s)
+{
+	if (!s->mb)
+		return;
+	size_t fp = slot_footprint(s);
+	size_t want = round_to(fp, MB_CHUNK);
+	if (want < s->charged) {
+		__atomic_fetch_sub(&s->mb->used, (int64_t)(s->charged - want), __ATOMIC_RELAXED);
+		s->charged = want;
+	}
+	mb_cover(s, fp);
+}
 
 /* ---------------------------------------------------------------------- */
 /* Interrupts: the deadline and the cancel flag are read here, in C, on the

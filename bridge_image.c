@@ -97,6 +97,8 @@ static void mark_dirty(bridge_slot *s)
 		s->dirty_end = s->ar->hwm;
 	if (s->dirty_end > s->touched)
 		s->touched = s->dirty_end;
+	if (s->dirty_end > s->resident)
+		s->resident = s->dirty_end;
 }
 
 /* Ends the sandbox: a libc one is freed value by value, so a leaked
@@ -111,6 +113,7 @@ void sandbox_close(bridge_slot *s)
 		if (s->ar)
 			mark_dirty(s);
 		forget_sandbox(s);
+		mb_settle(s);
 		return;
 	}
 	if (s->ctx) {
@@ -143,6 +146,7 @@ void sandbox_close(bridge_slot *s)
 	forget_sandbox(s);
 	if (rt)
 		JS_FreeRuntime(rt);
+	mb_settle(s);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -178,8 +182,11 @@ static uint8_t *image_alloc(bridge_slot *s, slot_image *im, size_t len)
 /* Builds a sandbox afresh in the slot's arena. */
 static int open_fresh(bridge_slot *s, const bridge_config *cfg)
 {
-	if (!s->ar && !(s->ar = arena_new(region_size(cfg->memory), ARENA_PREFAULT, &s->ar_window)))
-		return -1;
+	if (!s->ar) {
+		if (!(s->ar = arena_new(region_size(cfg->memory), ARENA_PREFAULT, &s->ar_window)))
+			return -1;
+		s->resident = ARENA_PREFAULT;
+	}
 	arena_reset(s->ar);
 	s->heap_used = 0;
 	s->snapshot = true;
@@ -267,6 +274,8 @@ static void restore_bytes(bridge_slot *s, const uint8_t *bytes, size_t len, cons
 			size_t aligned = (from + page - 1) & ~(page - 1);
 			memset(base + from, 0, aligned - from);
 			madvise(base + aligned, ((upto + page - 1) & ~(page - 1)) - aligned, MADV_DONTNEED);
+			if (s->resident <= ((upto + page - 1) & ~(page - 1)))
+				s->resident = aligned;
 		} else {
 			memset(base + from, 0, upto - from);
 		}
@@ -552,7 +561,9 @@ static int tmpl_clone(tmpl *t, bridge_slot *s, const bridge_config *cfg)
 {
 	if (atomic_load(&t->state) != BRIDGE_TMPL_READY)
 		return 1;
-	if (!s->ar && !(s->ar = arena_new(region_size(cfg->memory), t->len + CLONE_PREFAULT, &s->ar_window)))
+	if (!s->ar && (s->ar = arena_new(region_size(cfg->memory), t->len + CLONE_PREFAULT, &s->ar_window)))
+		s->resident = t->len + CLONE_PREFAULT;
+	if (!s->ar)
 		return -1;
 	uintptr_t delta = (uintptr_t)s->ar - t->base;
 	if (!tmpl_matches(t, cfg, s->ar->size) || (delta & (REGION_ALIGN - 1)) != 0)
@@ -727,6 +738,9 @@ void unit_end(bridge_slot *s, const bridge_config *cfg, bool want, JSValueConst 
 	    !JS_IsUndefined(s->guard_polys))
 		return;
 	slot_image *im = &s->images[IMAGE_UNIT];
+	size_t len = (s->ar->top + 63) & ~(size_t)63, had = im->bytes ? im->len : 0;
+	if (!mb_charge(s, len > had ? len - had : 0, MB_CACHE))
+		return; /* a cache the budget has no room for */
 	JSValue held = JS_DupValue(s->ctx, fn); /* the image's own reference: never dropped */
 	JS_RunGC(s->rt);
 	JS_SetGCThreshold(s->rt, s->heap_used + s->heap_limit / 8);

@@ -193,6 +193,14 @@ struct bridge_slot {
 	/* Heap accounting (the allocator's opaque is the slot). */
 	size_t heap_used;
 	size_t heap_limit;
+	/* Memory admission (bridge_arena.c, Budgets): the budget the slot
+	 * charges (NULL: none), what it has charged, and how far its sandbox
+	 * may grow before it charges again: the arena's high-water mark in a
+	 * snapshot sandbox, heap_used in a libc one (SIZE_MAX without a
+	 * budget, so the allocators' check never fires). */
+	bridge_membudget *mb;
+	size_t charged;
+	size_t cover;
 
 	/* The open sandbox. */
 	bool open;      /* a sandbox is live: running, pending or retained */
@@ -249,6 +257,7 @@ struct bridge_slot {
 	size_t dirty_end;
 	size_t image_end; /* the length of the image the arena holds now */
 	size_t touched; /* the furthest dirty_end has ever reached (for tests) */
+	size_t resident; /* the furthest the arena's pages may be resident: written since last handed back */
 
 	/* Guarded built-ins: their state, and their slow paths (guards.js),
 	 * loaded on a run's first need (engine heap; undefined until then) from
@@ -298,6 +307,15 @@ struct bridge_slot {
 	size_t logs_limit;
 	uint64_t logs_dropped;
 };
+
+/* Budgets (bridge_arena.c): what the slot holds resident; charging for
+ * it (and extra bytes more) as the sandbox grows, before a run opens, or
+ * for a cache (an image) it may do without, false if the budget refuses;
+ * giving back what it no longer holds. */
+enum { MB_GROW, MB_ADMIT, MB_CACHE };
+size_t slot_footprint(const bridge_slot *s);
+bool mb_charge(bridge_slot *s, size_t extra, int why);
+void mb_settle(bridge_slot *s);
 
 /* Small helpers more than one unit calls, inline where they are called. */
 

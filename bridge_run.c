@@ -158,7 +158,8 @@ size_t bridge_slot_image_size(bridge_slot *s, int32_t kind)
 
 static bool is_kill(int32_t st)
 {
-	return st == BRIDGE_TIMEOUT || st == BRIDGE_CANCELED || st == BRIDGE_MEMORY || st == BRIDGE_INTERNAL;
+	return st == BRIDGE_TIMEOUT || st == BRIDGE_CANCELED || st == BRIDGE_MEMORY || st == BRIDGE_BUDGET ||
+	       st == BRIDGE_INTERNAL;
 }
 
 /* Ends the run unless it waits on host work or is retained, in which case
@@ -539,9 +540,32 @@ static int32_t slot_run(bridge_slot *s, const bridge_config *cfg, const char *sr
 	s->det_bc_len = cfg->det_bc_len;
 	s->det_ready = false;
 
+	/* Memory admission: the slot's charge covers what it holds and what
+	 * a new sandbox takes to open, or the run waits (Go) and comes again. */
+	size_t held = s->mb ? slot_footprint(s) : 0;
+	if (s->mb) {
+		int64_t entry = __atomic_load_n(&s->mb->entry, __ATOMIC_RELAXED);
+		if (!mb_charge(s, (size_t)entry > held ? (size_t)entry - held : 0, MB_ADMIT)) {
+			out->status = BRIDGE_BUDGET;
+			out->unstarted = 1;
+			return BRIDGE_BUDGET;
+		}
+	}
 	int32_t st;
 	int opened = open_run(s, cfg);
 	s->heap_peak = s->heap_used;
+	if (opened == 0 && s->mb) {
+		/* Whatever the open built, restored or cloned, charged. */
+		if (!mb_charge(s, 0, MB_GROW)) {
+			slot_kill(s, BRIDGE_BUDGET);
+			opened = -1;
+		} else if (held == 0) {
+			int64_t fp = (int64_t)slot_footprint(s), e = __atomic_load_n(&s->mb->entry, __ATOMIC_RELAXED);
+			while (fp > e && !__atomic_compare_exchange_n(&s->mb->entry, &e, fp, true, __ATOMIC_RELAXED,
+			                                              __ATOMIC_RELAXED))
+				;
+		}
+	}
 	if (opened == 0 && s->det && !s->det_ready) {
 		JS_UpdateStackTop(s->rt);
 		if (det_install(s) < 0) {
@@ -552,7 +576,10 @@ static int32_t slot_run(bridge_slot *s, const bridge_config *cfg, const char *sr
 	}
 	if (opened < 0) {
 		st = s->killed ? s->killed : BRIDGE_INTERNAL;
-		out->data = dup_text("cannot build a sandbox within the memory limit", &out->size);
+		out->unstarted = st == BRIDGE_BUDGET;
+		out->data = dup_text(st == BRIDGE_BUDGET ? "cannot build a sandbox within the memory budget"
+		                                         : "cannot build a sandbox within the memory limit",
+		                     &out->size);
 	} else {
 		JS_UpdateStackTop(s->rt);
 		if (cfg->mode == BRIDGE_MODE_REGISTER) {
@@ -723,25 +750,20 @@ size_t bridge_slot_release(bridge_slot *s)
 	 * its size there); it fits in the first page. */
 	_Static_assert(sizeof(arena) <= 4096, "the arena header fits a page");
 	size_t from = (max_size(s->image_end, sizeof(arena)) + page - 1) & ~(page - 1);
-	size_t upto = (s->dirty_end + page - 1) & ~(page - 1);
+	size_t upto = (max_size(max_size(s->dirty_end, s->resident), s->ar->hwm) + page - 1) & ~(page - 1);
 	if (upto <= from)
 		return 0;
 	madvise((char *)s->ar + from, upto - from, MADV_DONTNEED);
-	s->dirty_end = from; /* zero above, as a fresh mapping */
+	s->dirty_end = s->resident = from; /* zero above, as a fresh mapping */
+	if (s->ar->hwm > from)
+		s->ar->hwm = from; /* the next open sets it again */
+	mb_settle(s);
 	return upto - from;
 }
 
-size_t bridge_slot_held(bridge_slot *s)
-{
-	if (!s->ar)
-		return 0;
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	size_t n = (max_size(s->dirty_end, s->image_end) + page - 1) & ~(page - 1);
-	for (int i = 0; i < NIMAGES; i++)
-		if (s->images[i].bytes)
-			n += (s->images[i].len + page - 1) & ~(page - 1);
-	return n;
-}
+size_t bridge_slot_held(bridge_slot *s) { return s->open ? slot_footprint(s) : (s->ar ? slot_footprint(s) : 0); }
+
+size_t bridge_slot_charged(bridge_slot *s) { return s->charged; }
 
 void bridge_slot_take_logs(bridge_slot *s, bridge_out *out)
 {
@@ -860,10 +882,12 @@ void bridge_slot_close(bridge_slot *s, bridge_out *out)
 	}
 }
 
-bridge_slot *bridge_slot_new(void)
+bridge_slot *bridge_slot_new(bridge_membudget *mb)
 {
 	bridge_slot *s = calloc(1, sizeof(*s));
 	if (s) {
+		s->mb = mb;
+		s->cover = mb ? 0 : SIZE_MAX;
 		s->program = s->unit = s->tool = JS_UNDEFINED;
 		s->rtobj = JS_UNDEFINED;
 		s->marks = s->marks_get = s->marks_set = JS_UNDEFINED;
@@ -884,6 +908,8 @@ void bridge_slot_free(bridge_slot *s)
 			munmap(s->images[i].bytes, s->images[i].mapped);
 	if (s->ar)
 		region_unmap(s->ar, s->ar->mapped, s->ar_window);
+	if (s->mb && s->charged)
+		__atomic_fetch_sub(&s->mb->used, (int64_t)s->charged, __ATOMIC_RELAXED);
 	free(s->logs);
 	free(s->json.p);
 	free(s);

@@ -110,6 +110,8 @@ func (e *ExecError) Error() string {
 		return fmt.Sprintf("codemode: %s: timed out after %dms", e.Name, e.DeadlineMS)
 	case KindMemoryExceeded:
 		return fmt.Sprintf("codemode: %s: memory limit of %d bytes exceeded", e.Name, e.LimitBytes)
+	case KindMemoryBudget:
+		return fmt.Sprintf("codemode: %s: %s (%d bytes)", e.Name, e.Message, e.LimitBytes)
 	case KindJS:
 		return fmt.Sprintf("codemode: %s: %s", e.Name, e.Message)
 	case KindInvalidArgs:
@@ -189,7 +191,7 @@ func (e *ExecError) MarshalJSON() ([]byte, error) {
 		return marshal(nameJSON{e.Kind, e.Name})
 	case KindTimeout:
 		return marshal(timeoutJSON{e.Kind, e.Name, e.DeadlineMS})
-	case KindMemoryExceeded:
+	case KindMemoryExceeded, KindMemoryBudget:
 		return marshal(memoryJSON{e.Kind, e.Name, e.LimitBytes})
 	case KindJS:
 		return marshal(messageJSON{e.Kind, e.Name, e.Message})

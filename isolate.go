@@ -191,13 +191,32 @@ type outcome struct {
 
 // run executes a program in a fresh sandbox. Its deadline counts from
 // start (less its queue waits, WithQueueTimeout).
-func (ex *Executor) run(ctx context.Context, prog *program, start time.Time) (o outcome) {
-	name, smap := prog.name, prog.smap
+func (ex *Executor) run(ctx context.Context, prog *program, start time.Time) outcome {
 	deadline, budget := runDeadline(ctx, start, ex.limits.Deadline)
 	var clk *clock // nil: a fixed clock, the call's own (no allocation)
-	until, queue := deadline, false
 	if ex.queueTimeout > 0 {
 		clk = newClock(ctx, deadline, ex.queueTimeout)
+	}
+	for {
+		o, again := ex.attempt(ctx, prog, start, deadline, budget, clk)
+		if !again {
+			return o
+		}
+		// The memory budget had no room for the run to open: it ran
+		// nothing, holds nothing, and waits for memory to come back.
+		if err := ex.waitMemory(ctx, deadline, clk); err != nil {
+			return outcome{err: ex.turnedAway(ctx, prog.name, err)}
+		}
+	}
+}
+
+// attempt is one try at a run: again says the memory budget refused it
+// before any of its code ran (it may try again).
+func (ex *Executor) attempt(ctx context.Context, prog *program, start, deadline time.Time, budget time.Duration,
+	clk *clock) (o outcome, again bool) {
+	name, smap := prog.name, prog.smap
+	until, queue := deadline, false
+	if clk != nil {
 		until, queue = clk.waitUntil()
 	}
 	s, noSlot := ex.slots.get(ctx, until, ex.closing.Done(), clk)
@@ -207,7 +226,7 @@ func (ex *Executor) run(ctx context.Context, prog *program, start time.Time) (o 
 		if noSlot.timeout && queue {
 			cause = ex.queueTimeoutError()
 		}
-		return outcome{err: busyError(ctx, name, cause)}
+		return outcome{err: busyError(ctx, name, cause)}, false
 	}
 	kept := false
 	caps := ex.caps.Load()
@@ -258,11 +277,15 @@ func (ex *Executor) run(ctx context.Context, prog *program, start time.Time) (o 
 	}
 
 	if err := c.enter(); err != nil {
-		return outcome{err: busyError(ctx, name, err)} // it never started
+		return outcome{err: busyError(ctx, name, err)}, false // it never started
 	}
 	s.io.cfg = c.bridgeConfig()
 	st := slotRun(s, p)
 	c.leave()
+	if st == C.BRIDGE_BUDGET && s.io.out.unstarted != 0 {
+		C.bridge_out_free(&s.io.out)
+		return outcome{}, true
+	}
 	// Bytecode comes with the first slice; the loop's steps reuse out.
 	bc := takeBytecode(&s.io.out.bc, &s.io.out.bc_len)
 	entryBC := takeBytecode(&s.io.out.entry_bc, &s.io.out.entry_bc_len)
@@ -275,7 +298,7 @@ func (ex *Executor) run(ctx context.Context, prog *program, start time.Time) (o 
 	}
 	o.bytecode, o.entryBC = bc, entryBC
 	kept = p.retain && C.bridge_slot_alive(s.c) != 0
-	return o
+	return o, false
 }
 
 // enter takes an execution right for the run, under its deadline, its
@@ -649,6 +672,8 @@ func (c *call) finish(ctx context.Context, st C.int32_t, out *C.bridge_out) outc
 		o.err = c.timeout()
 	case C.BRIDGE_MEMORY:
 		o.err = &ExecError{Kind: KindMemoryExceeded, Name: c.name, LimitBytes: int64(c.ex.limits.Memory)}
+	case C.BRIDGE_BUDGET:
+		o.err = c.ex.spent(c.name)
 	case C.BRIDGE_CANCELED:
 		o.err = c.canceled(ctx)
 	case C.BRIDGE_STALLED:

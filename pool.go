@@ -46,6 +46,7 @@ type slotPool struct {
 	max     int
 	warm    int
 	budget  int64        // bytes idle slots may keep resident (WithIdleMemory)
+	memory  *MemoryBudget // the runs' memory budget, or nil
 	made    int          // slots counted against max (idle, in use, being made)
 	idle    []idleSlot   // free slots, the most recently used last
 	waiters []chan *slot // runs waiting for a slot, the longest waiting first
@@ -64,11 +65,13 @@ type idleSlot struct {
 	released bool // its pages above the image went back to the kernel
 }
 
-func (p *slotPool) init(max, warm int, budget int64) {
+func (p *slotPool) init(max, warm int, budget int64, memory *MemoryBudget) {
 	p.max = max
 	p.warm = warm
 	p.budget = budget
+	p.memory = memory
 	p.all = make(map[*slot]struct{})
+	memory.join(p)
 }
 
 // errNoSlot says why get returned no slot.
@@ -95,7 +98,7 @@ func (p *slotPool) get(ctx context.Context, deadline time.Time, closing <-chan s
 	if p.made < p.max && len(p.waiters) == 0 {
 		p.made++
 		p.mu.Unlock()
-		s := newSlot()
+		s := newSlot(p.memory)
 		if s == nil {
 			p.mu.Lock()
 			p.made--
@@ -139,8 +142,8 @@ func (p *slotPool) get(ctx context.Context, deadline time.Time, closing <-chan s
 	return nil, fail
 }
 
-func newSlot() *slot {
-	c := C.bridge_slot_new()
+func newSlot(memory *MemoryBudget) *slot {
+	c := C.bridge_slot_new(memory.cPtr())
 	if c == nil {
 		return nil
 	}
@@ -150,8 +153,16 @@ func newSlot() *slot {
 }
 
 // put returns a slot: to the run that has waited longest, or to the idle
-// list.
+// list. Under a memory budget, a sandbox that grew past a small one's size
+// gives its pages back at once, not after a second of idleness: the
+// budget's other runs may be waiting for them.
 func (p *slotPool) put(s *slot) {
+	if p.memory != nil {
+		if int64(s.io.out.peak_heap) > p.memory.Stats().Small {
+			C.bridge_slot_release(s.c)
+		}
+		defer p.memory.released()
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.retire {
@@ -222,6 +233,34 @@ func (p *slotPool) trimIdle() {
 	if pending {
 		p.trim = time.AfterFunc(idleRelease, p.trimIdle)
 	}
+	p.memory.released()
+}
+
+// reclaim is trimIdle at once and for every idle slot, for a run waiting
+// for memory: the warm ones give back the pages above their images, the
+// rest are freed.
+func (p *slotPool) reclaim() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return
+	}
+	kept := p.idle[:0]
+	for i, is := range p.idle {
+		if len(p.idle)-i > p.warm {
+			delete(p.all, is.s)
+			p.made--
+			is.s.free()
+			continue
+		}
+		if !is.released {
+			C.bridge_slot_release(is.s.c)
+			is.released = true
+		}
+		kept = append(kept, is)
+	}
+	clear(p.idle[len(kept):])
+	p.idle = kept
 }
 
 // detach takes s out of the pool for good (a retained sandbox keeps it):

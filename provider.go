@@ -481,6 +481,8 @@ func (e *ExecError) describe() string {
 		return fmt.Sprintf("The program timed out after %dms.", e.DeadlineMS)
 	case KindMemoryExceeded:
 		return fmt.Sprintf("The program exceeded the memory limit of %d bytes.", e.LimitBytes)
+	case KindMemoryBudget:
+		return "The host was short of memory (its budget for every program at once, not this program's limit): " + e.Message + "." 
 	case KindPendingPromise:
 		return "The program's promise can never settle: nothing it waits on is outstanding."
 	case KindCapability:

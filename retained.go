@@ -239,7 +239,7 @@ func (r *Retained) loop(waitNs int64) {
 	// killed ends the sandbox after a kill of code it ran.
 	killed := func(st C.int32_t) bool {
 		switch st {
-		case C.BRIDGE_TIMEOUT, C.BRIDGE_MEMORY, C.BRIDGE_CANCELED, C.BRIDGE_INTERNAL:
+		case C.BRIDGE_TIMEOUT, C.BRIDGE_MEMORY, C.BRIDGE_BUDGET, C.BRIDGE_CANCELED, C.BRIDGE_INTERNAL:
 			why = r.killError(st)
 			return true
 		}
@@ -386,6 +386,10 @@ func (r *Retained) killError(st C.int32_t) *ExecError {
 		return &ExecError{Kind: KindTimeout, Name: r.name, DeadlineMS: lim.Deadline.Milliseconds(), cause: ErrRetainedClosed}
 	case C.BRIDGE_MEMORY:
 		return &ExecError{Kind: KindMemoryExceeded, Name: r.name, LimitBytes: int64(lim.Memory), cause: ErrRetainedClosed}
+	case C.BRIDGE_BUDGET:
+		err := r.ex.spent(r.name)
+		err.cause = errors.Join(ErrMemoryBudget, ErrRetainedClosed)
+		return err
 	case C.BRIDGE_CANCELED:
 		return internalError(r.name, errors.Join(ErrClosed, ErrRetainedClosed))
 	default:

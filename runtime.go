@@ -59,6 +59,8 @@ type Executor struct {
 	outbound     http.RoundTripper // the network runs are granted (fetch); nil: none
 	gov          *Governance       // WithGovernance, or nil
 	observer     Observer          // WithObserver, or nil
+	memory       *MemoryBudget     // the runs' memory budget, or nil
+	memoryWait   time.Duration     // WithMemoryWait, or -1: until the deadline
 	modules      *moduleTable      // WithModules, compiled; nil: none
 }
 
@@ -82,6 +84,10 @@ type config struct {
 	idleMemorySet bool
 	gov           *Governance
 	observer      Observer
+	memory        *MemoryBudget // WithMemoryBudget
+	memorySet     bool
+	memoryWait    time.Duration // WithMemoryWait
+	memoryWaitSet bool
 }
 
 // WithSlots bounds how many runs are alive at once: each run holds a slot
@@ -222,7 +228,10 @@ func New(opts ...Option) (*Executor, error) {
 	if cfg.idleMemorySet {
 		idle = cfg.idleMemory
 	}
-	e.slots.init(cfg.slots, warmSlots(cfg.concurrency), idle)
+	if err := e.useMemoryBudget(&cfg); err != nil {
+		return nil, err
+	}
+	e.slots.init(cfg.slots, warmSlots(cfg.concurrency), idle, e.memory)
 	e.gate = newGate(cfg.concurrency)
 	if cfg.cacheSize == 0 {
 		cfg.cacheSize = DefaultCacheSize
@@ -258,6 +267,7 @@ func (e *Executor) Close() error {
 	defer e.life.Unlock()
 	e.retained.Wait()
 	e.slots.freeAll()
+	e.memory.leave(&e.slots)
 	e.capMu.Lock()
 	defer e.capMu.Unlock()
 	for _, t := range e.capTables {

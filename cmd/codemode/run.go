@@ -127,7 +127,7 @@ func exitStatus(kind string) int {
 		return exitOK
 	case string(codemode.KindJS), string(codemode.KindCapability), string(codemode.KindPendingPromise), string(codemode.KindNotFound):
 		return exitScript
-	case string(codemode.KindTimeout), string(codemode.KindMemoryExceeded):
+	case string(codemode.KindTimeout), string(codemode.KindMemoryExceeded), string(codemode.KindMemoryBudget):
 		return exitLimit
 	case batch.KindBadInput:
 		return exitUsage

@@ -30,7 +30,7 @@ func run(ctx context.Context, t *testing.T, e *codemode.Executor, src string) (o
 		t.Fatalf("Run(%q): %T is not an *ExecError: %v", src, err, err)
 	}
 	switch ee.Kind {
-	case codemode.KindTimeout, codemode.KindMemoryExceeded:
+	case codemode.KindTimeout, codemode.KindMemoryExceeded, codemode.KindMemoryBudget:
 		return outcome{}, false // a limit: where it strikes is not the shape's doing
 	case codemode.KindJS, codemode.KindPendingPromise:
 	default:

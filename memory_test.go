@@ -1,0 +1,227 @@
+//go:build cgo
+
+package codemode
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// grower grows its heap by 1 MiB a step, awaiting a timer between steps
+// (so the runs growing are alive at once), until a limit stops it.
+const grower = `const keep = [];
+for (;;) {
+	keep.push(new Uint8Array(1 << 20).fill(1));
+	await new Promise(r => setTimeout(r, 1));
+}`
+
+// burstMargin is what the process holds besides the budget in the burst
+// tests: Go's heap, the C library's, the binary, the sandboxes' C state.
+const burstMargin = 96 << 20
+
+// TestMemoryBudgetBurst: 200 programs each growing to its 64 MiB limit,
+// through one executor with a 512 MiB budget: the budget's charge never
+// passes it, the process's RSS stays within it and burstMargin, every
+// program ends with a typed outcome (its own limit or the budget), and
+// small programs run beside them all succeed. Not parallel: it measures
+// the process.
+func TestMemoryBudgetBurst(t *testing.T) {
+	const budget = 512 << 20
+	mb, err := NewMemoryBudget(budget)
+	require.NoError(t, err)
+	e := newExecutor(t, WithMemoryBudget(mb), WithSlots(300),
+		WithLimits(Limits{Memory: 64 << 20, Deadline: 3 * time.Minute}))
+	_, err = e.Run(context.Background(), "return 1")
+	require.NoError(t, err)
+	before := rss(t)
+
+	var peakRSS, peakCharge atomic.Int64
+	stop := make(chan struct{})
+	var sampler sync.WaitGroup
+	sampler.Go(func() {
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			peakRSS.Store(max(peakRSS.Load(), rss(t)))
+			peakCharge.Store(max(peakCharge.Load(), mb.Stats().InUse))
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	})
+
+	const growers = 200
+	kinds := make([]ErrorKind, growers)
+	var wg sync.WaitGroup
+	for i := range growers {
+		wg.Go(func() {
+			_, err := e.Run(context.Background(), grower)
+			var ee *ExecError
+			if errors.As(err, &ee) {
+				kinds[i] = ee.Kind
+			}
+		})
+	}
+	growing := make(chan struct{})
+	go func() { wg.Wait(); close(growing) }()
+
+	var small, smallFailed atomic.Int64
+	var smalls sync.WaitGroup
+	for range 4 {
+		smalls.Go(func() {
+			for {
+				select {
+				case <-growing:
+					return
+				default:
+				}
+				res, err := e.Run(context.Background(), "return [1, 2, 3].map(x => x * 2).join()")
+				if err != nil || string(res.Value) != `"2,4,6"` {
+					smallFailed.Add(1)
+					t.Errorf("a small program beside the burst: %v", err)
+					return
+				}
+				small.Add(1)
+			}
+		})
+	}
+	smalls.Wait()
+	<-growing
+	close(stop)
+	sampler.Wait()
+
+	count := map[ErrorKind]int{}
+	for _, k := range kinds {
+		count[k]++
+	}
+	st := mb.Stats()
+	t.Logf("growers: %v; %d small programs beside them; budget peak %d MiB; RSS %d MiB before, %d MiB at the peak; stopped %d",
+		count, small.Load(), peakCharge.Load()>>20, before>>20, peakRSS.Load()>>20, st.Stopped)
+	assert.Equal(t, growers, count[KindMemoryExceeded]+count[KindMemoryBudget], "every grower ends at a limit: %v", count)
+	assert.Positive(t, count[KindMemoryBudget], "the budget stopped some")
+	assert.Positive(t, count[KindMemoryExceeded], "some reached their own limit")
+	assert.Positive(t, small.Load())
+	assert.Zero(t, smallFailed.Load())
+	assert.LessOrEqual(t, peakCharge.Load(), int64(budget))
+	// Checked mode's sandboxes live on libc, whose allocator keeps what
+	// they free; a sanitizer's allocator makes the RSS its own.
+	if !sanitized && !checkedMode {
+		assert.LessOrEqual(t, peakRSS.Load()-before, int64(budget+burstMargin), "RSS within the budget and the margin")
+	}
+	// And it serves, the budget given back.
+	res, err := e.Run(context.Background(), "return 3")
+	require.NoError(t, err)
+	assert.Equal(t, "3", string(res.Value))
+}
+
+// TestMemoryBudgetError: a run stopped by the budget has kind
+// memory_budget, not memory_exceeded, and matches ErrMemoryBudget; one
+// that could not start in time matches ErrBusy too.
+func TestMemoryBudgetError(t *testing.T) {
+	mb, err := NewMemoryBudget(MinMemoryBudget(8 << 20))
+	require.NoError(t, err)
+	e := newExecutor(t, WithMemoryBudget(mb), WithMemoryWait(0), WithLimits(Limits{Memory: 8 << 20, Deadline: time.Minute}))
+
+	// A run alone reaches its own limit: the budget holds one.
+	_, err = e.Run(context.Background(), grower)
+	var ee *ExecError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, KindMemoryExceeded, ee.Kind)
+
+	// A run that grows while three others hold most of the budget.
+	hold := make(chan struct{})
+	held := make(chan struct{}, 3)
+	h := newExecutor(t, WithMemoryBudget(mb), WithLimits(Limits{Memory: 8 << 20, Deadline: time.Minute}),
+		WithCapability(Capability{Name: "hold", Async: true, Func: func(ctx context.Context, _ json.RawMessage) (any, error) {
+			held <- struct{}{}
+			<-hold
+			return 1, nil
+		}}))
+	done := make(chan error, 3)
+	for range 3 {
+		go func() {
+			_, err := h.Run(context.Background(), "const b = new Uint8Array(5 << 20).fill(1); await hold(); return b[0]")
+			done <- err
+		}()
+	}
+	for range 3 {
+		<-held
+	}
+	_, err = e.Run(context.Background(), grower)
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, KindMemoryBudget, ee.Kind)
+	assert.ErrorIs(t, err, ErrMemoryBudget)
+	assert.NotErrorIs(t, err, ErrBusy, "it had started")
+	assert.JSONEq(t, `{"kind":"memory_budget","name":"run_js","limit_bytes":`+strconv.FormatInt(mb.Bytes(), 10)+`}`, ee.LLMJSON())
+	close(hold)
+	for range 3 {
+		require.NoError(t, <-done)
+	}
+	assert.Equal(t, int64(1), mb.Stats().Stopped)
+}
+
+// TestMemoryBudgetRefusesTooSmall: a budget that cannot hold one run at
+// the executor's memory limit is refused, not silently made to fit.
+func TestMemoryBudgetRefusesTooSmall(t *testing.T) {
+	mb, err := NewMemoryBudget(64 << 20)
+	require.NoError(t, err)
+	_, err = New(WithMemoryBudget(mb), WithLimits(Limits{Memory: 64 << 20}))
+	assert.ErrorIs(t, err, ErrInvalidLimits)
+	_, err = NewMemoryBudget(1 << 20)
+	assert.ErrorIs(t, err, ErrInvalidLimits)
+	_, err = New(WithMemoryWait(-time.Second))
+	assert.ErrorIs(t, err, ErrInvalidLimits)
+}
+
+// TestMemoryBudgetWaits: a run that finds no room waits for memory within
+// its deadline and starts once some comes back; under WithMemoryWait(0)
+// it is turned away at once: kind memory_budget, matching ErrBusy (no
+// code of it ran).
+func TestMemoryBudgetWaits(t *testing.T) {
+	mb, err := NewMemoryBudget(64 << 20)
+	require.NoError(t, err)
+	e := newExecutor(t, WithMemoryBudget(mb), WithLimits(Limits{Memory: 8 << 20, Deadline: time.Minute}))
+	now := newExecutor(t, WithMemoryBudget(mb), WithMemoryWait(0), WithLimits(Limits{Memory: 8 << 20}))
+	used := (*int64)(mb.field(&mb.c.used))
+	full := mb.Bytes() - atomic.LoadInt64(used) // what nothing holds: taken, as if by other runs
+	atomic.AddInt64(used, full)
+
+	_, err = now.Run(context.Background(), "return 1")
+	var ee *ExecError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, KindMemoryBudget, ee.Kind)
+	assert.ErrorIs(t, err, ErrBusy)
+	assert.ErrorIs(t, err, ErrMemoryBudget)
+	assert.Equal(t, int64(1), mb.Stats().TurnedAway)
+
+	done := make(chan error, 1)
+	go func() {
+		res, err := e.Run(context.Background(), "return 2")
+		if err == nil && string(res.Value) != "2" {
+			err = errors.New(string(res.Value))
+		}
+		done <- err
+	}()
+	for mb.Stats().Waiting == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("the run did not wait for memory: %v", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	atomic.AddInt64(used, -full)
+	mb.released()
+	require.NoError(t, <-done)
+}
