@@ -45,11 +45,11 @@ type slotPool struct {
 	mu      sync.Mutex
 	max     int
 	warm    int
-	budget  int64        // bytes idle slots may keep resident (WithIdleMemory)
+	budget  int64         // bytes idle slots may keep resident (WithIdleMemory)
 	memory  *MemoryBudget // the runs' memory budget, or nil
-	made    int          // slots counted against max (idle, in use, being made)
-	idle    []idleSlot   // free slots, the most recently used last
-	waiters []chan *slot // runs waiting for a slot, the longest waiting first
+	made    int           // slots counted against max (idle, in use, being made)
+	idle    []idleSlot    // free slots, the most recently used last
+	waiters []chan *slot  // runs waiting for a slot, the longest waiting first
 	all     map[*slot]struct{}
 	closed  bool
 	trim    *time.Timer // armed while idle slots may need trimming

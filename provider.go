@@ -482,7 +482,7 @@ func (e *ExecError) describe() string {
 	case KindMemoryExceeded:
 		return fmt.Sprintf("The program exceeded the memory limit of %d bytes.", e.LimitBytes)
 	case KindMemoryBudget:
-		return "The host was short of memory (its budget for every program at once, not this program's limit): " + e.Message + "." 
+		return "The host was short of memory (its budget for every program at once, not this program's limit): " + e.Message + "."
 	case KindPendingPromise:
 		return "The program's promise can never settle: nothing it waits on is outstanding."
 	case KindCapability:
