@@ -11,11 +11,17 @@ CC ?= gcc
 MODULES = bench typescript mcp remote otel cmd/codemode adapters/openai adapters/anthropic adapters/genai adapters/eino examples
 ENGINE_INCLUDE = $(shell $(GO) list -m -f '{{.Dir}}' github.com/buke/quickjs-go)/deps/quickjs
 
+# The daemon's image (make image): its name, and the version stamped into
+# the binary and tagged (the manifests in deploy/kubernetes run IMAGE).
+IMAGE ?= ghcr.io/codemode-go/codemode
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+DOCKER ?= docker
+
 BUF ?= github.com/bufbuild/buf/cmd/buf@v1.75.0
 PROTOC_GEN_GO ?= google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
 PROTOC_GEN_GO_GRPC ?= google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.0
 
-.PHONY: test bench bench-callgrind microbench fuzz fuzz-all soak leakcheck lint fmt check proto conformance
+.PHONY: image test bench bench-callgrind microbench fuzz fuzz-all soak leakcheck lint fmt check proto conformance
 
 # vet, then every test under the race detector, in both modes: snapshot
 # slots (the default) and checked (every sandbox built and freed on libc,
@@ -35,7 +41,16 @@ test:
 	$(GO) test -count=1 -run TestOutcomesAreTheJobs ./batch
 	$(MAKE) conformance CONFORMANCE_SUBSET=20
 	for m in $(MODULES); do (cd $$m && $(GO) vet ./... && $(GO) test -race ./...) || exit 1; done
+	cd deploy && GOWORK=off $(GO) vet ./... && GOWORK=off $(GO) test ./...
 	$(MAKE) leakcheck
+
+# The daemon's image from the Dockerfile: $(IMAGE):$(VERSION) and
+# $(IMAGE):latest (push them, then apply deploy/kubernetes: README,
+# Deploying). deploy/'s tests check the Dockerfile and the manifests
+# without a registry (make test runs them; it is a module of its own,
+# outside the workspace).
+image:
+	$(DOCKER) build --build-arg VERSION=$(VERSION) -t $(IMAGE):$(VERSION) -t $(IMAGE):latest .
 
 # The suite against peers (bench/, its own module): prints one markdown
 # table and writes bench/results/latest.md and latest.svg.

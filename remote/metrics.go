@@ -1,21 +1,27 @@
 package remote
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/codemode-go/codemode"
 )
 
 // Metrics are a daemon's Prometheus metrics: programs by outcome kind,
 // their latency, those in flight (each holds a sandbox, a retained one
-// until it is released), those refused because the daemon was full or
-// draining, the tool calls that travelled back, the bytes of the messages
-// each way, and the calls refused for want of credentials.
+// until it is released), those refused by reason (full: MaxPrograms in
+// flight; memory: no room in the memory budget; draining), the memory
+// budget and the bytes charged to it, the tool calls that travelled back,
+// the bytes of the messages each way, and the calls refused for want of
+// credentials.
 type Metrics struct {
 	programs  *prometheus.CounterVec
 	latency   prometheus.Histogram
 	inFlight  prometheus.Gauge
-	refusals  prometheus.Counter
+	refusals  *prometheus.CounterVec
+	memory    atomic.Pointer[codemode.MemoryBudget]
 	toolCalls prometheus.Counter
 	bytes     *prometheus.CounterVec
 	unauth    prometheus.Counter
@@ -29,15 +35,40 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "codemode_program_seconds",
 			Help: "Time from a program's start to its result.", Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10)}),
 		inFlight:  prometheus.NewGauge(prometheus.GaugeOpts{Name: "codemode_programs_in_flight", Help: "Programs running now."}),
-		refusals:  prometheus.NewCounter(prometheus.CounterOpts{Name: "codemode_programs_refused_total", Help: "Programs refused because the daemon was full or draining."}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "codemode_programs_refused_total",
+			Help: "Programs refused before they started, by reason (full, memory, draining): the client tries another daemon."}, []string{"reason"}),
 		toolCalls: prometheus.NewCounter(prometheus.CounterOpts{Name: "codemode_tool_calls_total", Help: "Tool and capability calls sent back to clients."}),
 		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "codemode_message_bytes_total",
 			Help: "Bytes of the program streams' messages, by direction (in: from clients, out: to them)."}, []string{"direction"}),
 	}
 	m.unauth = prometheus.NewCounter(prometheus.CounterOpts{Name: "codemode_unauthenticated_total",
 		Help: "Calls refused for want of a valid token or client certificate."})
-	reg.MustRegister(m.programs, m.latency, m.inFlight, m.refusals, m.toolCalls, m.bytes, m.unauth)
+	budget := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "codemode_memory_budget_bytes",
+		Help: "The memory budget the daemon's programs share (0: none)."}, func() float64 { return m.memoryStat().Budget })
+	inUse := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "codemode_memory_in_use_bytes",
+		Help: "The engine memory charged to the budget now: programs running, and idle sandboxes holding their pages."},
+		func() float64 { return m.memoryStat().InUse })
+	reg.MustRegister(m.programs, m.latency, m.inFlight, m.refusals, m.toolCalls, m.bytes, m.unauth, budget, inUse)
+	for _, r := range []string{refusedFull, refusedMemory, refusedDraining} {
+		m.refusals.WithLabelValues(r) // present at zero
+	}
 	return m
+}
+
+// The reasons a program is refused before it starts.
+const (
+	refusedFull     = "full"
+	refusedMemory   = "memory"
+	refusedDraining = "draining"
+)
+
+// memoryStat is the watched budget's use, as floats.
+func (m *Metrics) memoryStat() (st struct{ Budget, InUse float64 }) {
+	if b := m.memory.Load(); b != nil {
+		s := b.Stats()
+		st.Budget, st.InUse = float64(s.Budget), float64(s.InUse)
+	}
+	return st
 }
 
 func (m *Metrics) started() {
@@ -52,9 +83,16 @@ func (m *Metrics) finished() {
 	}
 }
 
-func (m *Metrics) refused() {
+func (m *Metrics) refused(reason string) {
 	if m != nil {
-		m.refusals.Inc()
+		m.refusals.WithLabelValues(reason).Inc()
+	}
+}
+
+// watch reports b's use.
+func (m *Metrics) watch(b *codemode.MemoryBudget) {
+	if m != nil {
+		m.memory.Store(b)
 	}
 }
 

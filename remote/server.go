@@ -59,6 +59,12 @@ type ServerOptions struct {
 	// RESOURCE_EXHAUSTED, so a client can try another daemon instead of
 	// queueing past its deadline.
 	MaxPrograms int
+	// MemoryBudget bounds the engine memory of every program at once
+	// (default: codemode.DefaultMemoryBudget(), three quarters of the
+	// container's memory limit). A program that finds no room to start is
+	// refused at once with RESOURCE_EXHAUSTED, like one past MaxPrograms;
+	// one whose sandbox cannot grow ends with kind memory_budget.
+	MemoryBudget *codemode.MemoryBudget
 	// Metrics, when set, counts what the daemon does (see NewMetrics).
 	Metrics *Metrics
 	// StartTimeout bounds the wait for a stream's first message, its
@@ -146,6 +152,10 @@ func NewServer(opts ServerOptions) *Server {
 	}
 	key := make([]byte, 32)
 	rand.Read(key)
+	if opts.MemoryBudget == nil {
+		opts.MemoryBudget = codemode.DefaultMemoryBudget()
+	}
+	opts.Metrics.watch(opts.MemoryBudget)
 	return &Server{opts: opts, max: max, log: log, admit: make(chan struct{}, n), draining: make(chan struct{}),
 		execs: map[execKey]*codemode.Executor{}, key: key}
 }
@@ -216,7 +226,7 @@ func (s *Server) Program(stream pb.Executor_ProgramServer) error {
 	ctx := stream.Context()
 	select {
 	case <-s.draining:
-		s.opts.Metrics.refused()
+		s.opts.Metrics.refused(refusedDraining)
 		return status.Error(codes.Unavailable, "the daemon is draining: try another")
 	default:
 	}
@@ -224,7 +234,7 @@ func (s *Server) Program(stream pb.Executor_ProgramServer) error {
 	case s.admit <- struct{}{}:
 		defer func() { <-s.admit }()
 	default:
-		s.opts.Metrics.refused()
+		s.opts.Metrics.refused(refusedFull)
 		return status.Error(codes.ResourceExhausted, "the daemon is full: try another")
 	}
 	s.opts.Metrics.started()
@@ -292,6 +302,9 @@ func (s *Server) Program(stream pb.Executor_ProgramServer) error {
 				}
 			}
 		}
+		if memoryRefused(rerr) {
+			return s.memoryRefusal(log)
+		}
 		if rerr != nil {
 			var ee *codemode.ExecError
 			if errors.As(rerr, &ee) {
@@ -320,6 +333,9 @@ func (s *Server) Program(stream pb.Executor_ProgramServer) error {
 			r = s.resume(ctx, e, start, p.dispatch)
 		} else {
 			r = e.Execute(ctx, req)
+		}
+		if r.Err != nil && memoryRefused(r.Err) {
+			return s.memoryRefusal(log)
 		}
 		p.flush(int64(r.Stats.HostCalls))
 		res.ResultJson, res.Logs, res.Error, res.Stats = string(r.Result), r.Logs, r.Error, stats(r.Stats)
@@ -357,6 +373,22 @@ func (s *Server) Program(stream pb.Executor_ProgramServer) error {
 		return err
 	}
 	return nil
+}
+
+// memoryRefused says err is a program's that never started for want of
+// room in the memory budget: no code of it ran, no call was made.
+func memoryRefused(err error) bool {
+	var ee *codemode.ExecError
+	return errors.As(err, &ee) && ee.Kind == codemode.KindMemoryBudget && errors.Is(err, codemode.ErrBusy)
+}
+
+// memoryRefusal refuses a program the memory budget had no room for, as
+// one past MaxPrograms is: the client tries another daemon.
+func (s *Server) memoryRefusal(log *slog.Logger) error {
+	log.Info("program refused: the memory budget is full")
+	s.opts.Metrics.refused(refusedMemory)
+	return status.Errorf(codes.ResourceExhausted, "the daemon's memory budget (%d bytes) is full: try another",
+		s.opts.MemoryBudget.Bytes())
 }
 
 // first receives a stream's first message within StartTimeout.
@@ -573,7 +605,10 @@ func (s *Server) executor(limits codemode.Limits, caps []*pb.Capability, g *pb.G
 	if e := s.execs[key]; e != nil {
 		return e, nil
 	}
-	opts := append([]codemode.Option{codemode.WithLimits(limits)}, s.opts.Executor...)
+	// Refused at once when the budget has no room: the client tries
+	// another daemon (options in Executor may say otherwise).
+	opts := append([]codemode.Option{codemode.WithLimits(limits), codemode.WithMemoryBudget(s.opts.MemoryBudget),
+		codemode.WithMemoryWait(0)}, s.opts.Executor...)
 	if g != nil {
 		opts = append(opts, codemode.WithGovernance(gov))
 	}

@@ -32,6 +32,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/debug"
 	"sync"
 	"syscall"
 
@@ -50,6 +52,32 @@ const (
 	// exitPaused (6, govern.go): the run paused at a call needing approval.
 )
 
+// version is the binary's version, stamped at link time (-ldflags
+// "-X main.version=v1.2.3": make image and the Dockerfile do); empty, it is
+// read from the build (versionText).
+var version string
+
+// versionText is the stamped version, else the module's (go install
+// ...@v1.2.3), else "devel" and the commit the binary was built from.
+func versionText() string {
+	if version != "" {
+		return version
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "devel"
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		return v
+	}
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" {
+			return "devel+" + s.Value[:min(12, len(s.Value))]
+		}
+	}
+	return "devel"
+}
+
 func main() {
 	os.Exit(Main(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
@@ -63,6 +91,7 @@ Usage:
   codemode describe TOOLS.json       print the run_js description and the TypeScript declarations
   codemode mcp --config servers.json serve code mode over MCP, on top of the configured MCP servers
   codemode serve [flags]             run the daemon: remote clients' programs, their tool calls sent back
+  codemode version                   print the binary's version
 
 Run 'codemode COMMAND -h' for a command's flags.
 
@@ -104,6 +133,9 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 			hard()
 		}()
 		return cmdMCP(ctx, args[1:], stdin, stdout, stderr)
+	case "version", "-version", "--version":
+		fmt.Fprintf(stdout, "codemode %s %s %s/%s\n", versionText(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		return exitOK
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return exitOK

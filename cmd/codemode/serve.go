@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -42,9 +43,19 @@ turns NOT_SERVING (a new connection's check sees it: the listener stays open), a
 new program is refused with UNAVAILABLE (a client sends it to another daemon),
 those in flight get --grace to finish, then they are cancelled.
 
+Memory is admitted, not hoped for: --memory-budget bounds the engine memory of
+every program at once (default: three quarters of the container's memory limit,
+or of GOMEMLIMIT or the machine's memory where none is set), charged as programs
+allocate. A program that finds no room to start is refused with
+RESOURCE_EXHAUSTED (its client tries another daemon); one whose heap cannot grow
+ends with kind memory_budget. The metrics report the budget, the bytes in use
+and the refusals by reason (codemode_memory_budget_bytes,
+codemode_memory_in_use_bytes, codemode_programs_refused_total{reason}).
+
 Examples:
   codemode serve --listen 127.0.0.1:7070
   codemode serve --listen :7070 --token-file /run/secrets/codemode-token --deadline 30s --memory 64MiB
+  codemode serve --listen :7070 --token-file /run/secrets/codemode-token --memory-budget 768MiB
   codemode serve --listen :7070 --tls-cert tls.crt --tls-key tls.key --client-ca ca.crt
 `
 
@@ -61,6 +72,8 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics on this address (/metrics)")
 	maxPrograms := fs.Int("max-programs", codemode.DefaultSlots, "programs in flight; one more is refused with RESOURCE_EXHAUSTED")
 	sendGrace := fs.Duration("send-grace", 10*time.Second, "how long a result waits for a client that does not read before its stream ends")
+	var memBudget budgetFlag
+	fs.Var(&memBudget, "memory-budget", "the engine memory of all programs at once: a size, or a percentage of the container's memory limit (default 75%)")
 	var tl telemetryFlags
 	tl.register(fs)
 	if status, ok := parseFlags(fs, args); !ok {
@@ -78,7 +91,11 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
 		return exitFor(stderr, err)
 	}
 	defer tel.close(stderr)
-	opts := remote.ServerOptions{Max: lf.l, Logger: log, MaxPrograms: *maxPrograms, SendGrace: *sendGrace,
+	mb, err := memoryBudget(memBudget, lf.l.Memory)
+	if err != nil {
+		return exitFor(stderr, err)
+	}
+	opts := remote.ServerOptions{Max: lf.l, Logger: log, MaxPrograms: *maxPrograms, SendGrace: *sendGrace, MemoryBudget: mb,
 		Executor: append([]codemode.Option{codemode.WithSlots(*maxPrograms)}, tel.opts...), Propagator: tel.prop}
 	var reg *prometheus.Registry
 	if *metricsAddr != "" {
@@ -140,7 +157,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	g := grpc.NewServer(append(sopts, srv.GRPCOptions()...)...)
 	srv.Register(g)
-	log.Info("serving", "addr", ln.Addr().String(), "tls", *cert != "", "mtls", *clientCA != "", "token", *tokenFile != "")
+	log.Info("serving", "version", versionText(), "memory_budget", mb.Bytes(), "addr", ln.Addr().String(), "tls", *cert != "", "mtls", *clientCA != "", "token", *tokenFile != "")
 	fmt.Fprintf(stderr, "codemode serve: listening on %s\n", ln.Addr())
 	served := make(chan error, 1)
 	go func() { served <- g.Serve(ln) }()
@@ -172,6 +189,65 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
 		g.Stop()
 	}
 	return exitOK
+}
+
+// budgetFlag is --memory-budget: a size, or a percentage of what the
+// process may use (codemode.ProcessMemoryLimit: the container's limit).
+type budgetFlag struct {
+	bytes   int
+	percent float64
+}
+
+func (f *budgetFlag) String() string {
+	switch {
+	case f.percent > 0:
+		return strconv.FormatFloat(f.percent, 'f', -1, 64) + "%"
+	case f.bytes > 0:
+		return sizeText(f.bytes)
+	}
+	return ""
+}
+
+func (f *budgetFlag) Set(v string) error {
+	if p, ok := strings.CutSuffix(strings.TrimSpace(v), "%"); ok {
+		n, err := strconv.ParseFloat(p, 64)
+		if err != nil || !(n > 0 && n <= 100) {
+			return fmt.Errorf("invalid percentage %q (want more than 0%% and at most 100%%)", v)
+		}
+		*f = budgetFlag{percent: n}
+		return nil
+	}
+	n, err := parseSize(v)
+	if err != nil {
+		return err
+	}
+	*f = budgetFlag{bytes: n}
+	return nil
+}
+
+// memoryBudget is the daemon's budget: f's bytes, or its percentage of
+// what the process may use, or (unset) codemode's default (75% of it);
+// refused below what one program at the maximum memory limit needs.
+func memoryBudget(f budgetFlag, memory int) (*codemode.MemoryBudget, error) {
+	if memory == 0 {
+		memory = codemode.DefaultMemory
+	}
+	n := f.bytes
+	if f.percent > 0 || n == 0 {
+		limit, _ := codemode.ProcessMemoryLimit()
+		if limit == 0 {
+			return nil, usagef("--memory-budget: the process's memory limit cannot be read: give a size")
+		}
+		if f.percent == 0 {
+			return codemode.DefaultMemoryBudget(), nil
+		}
+		n = int(float64(limit) * f.percent / 100)
+	}
+	if want := codemode.MinMemoryBudget(memory); int64(n) < want {
+		return nil, usagef("--memory-budget %s cannot hold one program at --memory %s: give at least %s",
+			sizeText(n), sizeText(memory), sizeText(int((want+1<<20-1)>>20<<20)))
+	}
+	return codemode.NewMemoryBudget(int64(n))
 }
 
 func loopback(a net.Addr) bool {

@@ -1,0 +1,172 @@
+package remote_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/codemode-go/codemode"
+	"github.com/codemode-go/codemode/internal/proc"
+	"github.com/codemode-go/codemode/remote"
+)
+
+// grower grows its heap by 1 MiB a step, awaiting a timer between steps,
+// until a limit stops it.
+const grower = `const keep = [];
+for (;;) {
+	keep.push(new Uint8Array(1 << 20).fill(1));
+	await new Promise(r => setTimeout(r, 1));
+}`
+
+// labelled is the value of the counter name{label=value} in reg.
+func labelled(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// TestDaemonMemoryBudget: 50 clients start 200 programs each growing to
+// its 64 MiB limit on one daemon with a 512 MiB budget, while small
+// programs run beside them. Every program ends with a typed outcome (its
+// own limit, the budget's kind memory_budget, or RESOURCE_EXHAUSTED: no
+// room to start, after the client's retries); the small ones succeed; the
+// process's RSS stays within the budget and a margin; the metrics show the
+// refusals; and the daemon serves afterwards. Not parallel: it measures
+// the process.
+func TestDaemonMemoryBudget(t *testing.T) {
+	const budget = 512 << 20
+	mb, err := codemode.NewMemoryBudget(budget)
+	require.NoError(t, err)
+	reg := prometheus.NewRegistry()
+	srv := remote.NewServer(remote.ServerOptions{MemoryBudget: mb, Metrics: remote.NewMetrics(reg), MaxPrograms: 400,
+		Max: codemode.Limits{Memory: 64 << 20, Deadline: 3 * time.Minute}})
+	addr := serve(t, srv)
+	assert.Equal(t, float64(budget), gauge(t, reg, "codemode_memory_budget_bytes"))
+
+	clients := make([]*remote.Client, 50)
+	for i := range clients {
+		clients[i] = dial(t, addr, remote.WithLimits(codemode.Limits{Memory: 64 << 20, Deadline: 3 * time.Minute}))
+	}
+	small := dial(t, addr)
+	ctx := context.Background()
+	smallRun := func() error {
+		res, err := small.Run(ctx, "return [1, 2, 3].map(x => x * 2).join()")
+		if err == nil && string(res.Value) != `"2,4,6"` {
+			err = errors.New(string(res.Value))
+		}
+		return err
+	}
+	for range 4 {
+		require.NoError(t, smallRun())
+	}
+	before := proc.RSS(t)
+
+	var peakRSS atomic.Int64
+	stop := make(chan struct{})
+	var sampler sync.WaitGroup
+	sampler.Go(func() {
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			peakRSS.Store(max(peakRSS.Load(), proc.RSS(t)))
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	})
+
+	var mu sync.Mutex
+	outcomes := map[string]int{}
+	var wg sync.WaitGroup
+	for _, c := range clients {
+		for range 4 {
+			wg.Go(func() {
+				_, err := c.Run(ctx, grower)
+				var ee *codemode.ExecError
+				kind := "untyped: " + errString(err)
+				switch {
+				case errors.As(err, &ee):
+					kind = string(ee.Kind)
+				case status.Code(err) == codes.ResourceExhausted:
+					kind = "refused"
+				}
+				mu.Lock()
+				outcomes[kind]++
+				mu.Unlock()
+			})
+		}
+	}
+	growing := make(chan struct{})
+	go func() { wg.Wait(); close(growing) }()
+	var smalls atomic.Int64
+	var beside sync.WaitGroup
+	for range 4 {
+		beside.Go(func() {
+			for {
+				select {
+				case <-growing:
+					return
+				default:
+				}
+				if err := smallRun(); err != nil {
+					t.Errorf("a small program beside the burst: %v", err)
+					return
+				}
+				smalls.Add(1)
+			}
+		})
+	}
+	beside.Wait()
+	<-growing
+	close(stop)
+	sampler.Wait()
+
+	refusedMemory := labelled(t, reg, "codemode_programs_refused_total", "reason", "memory")
+	stopped := labelled(t, reg, "codemode_programs_total", "kind", string(codemode.KindMemoryBudget))
+	t.Logf("growers: %v; %d small programs beside them; RSS %d MiB before, %d MiB at the peak; metrics: %v refused for memory, %v stopped by the budget",
+		outcomes, smalls.Load(), before>>20, peakRSS.Load()>>20, refusedMemory, stopped)
+	assert.Equal(t, 200, outcomes[string(codemode.KindMemoryExceeded)]+outcomes[string(codemode.KindMemoryBudget)]+outcomes["refused"],
+		"every grower ends with a typed outcome: %v", outcomes)
+	assert.Positive(t, smalls.Load())
+	assert.Positive(t, refusedMemory+stopped, "the metrics show the budget's refusals")
+	assert.Equal(t, float64(outcomes[string(codemode.KindMemoryBudget)]), stopped)
+	if !raceEnabled {
+		assert.LessOrEqual(t, peakRSS.Load()-before, int64(budget+128<<20), "RSS within the budget and a margin")
+	}
+	// The daemon stays up and serves.
+	require.NoError(t, smallRun())
+	res := clients[0].Execute(ctx, codemode.Request{Code: "async () => 1"})
+	assert.Empty(t, res.Error)
+	assert.Equal(t, "1", string(res.Result))
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	return err.Error()
+}
