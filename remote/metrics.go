@@ -34,7 +34,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Programs run, by outcome kind (ok, js, timeout, ...)."}, []string{"kind"}),
 		latency: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "codemode_program_seconds",
 			Help: "Time from a program's start to its result.", Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10)}),
-		inFlight:  prometheus.NewGauge(prometheus.GaugeOpts{Name: "codemode_programs_in_flight", Help: "Programs running now."}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "codemode_programs_in_flight", Help: "Programs running now."}),
 		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "codemode_programs_refused_total",
 			Help: "Programs refused before they started, by reason (full, memory, draining): the client tries another daemon."}, []string{"reason"}),
 		toolCalls: prometheus.NewCounter(prometheus.CounterOpts{Name: "codemode_tool_calls_total", Help: "Tool and capability calls sent back to clients."}),
