@@ -484,6 +484,33 @@
 // it — what package batch and the command line use.
 // [WithSlots](1) makes consecutive runs share one sandbox.
 //
+// # Memory
+//
+// Each run's heap is bounded by Limits.Memory; a [MemoryBudget] bounds
+// their sum. Every executor shares [DefaultMemoryBudget] — three quarters
+// of what the process may use: its cgroup's memory limit, or GOMEMLIMIT,
+// or else the machine's memory — unless [WithMemoryBudget] gives it
+// another (one budget may serve several executors; nil bounds nothing).
+// A budget is charged for what sandboxes hold resident, as they grow, not
+// for the sum of their limits: their pages and images, in 256 KiB chunks,
+// given back as runs end and as idle sandboxes return their pages (idle
+// pages count until then; a run waiting for room asks idle sandboxes for
+// theirs first). A run that finds no room to open its sandbox waits for
+// some within its deadline ([WithMemoryWait] bounds the wait; zero
+// refuses at once) and otherwise fails with kind [KindMemoryBudget],
+// matching [ErrMemoryBudget] and [ErrBusy]: no code of it ran. A run
+// whose sandbox cannot grow is stopped with the same kind (matching
+// ErrMemoryBudget only): not memory_exceeded, which is its own limit.
+// Runs that stay small are not starved by ones that grow: a sandbox past
+// [MemoryStats].Small (Budget/64, 2 to 32 MiB) grows only while the sum
+// stays below Budget − Reserve (an eighth), a new run starts only below
+// Budget − Reserve/2, and a small sandbox may grow into the rest. 200
+// runs each growing toward a 64 MiB limit under a 512 MiB budget peak at
+// 448 MiB charged and about 450 MiB of RSS, while small runs beside them
+// all succeed (TestMemoryBudgetBurst). New refuses a budget below
+// [MinMemoryBudget] of the executor's memory limit: one run at its limit
+// must fit.
+//
 // A retained sandbox ([Request].RetainHandles) holds its slot until it
 // closes. A run executes on the calling goroutine, in cgo calls, without
 // runtime.LockOSThread: the engine re-reads its stack top at every entry.

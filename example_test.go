@@ -404,3 +404,23 @@ func ExampleExecutor_Resume() {
 	// tool ran: write [{"n":20}]
 	// result: "ok"
 }
+
+// A budget shared by two executors: the engine memory of all their runs at
+// once stays within 256 MiB. A run that finds no room waits for some within
+// its deadline; one whose heap cannot grow ends with kind memory_budget.
+func ExampleNewMemoryBudget() {
+	budget, err := codemode.NewMemoryBudget(256 << 20)
+	if err != nil {
+		panic(err)
+	}
+	a, _ := codemode.New(codemode.WithMemoryBudget(budget))
+	defer a.Close()
+	b, _ := codemode.New(codemode.WithMemoryBudget(budget), codemode.WithLimits(codemode.Limits{Memory: 64 << 20}))
+	defer b.Close()
+	res, err := b.Run(context.Background(), "return new Uint8Array(8 << 20).length")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(string(res.Value), budget.Stats().Budget>>20, "MiB")
+	// Output: 8388608 256 MiB
+}
