@@ -499,35 +499,43 @@ static inline size_t round_to(size_t n, size_t to) { return (n + to - 1) / to * 
 
 static inline int64_t mb_load(int64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 
+/* The slot's arena pages and its images' (imgs: the images' alone). */
+static size_t arena_footprint(const bridge_slot *s, size_t *imgs)
+{
+	*imgs = 0;
+	if (!s->ar)
+		return 0;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t ext = s->resident;
+	if (s->dirty_end > ext)
+		ext = s->dirty_end;
+	if (s->ar->hwm > ext)
+		ext = s->ar->hwm;
+	for (int i = 0; i < NIMAGES; i++)
+		if (s->images[i].bytes)
+			*imgs += round_to(s->images[i].len, page);
+	return round_to(ext, page) + *imgs;
+}
+
 size_t slot_footprint(const bridge_slot *s)
 {
-	size_t n = 0;
-	if (s->ar) {
-		size_t page = (size_t)sysconf(_SC_PAGESIZE);
-		size_t ext = s->resident;
-		if (s->dirty_end > ext)
-			ext = s->dirty_end;
-		if (s->ar->hwm > ext)
-			ext = s->ar->hwm;
-		n = round_to(ext, page);
-		for (int i = 0; i < NIMAGES; i++)
-			if (s->images[i].bytes)
-				n += round_to(s->images[i].len, page);
-	}
+	size_t imgs;
+	size_t n = arena_footprint(s, &imgs);
 	if (!s->snapshot && s->rt)
 		n += s->heap_used;
 	return n;
 }
 
-/* Sets how far the sandbox may grow before it charges again, given its
- * footprint fp (which its charge covers). */
-static void mb_cover(bridge_slot *s, size_t fp)
+/* Sets how far the sandbox may grow before it charges again: the arena's
+ * high-water mark up to what the charge covers past the images, or a libc
+ * sandbox's heap up to what it covers past the arena. */
+static void mb_cover(bridge_slot *s)
 {
-	size_t slack = s->charged - fp;
+	size_t imgs, arena = arena_footprint(s, &imgs);
 	if (!s->snapshot && s->rt)
-		s->cover = s->heap_used + slack;
+		s->cover = s->charged - arena;
 	else
-		s->cover = (s->ar ? s->ar->hwm : 0) + slack;
+		s->cover = s->charged - imgs;
 }
 
 bool mb_charge(bridge_slot *s, size_t extra, int why)
@@ -551,7 +559,7 @@ bool mb_charge(bridge_slot *s, size_t extra, int why)
 		                                      __ATOMIC_RELAXED));
 		s->charged = want;
 	}
-	mb_cover(s, fp);
+	mb_cover(s);
 	return true;
 }
 
@@ -565,7 +573,7 @@ void mb_settle(bridge_slot *s)
 		__atomic_fetch_sub(&s->mb->used, (int64_t)(s->charged - want), __ATOMIC_RELAXED);
 		s->charged = want;
 	}
-	mb_cover(s, fp);
+	mb_cover(s);
 }
 
 /* ---------------------------------------------------------------------- */
