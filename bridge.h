@@ -178,6 +178,7 @@ typedef struct bridge_out {
 	int32_t syntax;   /* data is the error of compiling src (its parser refused it) */
 	uint64_t peak_heap; /* the most engine heap the run has held, in bytes */
 	int32_t unstarted;  /* BRIDGE_BUDGET: refused before any of the run's code ran (it may run again) */
+	uint64_t charged;   /* once the run ended: what the slot's memory budget charges it */
 } bridge_out;
 
 /* The Go functions C calls back (//export, in capability.go). In a cgo

@@ -402,6 +402,7 @@ static void *ar_malloc(void *opaque, size_t size)
 	bridge_slot *s = opaque;
 	if (!heap_admit(s, arena_class(size)))
 		return NULL;
+	size_t hwm = s->ar->hwm;
 	void *p = arena_alloc(s->ar, size);
 	if (!p) {
 		slot_kill(s, BRIDGE_MEMORY);
@@ -409,6 +410,7 @@ static void *ar_malloc(void *opaque, size_t size)
 	}
 	if (s->ar->hwm > s->cover && !mb_charge(s, 0, MB_GROW)) {
 		arena_free(s->ar, p);
+		s->ar->hwm = hwm; /* nothing was written past it */
 		slot_kill(s, BRIDGE_BUDGET);
 		return NULL;
 	}
@@ -532,10 +534,8 @@ size_t slot_footprint(const bridge_slot *s)
 static void mb_cover(bridge_slot *s)
 {
 	size_t imgs, arena = arena_footprint(s, &imgs);
-	if (!s->snapshot && s->rt)
-		s->cover = s->charged - arena;
-	else
-		s->cover = s->charged - imgs;
+	size_t below = !s->snapshot && s->rt ? arena : imgs;
+	s->cover = s->charged > below ? s->charged - below : 0;
 }
 
 bool mb_charge(bridge_slot *s, size_t extra, int why)
@@ -570,7 +570,7 @@ void mb_settle(bridge_slot *s)
 	size_t fp = slot_footprint(s);
 	size_t want = round_to(fp, MB_CHUNK);
 	if (want < s->charged) {
-		__atomic_fetch_sub(&s->mb->used, (int64_t)(s->charged - want), __ATOMIC_RELAXED);
+		__atomic_fetch_sub(&s->mb->used, (int64_t)(s->charged - want), __ATOMIC_SEQ_CST);
 		s->charged = want;
 	}
 	mb_cover(s);

@@ -164,13 +164,22 @@ static size_t region_size(uint64_t memory) { return (size_t)memory * 2 + (4u << 
  * that a slot freed after a burst gives them back to the kernel. */
 static uint8_t *image_alloc(bridge_slot *s, slot_image *im, size_t len)
 {
-	if (im->bytes && im->mapped)
+	uint8_t *room = (uint8_t *)s->ar + s->ar->size + (size_t)(im - s->images) * IMAGE_ROOM;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	if (im->bytes && im->mapped) {
 		munmap(im->bytes, im->mapped);
+	} else if (im->bytes) {
+		/* The room's pages past the new image go back: the budget counts
+		 * an image's own. */
+		size_t keep = len <= IMAGE_ROOM ? (len + page - 1) & ~(page - 1) : 0;
+		size_t had = (im->len + page - 1) & ~(page - 1);
+		if (had > keep)
+			madvise(room + keep, had - keep, MADV_DONTNEED);
+	}
 	im->bytes = NULL;
 	im->mapped = 0;
 	if (len <= IMAGE_ROOM)
-		return (uint8_t *)s->ar + s->ar->size + (size_t)(im - s->images) * IMAGE_ROOM;
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+		return room;
 	size_t want = (len + page - 1) & ~(page - 1);
 	void *m = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m == MAP_FAILED)
@@ -212,6 +221,7 @@ static int open_fresh(bridge_slot *s, const bridge_config *cfg)
  * unit image's function, or undefined. -1 if the copy has no room. */
 static int image_take(bridge_slot *s, const bridge_config *cfg, slot_image *im, JSValue unitfn)
 {
+	mark_dirty(s); /* what was written past the top until now: the next restore clears it */
 	size_t len = (s->ar->top + 63) & ~(size_t)63;
 	uint8_t *bytes = image_alloc(s, im, len);
 	if (!bytes)
@@ -748,6 +758,7 @@ void unit_end(bridge_slot *s, const bridge_config *cfg, bool want, JSValueConst 
 		im->len = 0;
 		return;
 	}
+	mb_charge(s, 0, MB_CACHE); /* charged above: this sets how far the run may grow now */
 	memcpy(im->key, cfg->unit_key, sizeof(im->key));
 	/* A deterministic run's unit image holds the virtual clock's Date,
 	 * which reads the slot's clock fields of whichever run restores it:

@@ -123,6 +123,7 @@ static void hand_over_logs(bridge_slot *s, bridge_out *out)
 static void finish(bridge_slot *s, bridge_out *out)
 {
 	sandbox_close(s);
+	out->charged = s->charged;
 	hand_over_logs(s, out);
 }
 
@@ -554,17 +555,18 @@ static int32_t slot_run(bridge_slot *s, const bridge_config *cfg, const char *sr
 	int32_t st;
 	int opened = open_run(s, cfg);
 	s->heap_peak = s->heap_used;
-	if (opened == 0 && s->mb) {
+	if (s->mb && held == 0) {
+		/* What a new slot holds once open (or as far as it got), so the
+		 * next run that waits for room knows what it needs. */
+		int64_t fp = (int64_t)slot_footprint(s), e = __atomic_load_n(&s->mb->entry, __ATOMIC_RELAXED);
+		while (fp > e &&
+		       !__atomic_compare_exchange_n(&s->mb->entry, &e, fp, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+			;
+	}
+	if (opened == 0 && s->mb && !mb_charge(s, 0, MB_GROW)) {
 		/* Whatever the open built, restored or cloned, charged. */
-		if (!mb_charge(s, 0, MB_GROW)) {
-			slot_kill(s, BRIDGE_BUDGET);
-			opened = -1;
-		} else if (held == 0) {
-			int64_t fp = (int64_t)slot_footprint(s), e = __atomic_load_n(&s->mb->entry, __ATOMIC_RELAXED);
-			while (fp > e && !__atomic_compare_exchange_n(&s->mb->entry, &e, fp, true, __ATOMIC_RELAXED,
-			                                              __ATOMIC_RELAXED))
-				;
-		}
+		slot_kill(s, BRIDGE_BUDGET);
+		opened = -1;
 	}
 	if (opened == 0 && s->det && !s->det_ready) {
 		JS_UpdateStackTop(s->rt);
@@ -909,7 +911,7 @@ void bridge_slot_free(bridge_slot *s)
 	if (s->ar)
 		region_unmap(s->ar, s->ar->mapped, s->ar_window);
 	if (s->mb && s->charged)
-		__atomic_fetch_sub(&s->mb->used, (int64_t)s->charged, __ATOMIC_RELAXED);
+		__atomic_fetch_sub(&s->mb->used, (int64_t)s->charged, __ATOMIC_SEQ_CST);
 	free(s->logs);
 	free(s->json.p);
 	free(s);

@@ -352,31 +352,49 @@ func (b *MemoryBudget) released() {
 	b.mu.Unlock()
 }
 
-// room reports whether a new run would open now.
+// room reports whether a new slot's run would open now: what the last new
+// sandbox took to open, in the chunks C charges, fits below the cap new
+// runs open under.
 func (b *MemoryBudget) room() bool {
 	s := b.Stats()
-	entry := atomic.LoadInt64(b.field(&b.c.entry))
+	entry := (atomic.LoadInt64(b.field(&b.c.entry)) + memoryChunk - 1) / memoryChunk * memoryChunk
 	return s.InUse+entry <= s.Budget-s.Reserve/2
 }
 
-// wait waits until the budget may have room for a run to open, until, the
-// end of ctx or closing; clk, when set, is stopped while it waits. Idle
-// sandboxes are asked for their pages first.
-func (b *MemoryBudget) wait(ctx context.Context, until time.Time, closing <-chan struct{}, clk *clock) error {
-	b.waiting.Add(1)
-	defer b.waiting.Add(-1)
+// reclaim asks every idle sandbox of the budget's executors for its pages.
+func (b *MemoryBudget) reclaim() {
 	b.mu.Lock()
 	pools := make([]*slotPool, 0, len(b.pools))
 	for p := range b.pools {
 		pools = append(pools, p)
 	}
-	ch := b.changed
 	b.mu.Unlock()
 	for _, p := range pools {
 		p.reclaim()
 	}
-	if b.room() {
-		return nil
+}
+
+// wait waits for room for a run the budget refused before it opened,
+// until until, the end of ctx or closing; clk, when set, is stopped while
+// it waits. tries is how many times the run was refused: the first time,
+// idle sandboxes give their pages back and a run that then finds room
+// tries again at once; after that it waits for memory to come back (so
+// runs refused in turn do not spin). With no time to wait it only
+// reclaims, once.
+func (b *MemoryBudget) wait(ctx context.Context, until time.Time, closing <-chan struct{}, clk *clock, tries int) error {
+	b.waiting.Add(1)
+	defer b.waiting.Add(-1)
+	b.mu.Lock()
+	ch := b.changed
+	b.mu.Unlock()
+	if tries == 1 {
+		b.reclaim()
+		if b.room() {
+			return nil
+		}
+	}
+	if !time.Now().Before(until) {
+		return errWaitDeadline
 	}
 	clk.stop()
 	defer clk.start()
@@ -402,19 +420,19 @@ func (b *MemoryBudget) wait(ctx context.Context, until time.Time, closing <-chan
 }
 
 // waitMemory waits for room in the budget for a run the budget refused
-// before it opened (WithMemoryWait bounds the wait).
-func (ex *Executor) waitMemory(ctx context.Context, deadline time.Time, clk *clock) error {
+// before it opened, tries times so far (WithMemoryWait bounds the wait).
+func (ex *Executor) waitMemory(ctx context.Context, deadline time.Time, clk *clock, tries int) error {
 	until := deadline
 	if clk != nil {
 		until, _ = clk.waitUntil()
 	}
 	if ex.memoryWait >= 0 {
-		if ex.memoryWait == 0 {
+		if ex.memoryWait == 0 && tries > 1 {
 			return errWaitDeadline
 		}
 		until = minTime(until, time.Now().Add(ex.memoryWait))
 	}
-	return ex.memory.wait(ctx, until, ex.closing.Done(), clk)
+	return ex.memory.wait(ctx, until, ex.closing.Done(), clk, tries)
 }
 
 func minTime(a, b time.Time) time.Time {

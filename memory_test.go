@@ -6,7 +6,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -47,12 +49,18 @@ func TestMemoryBudgetBurst(t *testing.T) {
 	var peakRSS, peakCharge atomic.Int64
 	stop := make(chan struct{})
 	var sampler sync.WaitGroup
+	var series []string // RSS and charge over time, logged
+	began := time.Now()
 	sampler.Go(func() {
 		tick := time.NewTicker(5 * time.Millisecond)
 		defer tick.Stop()
-		for {
-			peakRSS.Store(max(peakRSS.Load(), rss(t)))
-			peakCharge.Store(max(peakCharge.Load(), mb.Stats().InUse))
+		for i := 0; ; i++ {
+			r, c := rss(t), mb.Stats().InUse
+			peakRSS.Store(max(peakRSS.Load(), r))
+			peakCharge.Store(max(peakCharge.Load(), c))
+			if i%50 == 0 {
+				series = append(series, fmt.Sprintf("%.2fs %d/%d", time.Since(began).Seconds(), (r-before)>>20, c>>20))
+			}
 			select {
 			case <-stop:
 				return
@@ -101,6 +109,7 @@ func TestMemoryBudgetBurst(t *testing.T) {
 	close(stop)
 	sampler.Wait()
 
+	t.Logf("RSS above the start / budget charged, MiB, over time: %s", strings.Join(series, ", "))
 	count := map[ErrorKind]int{}
 	for _, k := range kinds {
 		count[k]++

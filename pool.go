@@ -157,12 +157,13 @@ func newSlot(memory *MemoryBudget) *slot {
 // gives its pages back at once, not after a second of idleness: the
 // budget's other runs may be waiting for them.
 func (p *slotPool) put(s *slot) {
-	if p.memory != nil {
-		if int64(s.io.out.peak_heap) > p.memory.Stats().Small {
+	if p.memory != nil && !s.refused {
+		if int64(s.io.out.charged) > p.memory.Stats().Small {
 			C.bridge_slot_release(s.c)
 		}
 		defer p.memory.released()
 	}
+	s.refused = false
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.retire {
@@ -261,6 +262,7 @@ func (p *slotPool) reclaim() {
 	}
 	clear(p.idle[len(kept):])
 	p.idle = kept
+	p.memory.released()
 }
 
 // detach takes s out of the pool for good (a retained sandbox keeps it):

@@ -223,6 +223,7 @@ func (r *Retained) loop(waitNs int64) {
 		C.bridge_slot_close(s.c, &out)
 		C.bridge_out_free(&out)
 		s.free()
+		e.memory.released()
 		r.err = why
 		for _, req := range pending {
 			req.reply <- retainedReply{err: why}

@@ -559,13 +559,16 @@ func recvErr(stream pb.Executor_ProgramClient) error {
 	return err
 }
 
-// failed is the result of a program the daemon did not run to its end.
+// failed is the result of a program the daemon did not run to its end:
+// kind internal, its cause the transport's status (RESOURCE_EXHAUSTED for a
+// program every daemon tried refused, for want of room or of memory).
 func failed(name string, err error) codemode.ExecuteResult {
 	msg := err.Error()
 	if s, ok := status.FromError(err); ok && s.Code() != codes.Unknown {
 		msg = fmt.Sprintf("remote: %s: %s", s.Code(), s.Message())
 	}
-	ee := &codemode.ExecError{Kind: codemode.KindInternal, Name: name, Message: msg}
+	ee := codemode.InternalError(name, err) // status.Code and errors.Is see the daemon's status through it
+	ee.Name, ee.Message = name, msg
 	return codemode.ExecuteResult{Logs: []string{}, Error: msg, Err: ee}
 }
 

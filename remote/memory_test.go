@@ -2,6 +2,7 @@ package remote_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -169,4 +170,59 @@ func errString(err error) string {
 		return "<nil>"
 	}
 	return err.Error()
+}
+
+// TestDaemonRefusesForMemory: programs that each hold a small heap while
+// they wait on a tool fill the daemon's budget; the next one is refused
+// before it starts with RESOURCE_EXHAUSTED saying why (after the client's
+// retries), and counted; once the holders finish, programs run again.
+func TestDaemonRefusesForMemory(t *testing.T) {
+	mb, err := codemode.NewMemoryBudget(codemode.MinMemoryBudget(8 << 20))
+	require.NoError(t, err)
+	reg := prometheus.NewRegistry()
+	srv := remote.NewServer(remote.ServerOptions{MemoryBudget: mb, Metrics: remote.NewMetrics(reg),
+		Max: codemode.Limits{Memory: 8 << 20, Deadline: time.Minute}})
+	addr := serve(t, srv)
+	release := make(chan struct{})
+	arrived := make(chan struct{}, 64)
+	c := dial(t, addr, remote.WithLimits(codemode.Limits{Memory: 8 << 20, Deadline: time.Minute}),
+		remote.WithCapability(codemode.Capability{Name: "hold", Async: true, Unchecked: true,
+			Func: func(ctx context.Context, _ json.RawMessage) (any, error) {
+				arrived <- struct{}{}
+				select {
+				case <-release:
+					return 1, nil
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}}))
+	ctx := context.Background()
+	const holder = "const b = new Uint8Array(1 << 20).fill(1); return (await hold()) + b[0]"
+	done := make(chan error, 64)
+	var refusal error
+	launched := 0
+	for ; launched < 40 && refusal == nil; launched++ {
+		go func() {
+			res, err := c.Run(ctx, holder)
+			if err == nil && string(res.Value) != "2" {
+				err = errors.New(string(res.Value))
+			}
+			done <- err
+		}()
+		select {
+		case <-arrived:
+		case refusal = <-done:
+		}
+	}
+	require.Error(t, refusal, "the budget never filled")
+	assert.Equal(t, codes.ResourceExhausted, status.Code(refusal), "%v", refusal)
+	assert.Contains(t, refusal.Error(), "memory budget")
+	assert.Positive(t, labelled(t, reg, "codemode_programs_refused_total", "reason", "memory"))
+	close(release)
+	for range launched - 1 {
+		assert.NoError(t, <-done, "a holder")
+	}
+	res, err := c.Run(ctx, "return 1")
+	require.NoError(t, err)
+	assert.Equal(t, "1", string(res.Value))
 }

@@ -239,7 +239,12 @@ func memoryBudget(f budgetFlag, memory int) (*codemode.MemoryBudget, error) {
 			return nil, usagef("--memory-budget: the process's memory limit cannot be read: give a size")
 		}
 		if f.percent == 0 {
-			return codemode.DefaultMemoryBudget(), nil
+			b := codemode.DefaultMemoryBudget()
+			if want := codemode.MinMemoryBudget(memory); b.Bytes() < want {
+				return nil, usagef("the default memory budget, %s (75%% of the %s the process may use), cannot hold one program at --memory %s: give --memory-budget (at least %s) or a smaller --memory",
+					sizeText(int(b.Bytes())), sizeText(int(limit)), sizeText(memory), sizeText(int((want+1<<20-1)>>20<<20)))
+			}
+			return b, nil
 		}
 		n = int(float64(limit) * f.percent / 100)
 	}
