@@ -490,10 +490,13 @@ const JSMallocFunctions *arena_allocator(void) { return &arena_funcs; }
  * a libc sandbox's heap), in chunks: before a run opens, as the sandbox
  * grows past what its charge covers (the allocators compare one field),
  * and it gives back what it no longer holds as the run ends and as its
- * pages go back. Three caps, so runs that stay small are not starved by
- * ones that grow: a sandbox larger than small grows only while the sum
- * stays below limit - reserve; a new run opens only below limit -
- * reserve/2; a small sandbox grows up to the limit itself. */
+ * pages go back. Caps, so runs that stay small are not starved by ones
+ * that grow: a sandbox larger than small grows only while the sum stays
+ * below limit - reserve; a new run opens only below limit - reserve/2; a
+ * small sandbox grows up to limit - reserve/4, and a tiny one (what a new
+ * sandbox holds once open, and two chunks) up to the limit itself: a run
+ * just admitted finishes its small work while sandboxes that are still
+ * small but growing fight over the rest. */
 
 #define MB_CHUNK ((size_t)256 << 10)
 
@@ -547,8 +550,10 @@ bool mb_charge(bridge_slot *s, size_t extra, int why)
 	size_t want = round_to(fp + extra, MB_CHUNK);
 	if (want > s->charged) {
 		int64_t limit = mb_load(&b->limit), reserve = mb_load(&b->reserve);
+		int64_t tiny = mb_load(&b->entry) + 2 * (int64_t)MB_CHUNK;
 		int64_t cap = why == MB_ADMIT                        ? limit - reserve / 2
 		              : (int64_t)want > mb_load(&b->small) ? limit - reserve
+		              : (int64_t)want > tiny               ? limit - reserve / 4
 		                                                  : limit;
 		int64_t need = (int64_t)(want - s->charged);
 		int64_t used = mb_load(&b->used);

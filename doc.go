@@ -504,7 +504,9 @@
 // Runs that stay small are not starved by ones that grow: a sandbox past
 // [MemoryStats].Small (Budget/64, 2 to 32 MiB) grows only while the sum
 // stays below Budget − Reserve (an eighth), a new run starts only below
-// Budget − Reserve/2, and a small sandbox may grow into the rest. 200
+// Budget − Reserve/2, a small sandbox grows up to Budget − Reserve/4, and
+// a tiny one (what a new sandbox holds once open, and 512 KiB) may take
+// the rest: a run just admitted finishes its small work. 200
 // runs each growing toward a 64 MiB limit under a 512 MiB budget peak at
 // 448 MiB charged and about 450 MiB of RSS, while small runs beside them
 // all succeed (TestMemoryBudgetBurst). New refuses a budget below

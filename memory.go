@@ -35,11 +35,12 @@ import (
 // sandbox's arena pages up to the furthest it wrote since they were last
 // handed back, and its snapshot images, in chunks of 256 KiB. It is charged
 // before a run opens its sandbox, as the sandbox grows, and given back as
-// a run ends and as idle sandboxes return their pages. Three caps keep
-// small runs from being starved by large ones: a sandbox past
+// a run ends and as idle sandboxes return their pages. Caps keep small
+// runs from being starved by large ones: a sandbox past
 // [MemoryStats].Small grows only while the sum stays below Budget −
 // Reserve; a new run opens only below Budget − Reserve/2; a small sandbox
-// grows up to the budget itself.
+// grows up to Budget − Reserve/4, and a tiny one (what a new sandbox holds
+// once open, and 512 KiB) up to the budget itself.
 
 // ErrMemoryBudget is matched by every error of kind [KindMemoryBudget].
 var ErrMemoryBudget = errors.New("codemode: memory budget spent")
