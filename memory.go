@@ -378,10 +378,10 @@ func (b *MemoryBudget) reclaim() {
 // wait waits for room for a run the budget refused before it opened,
 // until until, the end of ctx or closing; clk, when set, is stopped while
 // it waits. tries is how many times the run was refused: the first time,
-// idle sandboxes give their pages back and a run that then finds room
-// tries again at once; after that it waits for memory to come back (so
-// runs refused in turn do not spin). With no time to wait it only
-// reclaims, once.
+// idle sandboxes give their pages back; a run that then finds room tries
+// again at once, the first two times; after that it waits for memory to
+// come back (so a run refused despite the room it saw does not spin).
+// With no time to wait it only reclaims, once.
 func (b *MemoryBudget) wait(ctx context.Context, until time.Time, closing <-chan struct{}, clk *clock, tries int) error {
 	b.waiting.Add(1)
 	defer b.waiting.Add(-1)
@@ -390,9 +390,9 @@ func (b *MemoryBudget) wait(ctx context.Context, until time.Time, closing <-chan
 	b.mu.Unlock()
 	if tries == 1 {
 		b.reclaim()
-		if b.room() {
-			return nil
-		}
+	}
+	if tries <= 2 && b.room() { // memory came back since the refusal (no wake-up is lost)
+		return nil
 	}
 	if !time.Now().Before(until) {
 		return errWaitDeadline
