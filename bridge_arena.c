@@ -76,7 +76,7 @@ static inline void note_peak(bridge_slot *s)
  * budget covers the heap, else freed, and the run killed. */
 static void *heap_covered(bridge_slot *s, void *p)
 {
-	if (s->heap_used <= s->cover || mb_charge(s, 0, MB_GROW))
+	if (s->heap_used <= s->cover || mb_charge(s, 0))
 		return p;
 	s->heap_used -= malloc_usable_size(p);
 	free(p);
@@ -129,7 +129,7 @@ static void *heap_realloc(void *opaque, void *ptr, size_t size)
 	if (size > old && s->heap_used + (size - old) > s->cover) {
 		/* Charged before it grows: once moved, the old block is gone. */
 		s->heap_used += size - old;
-		bool ok = mb_charge(s, 0, MB_GROW);
+		bool ok = mb_charge(s, 0);
 		s->heap_used -= size - old;
 		if (!ok) {
 			slot_kill(s, BRIDGE_BUDGET);
@@ -408,7 +408,7 @@ static void *ar_malloc(void *opaque, size_t size)
 		slot_kill(s, BRIDGE_MEMORY);
 		return NULL;
 	}
-	if (s->ar->hwm > s->cover && !mb_charge(s, 0, MB_GROW)) {
+	if (s->ar->hwm > s->cover && !mb_charge(s, 0)) {
 		arena_free(s->ar, p);
 		s->ar->hwm = hwm; /* nothing was written past it */
 		slot_kill(s, BRIDGE_BUDGET);
@@ -462,7 +462,7 @@ static void *ar_realloc(void *opaque, void *ptr, size_t size)
 	/* Charged before it grows (in place or by a move, at most a block of
 	 * cs past the top): once moved, the old block is gone. */
 	size_t reach = s->ar->top + sizeof(arena_block) + cs;
-	if (cs > old && reach > s->cover && !mb_charge(s, reach > s->ar->hwm ? reach - s->ar->hwm : 0, MB_GROW)) {
+	if (cs > old && reach > s->cover && !mb_charge(s, reach > s->ar->hwm ? reach - s->ar->hwm : 0)) {
 		slot_kill(s, BRIDGE_BUDGET);
 		return NULL;
 	}
@@ -504,54 +504,48 @@ static inline size_t round_to(size_t n, size_t to) { return (n + to - 1) / to * 
 
 static inline int64_t mb_load(int64_t *p) { return __atomic_load_n(p, __ATOMIC_RELAXED); }
 
-/* The slot's arena pages and its images' (imgs: the images' alone). */
-static size_t arena_footprint(const bridge_slot *s, size_t *imgs)
+/* The slot's footprint; *below is what its cover is measured past: the
+ * images, for a snapshot sandbox (its arena grows), or the whole arena,
+ * for a libc one (its heap grows). */
+static size_t footprint(const bridge_slot *s, size_t *below)
 {
-	*imgs = 0;
-	if (!s->ar)
-		return 0;
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	size_t ext = s->resident;
-	if (s->dirty_end > ext)
-		ext = s->dirty_end;
-	if (s->ar->hwm > ext)
-		ext = s->ar->hwm;
-	for (int i = 0; i < NIMAGES; i++)
-		if (s->images[i].bytes)
-			*imgs += round_to(s->images[i].len, page);
-	return round_to(ext, page) + *imgs;
+	size_t imgs = 0, arena = 0;
+	if (s->ar) {
+		size_t page = (size_t)sysconf(_SC_PAGESIZE);
+		size_t ext = s->resident;
+		if (s->dirty_end > ext)
+			ext = s->dirty_end;
+		if (s->ar->hwm > ext)
+			ext = s->ar->hwm;
+		for (int i = 0; i < NIMAGES; i++)
+			if (s->images[i].bytes)
+				imgs += round_to(s->images[i].len, page);
+		arena = round_to(ext, page) + imgs;
+	}
+	bool libc = !s->snapshot && s->rt;
+	*below = libc ? arena : imgs;
+	return libc ? arena + s->heap_used : arena;
 }
 
 size_t slot_footprint(const bridge_slot *s)
 {
-	size_t imgs;
-	size_t n = arena_footprint(s, &imgs);
-	if (!s->snapshot && s->rt)
-		n += s->heap_used;
-	return n;
+	size_t below;
+	return footprint(s, &below);
 }
 
-/* Sets how far the sandbox may grow before it charges again: the arena's
- * high-water mark up to what the charge covers past the images, or a libc
- * sandbox's heap up to what it covers past the arena. */
-static void mb_cover(bridge_slot *s)
-{
-	size_t imgs, arena = arena_footprint(s, &imgs);
-	size_t below = !s->snapshot && s->rt ? arena : imgs;
-	s->cover = s->charged > below ? s->charged - below : 0;
-}
+/* Sets how far the sandbox may grow before it charges again: what its
+ * charge covers past below (footprint's). */
+static void mb_cover(bridge_slot *s, size_t below) { s->cover = s->charged > below ? s->charged - below : 0; }
 
-bool mb_charge(bridge_slot *s, size_t extra, int why)
+/* Charges the slot for its footprint fp and extra bytes more. */
+static bool charge(bridge_slot *s, size_t fp, size_t below, size_t extra, bool admit)
 {
 	bridge_membudget *b = s->mb;
-	if (!b)
-		return true;
-	size_t fp = slot_footprint(s);
 	size_t want = round_to(fp + extra, MB_CHUNK);
 	if (want > s->charged) {
 		int64_t limit = mb_load(&b->limit), reserve = mb_load(&b->reserve);
 		int64_t tiny = mb_load(&b->entry) + 2 * (int64_t)MB_CHUNK;
-		int64_t cap = why == MB_ADMIT                        ? limit - reserve / 2
+		int64_t cap = admit                                ? limit - reserve / 2
 		              : (int64_t)want > mb_load(&b->small) ? limit - reserve
 		              : (int64_t)want > tiny               ? limit - reserve / 4
 		                                                  : limit;
@@ -564,21 +558,40 @@ bool mb_charge(bridge_slot *s, size_t extra, int why)
 		                                      __ATOMIC_RELAXED));
 		s->charged = want;
 	}
-	mb_cover(s);
+	mb_cover(s, below);
 	return true;
+}
+
+bool mb_charge(bridge_slot *s, size_t extra)
+{
+	if (!s->mb)
+		return true;
+	size_t below, fp = footprint(s, &below);
+	return charge(s, fp, below, extra, false);
+}
+
+bool mb_admit(bridge_slot *s, size_t *held)
+{
+	*held = 0;
+	if (!s->mb)
+		return true;
+	size_t below, fp = footprint(s, &below);
+	size_t entry = (size_t)mb_load(&s->mb->entry);
+	*held = fp;
+	return charge(s, fp, below, entry > fp ? entry - fp : 0, true);
 }
 
 void mb_settle(bridge_slot *s)
 {
 	if (!s->mb)
 		return;
-	size_t fp = slot_footprint(s);
+	size_t below, fp = footprint(s, &below);
 	size_t want = round_to(fp, MB_CHUNK);
 	if (want < s->charged) {
 		__atomic_fetch_sub(&s->mb->used, (int64_t)(s->charged - want), __ATOMIC_SEQ_CST);
 		s->charged = want;
 	}
-	mb_cover(s);
+	mb_cover(s, below);
 }
 
 /* ---------------------------------------------------------------------- */

@@ -749,7 +749,7 @@ void unit_end(bridge_slot *s, const bridge_config *cfg, bool want, JSValueConst 
 		return;
 	slot_image *im = &s->images[IMAGE_UNIT];
 	size_t len = (s->ar->top + 63) & ~(size_t)63, had = im->bytes ? im->len : 0;
-	if (!mb_charge(s, len > had ? len - had : 0, MB_CACHE))
+	if (!mb_charge(s, len > had ? len - had : 0))
 		return; /* a cache the budget has no room for */
 	JSValue held = JS_DupValue(s->ctx, fn); /* the image's own reference: never dropped */
 	JS_RunGC(s->rt);
@@ -758,7 +758,7 @@ void unit_end(bridge_slot *s, const bridge_config *cfg, bool want, JSValueConst 
 		im->len = 0;
 		return;
 	}
-	mb_charge(s, 0, MB_CACHE); /* charged above: this sets how far the run may grow now */
+	mb_charge(s, 0); /* charged above: this sets how far the run may grow now */
 	memcpy(im->key, cfg->unit_key, sizeof(im->key));
 	/* A deterministic run's unit image holds the virtual clock's Date,
 	 * which reads the slot's clock fields of whichever run restores it:

@@ -309,12 +309,13 @@ struct bridge_slot {
 };
 
 /* Budgets (bridge_arena.c): what the slot holds resident; charging for
- * it (and extra bytes more) as the sandbox grows, before a run opens, or
- * for a cache (an image) it may do without, false if the budget refuses;
- * giving back what it no longer holds. */
-enum { MB_GROW, MB_ADMIT, MB_CACHE };
+ * it and extra bytes more as the sandbox grows, false if the budget
+ * refuses; admitting a run (*held: what the slot held before), charging
+ * what a new sandbox takes to open; giving back what the slot no longer
+ * holds. */
 size_t slot_footprint(const bridge_slot *s);
-bool mb_charge(bridge_slot *s, size_t extra, int why);
+bool mb_charge(bridge_slot *s, size_t extra);
+bool mb_admit(bridge_slot *s, size_t *held);
 void mb_settle(bridge_slot *s);
 
 /* Small helpers more than one unit calls, inline where they are called. */

@@ -543,14 +543,11 @@ static int32_t slot_run(bridge_slot *s, const bridge_config *cfg, const char *sr
 
 	/* Memory admission: the slot's charge covers what it holds and what
 	 * a new sandbox takes to open, or the run waits (Go) and comes again. */
-	size_t held = s->mb ? slot_footprint(s) : 0;
-	if (s->mb) {
-		int64_t entry = __atomic_load_n(&s->mb->entry, __ATOMIC_RELAXED);
-		if (!mb_charge(s, (size_t)entry > held ? (size_t)entry - held : 0, MB_ADMIT)) {
-			out->status = BRIDGE_BUDGET;
-			out->unstarted = 1;
-			return BRIDGE_BUDGET;
-		}
+	size_t held;
+	if (!mb_admit(s, &held)) {
+		out->status = BRIDGE_BUDGET;
+		out->unstarted = 1;
+		return BRIDGE_BUDGET;
 	}
 	int32_t st;
 	int opened = open_run(s, cfg);
@@ -563,7 +560,7 @@ static int32_t slot_run(bridge_slot *s, const bridge_config *cfg, const char *sr
 		       !__atomic_compare_exchange_n(&s->mb->entry, &e, fp, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 			;
 	}
-	if (opened == 0 && s->mb && !mb_charge(s, 0, MB_GROW)) {
+	if (opened == 0 && !mb_charge(s, 0)) {
 		/* Whatever the open built, restored or cloned, charged. */
 		slot_kill(s, BRIDGE_BUDGET);
 		opened = -1;
@@ -763,7 +760,7 @@ size_t bridge_slot_release(bridge_slot *s)
 	return upto - from;
 }
 
-size_t bridge_slot_held(bridge_slot *s) { return s->open ? slot_footprint(s) : (s->ar ? slot_footprint(s) : 0); }
+size_t bridge_slot_held(bridge_slot *s) { return slot_footprint(s); }
 
 size_t bridge_slot_charged(bridge_slot *s) { return s->charged; }
 
