@@ -40,12 +40,9 @@ type slot struct {
 	c      *C.bridge_slot
 	gen    int64
 	handle uintptr // to this slot, for C's host calls (slotTable)
-	// refused: the memory budget refused the slot's run before it opened
-	// (its return to the pool frees nothing).
-	refused bool
-	call    *call // the run in progress: &run, or nil
-	run     call
-	prog    program // the run's program, copied here so the caller's stays on its stack
+	call   *call   // the run in progress: &run, or nil
+	run    call
+	prog   program // the run's program, copied here so the caller's stays on its stack
 
 	// io is the scratch C reads and writes, in C memory, allocated once per
 	// slot: a Go allocation would escape, and cgo would check it (and the
@@ -287,7 +284,6 @@ func (ex *Executor) attempt(ctx context.Context, prog *program, start, deadline 
 	c.leave()
 	if st == C.BRIDGE_BUDGET && s.io.out.unstarted != 0 {
 		C.bridge_out_free(&s.io.out)
-		s.refused = true // its return frees no memory: it wakes no one
 		return outcome{}, true
 	}
 	// Bytecode comes with the first slice; the loop's steps reuse out.

@@ -111,7 +111,7 @@ func newMemoryBudget(bytes int64) *MemoryBudget {
 	b := &MemoryBudget{c: (*C.bridge_membudget)(C.calloc(1, C.size_t(unsafe.Sizeof(C.bridge_membudget{})))),
 		changed: make(chan struct{}), pools: map[*slotPool]struct{}{}}
 	b.setBytes(bytes)
-	atomic.StoreInt64((*int64)(unsafe.Pointer(&b.c.entry)), 2*memoryChunk)
+	atomic.StoreInt64(b.field(&b.c.entry), 2*memoryChunk)
 	runtime.AddCleanup(b, func(c *C.bridge_membudget) { C.free(unsafe.Pointer(c)) }, b.c)
 	return b
 }
@@ -126,6 +126,9 @@ func (b *MemoryBudget) setBytes(n int64) {
 // field is one of the C struct's int64 fields, for sync/atomic.
 func (b *MemoryBudget) field(p *C.int64_t) *int64 { return (*int64)(unsafe.Pointer(p)) }
 
+// small is Stats().Small, read alone (a pool reads it per run).
+func (b *MemoryBudget) small() int64 { return atomic.LoadInt64(b.field(&b.c.small)) }
+
 // Bytes returns the budget's size.
 func (b *MemoryBudget) Bytes() int64 { return atomic.LoadInt64(b.field(&b.c.limit)) }
 
@@ -135,7 +138,7 @@ func (b *MemoryBudget) Stats() MemoryStats {
 		Budget:     b.Bytes(),
 		InUse:      atomic.LoadInt64(b.field(&b.c.used)),
 		Reserve:    atomic.LoadInt64(b.field(&b.c.reserve)),
-		Small:      atomic.LoadInt64(b.field(&b.c.small)),
+		Small:      b.small(),
 		Waiting:    b.waiting.Load(),
 		Stopped:    b.stopped.Load(),
 		TurnedAway: b.turned.Load(),

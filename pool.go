@@ -157,13 +157,14 @@ func newSlot(memory *MemoryBudget) *slot {
 // gives its pages back at once, not after a second of idleness: the
 // budget's other runs may be waiting for them.
 func (p *slotPool) put(s *slot) {
-	if p.memory != nil && !s.refused {
-		if int64(s.io.out.charged) > p.memory.Stats().Small {
+	// A run the budget refused before it opened frees nothing: it wakes
+	// no one.
+	if p.memory != nil && s.io.out.unstarted == 0 {
+		if int64(s.io.out.charged) > p.memory.small() {
 			C.bridge_slot_release(s.c)
 		}
 		defer p.memory.released()
 	}
-	s.refused = false
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.retire {
