@@ -3,6 +3,7 @@ package deploy_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/moby/buildkit/frontend/dockerfile/instructions"
 	"github.com/moby/buildkit/frontend/dockerfile/parser"
@@ -277,7 +279,11 @@ func TestManifests(t *testing.T) {
 func serveAccepts(t *testing.T, args []string) {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "codemode")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/codemode")
+	// Bounded: a build on a cold cache compiles the engine (a few minutes
+	// on two cores); the command stops at once.
+	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
+	defer cancel()
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/codemode")
 	build.Dir = root
 	build.Env = append(slices.DeleteFunc(os.Environ(), func(e string) bool { return strings.HasPrefix(e, "GOWORK=") }),
 		"GOWORK=") // the repository's workspace, not this module's GOWORK=off
@@ -301,7 +307,7 @@ func serveAccepts(t *testing.T, args []string) {
 		t.Fatal("serve is not given --token-file: it would listen beyond loopback without one")
 	}
 	var stderr bytes.Buffer
-	cmd := exec.Command(bin, run...)
+	cmd := exec.CommandContext(ctx, bin, run...)
 	cmd.Stderr = &stderr
 	err := cmd.Run()
 	if !strings.Contains(stderr.String(), "--token-file: open "+missing) {
