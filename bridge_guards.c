@@ -426,6 +426,7 @@ int guards_install(bridge_slot *s)
 		s->guards.intrinsics[i] = v;
 	}
 	s->guards.atom_length = JS_NewAtom(ctx, "length");
+	s->guards.atom_to_json = JS_NewAtom(ctx, "toJSON");
 	for (int i = 0; i < NGUARDS; i++) {
 		const guard_def *g = &guard_defs[i];
 		JSValue proto = JS_UNDEFINED;
@@ -460,6 +461,7 @@ void guards_forget(bridge_slot *s)
 	for (int i = 0; i < NINTRINSICS; i++)
 		s->guards.intrinsics[i] = JS_UNDEFINED;
 	s->guards.atom_length = JS_ATOM_NULL;
+	s->guards.atom_to_json = JS_ATOM_NULL;
 	s->guard_polys = JS_UNDEFINED;
 }
 
@@ -473,5 +475,7 @@ void guards_free(bridge_slot *s)
 	JS_FreeValue(ctx, s->guard_polys);
 	if (s->guards.atom_length != JS_ATOM_NULL)
 		JS_FreeAtom(ctx, s->guards.atom_length);
+	if (s->guards.atom_to_json != JS_ATOM_NULL)
+		JS_FreeAtom(ctx, s->guards.atom_to_json);
 	guards_forget(s);
 }

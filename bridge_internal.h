@@ -141,6 +141,7 @@ typedef struct guard_state {
 	JSValue fn[NGUARDS];
 	JSValue intrinsics[NINTRINSICS];
 	JSAtom atom_length;
+	JSAtom atom_to_json; /* json_text's */
 } guard_state;
 
 /* What a snapshot restores besides the arena's bytes: the slot's pointers

@@ -38,7 +38,8 @@ typedef struct json_plain {
 	JSContext *ctx;
 	strbuf *b;
 	JSClassID cls_object, cls_array;
-	void *object_proto, *array_proto;
+	void *object_proto, *array_proto; /* array_proto: NULL until an array is met */
+	JSValue array_ref;                /* what holds array_proto */
 	JSAtom to_json;
 } json_plain;
 
@@ -216,6 +217,27 @@ static bool jp_object(json_plain *j, JSValueConst obj, int depth)
 	return ok;
 }
 
+/* Whether an array's lookups find no toJSON: Array.prototype has none
+ * of its own and inherits from Object.prototype (checked already). Asked
+ * the first time an array is met, so an argument object of scalars pays
+ * nothing for arrays. */
+static bool jp_arrays_plain(json_plain *j)
+{
+	JSContext *ctx = j->ctx;
+	JSValue ap = JS_GetClassProto(ctx, j->cls_array);
+	JSValue app = JS_GetPrototype(ctx, ap);
+	bool ok = JS_IsObject(ap) && JS_IsObject(app) && JS_VALUE_GET_PTR(app) == j->object_proto &&
+	          jp_no_to_json(j, ap);
+	JS_FreeValue(ctx, app);
+	if (!ok) {
+		JS_FreeValue(ctx, ap);
+		return false;
+	}
+	j->array_ref = ap;
+	j->array_proto = JS_VALUE_GET_PTR(ap);
+	return true;
+}
+
 static bool jp_value(json_plain *j, JSValueConst v, int depth)
 {
 	switch (JS_VALUE_GET_TAG(v)) {
@@ -258,6 +280,8 @@ static bool jp_value(json_plain *j, JSValueConst v, int depth)
 	if (depth >= JSON_PLAIN_DEPTH)
 		return false;
 	JSClassID cls = JS_GetClassID(v);
+	if (cls == j->cls_array && !j->array_proto && !jp_arrays_plain(j))
+		return false;
 	void *want = cls == j->cls_object ? j->object_proto : cls == j->cls_array ? j->array_proto : NULL;
 	if (!want)
 		return false;
@@ -275,25 +299,26 @@ static bool jp_value(json_plain *j, JSValueConst v, int depth)
 static bool json_plain_write(bridge_slot *s, JSValueConst v, strbuf *b)
 {
 	JSContext *ctx = s->ctx;
-	json_plain j = {.ctx = ctx, .b = b, .cls_object = s->cls_object, .cls_array = s->cls_array};
+	json_plain j = {.ctx = ctx, .b = b, .cls_object = s->cls_object, .cls_array = s->cls_array,
+	                .array_ref = JS_UNDEFINED};
 	if (!JS_IsObject(v))
 		return jp_value(&j, v, 0) && !b->overflow;
 	if (s->cls_object == s->cls_array) /* not learnt (see sandbox_open) */
 		return false;
-	JSValue op = JS_GetClassProto(ctx, s->cls_object), ap = JS_GetClassProto(ctx, s->cls_array);
-	JSValue app = JS_GetPrototype(ctx, ap);
+	JSValue op = JS_GetClassProto(ctx, s->cls_object);
 	j.object_proto = JS_VALUE_GET_PTR(op);
-	j.array_proto = JS_VALUE_GET_PTR(ap);
-	j.to_json = JS_NewAtom(ctx, "toJSON");
-	/* No toJSON where a plain object's or array's lookup would find one. */
-	bool ok = j.to_json != JS_ATOM_NULL && JS_IsObject(op) && JS_IsObject(ap) && JS_IsObject(app) &&
-	          JS_VALUE_GET_PTR(app) == j.object_proto && jp_no_to_json(&j, op) && jp_no_to_json(&j, ap) &&
-	          jp_value(&j, v, 0) && !b->overflow;
+	/* The sandbox's own (guards_install), else one made here. */
+	bool own_atom = s->guards.atom_to_json == JS_ATOM_NULL;
+	j.to_json = own_atom ? JS_NewAtom(ctx, "toJSON") : s->guards.atom_to_json;
+	/* No toJSON where a plain object's lookup would find one (an array's:
+	 * jp_arrays_plain). */
+	bool ok = j.to_json != JS_ATOM_NULL && JS_IsObject(op) && jp_no_to_json(&j, op) && jp_value(&j, v, 0) &&
+	          !b->overflow;
 	if (j.to_json == JS_ATOM_NULL)
 		jp_decline(ctx);
-	JS_FreeAtom(ctx, j.to_json);
-	JS_FreeValue(ctx, app);
-	JS_FreeValue(ctx, ap);
+	if (own_atom)
+		JS_FreeAtom(ctx, j.to_json);
+	JS_FreeValue(ctx, j.array_ref);
 	JS_FreeValue(ctx, op);
 	return ok;
 }

@@ -81,7 +81,14 @@ type Capability struct {
 	check *argCheck // Params compiled, unless Unchecked
 	// encode, when set, serves a call in place of Func, appending the
 	// result's JSON to dst ([Func]: no boxing, no intermediate buffer).
-	encode func(ctx context.Context, args []byte, dst []byte) ([]byte, error)
+	// It checks args itself (see refusal).
+	encode func(ctx context.Context, c *Capability, args, dst []byte) ([]byte, error)
+	// flat is a [Func]'s plan of its argument, when flat; once check is
+	// compiled, a flat decode that set every field in flatNeed passes the
+	// check too when flatVouches (see flatPlan.vouches).
+	flat        *flatPlan
+	flatNeed    uint64
+	flatVouches bool
 }
 
 // WithCapability adds a capability to every sandbox of the executor. New
@@ -198,15 +205,28 @@ func validateCapability(c Capability, existing []Capability) *RegisterError {
 
 // compileCapability compiles c's Params for checking its arguments.
 func (e *Executor) compileCapability(c *Capability) *RegisterError {
-	if c.Unchecked {
-		return nil
+	if !c.Unchecked {
+		check, err := e.schemas.compileCheck(c.Params)
+		if err != nil {
+			err.Name = c.Name
+			return err
+		}
+		c.check = check
 	}
-	check, err := e.schemas.compileCheck(c.Params)
-	if err != nil {
-		err.Name = c.Name
-		return err
+	if c.flat != nil {
+		c.flatNeed, c.flatVouches = c.flat.vouches(c.check)
 	}
-	c.check = check
+	return nil
+}
+
+// refusal is the check's verdict on args as the handler's refusal (an
+// [*argsError]), or nil when they pass or nothing checks them.
+func (c *Capability) refusal(args []byte) error {
+	if c.check != nil {
+		if problem := c.check.problem(args); problem != "" {
+			return &argsError{msg: problem}
+		}
+	}
 	return nil
 }
 
@@ -511,15 +531,10 @@ func invoke(c *Capability, ctx context.Context, args json.RawMessage, dst []byte
 			result, failure, failed = nil, fmt.Sprintf("panic: %v", r), true
 		}
 	}()
-	if c.check != nil {
-		if problem := c.check.problem(args); problem != "" {
-			return nil, c.Name + ": " + problem, true, true
-		}
-	}
 	var err error
 	if c.encode != nil {
-		dst, err = c.encode(ctx, args, dst)
-	} else {
+		dst, err = c.encode(ctx, c, args, dst)
+	} else if err = c.refusal(args); err == nil {
 		var v any
 		if v, err = c.Func(ctx, args); err == nil {
 			if dst, err = appendJSON(dst, v); err != nil {

@@ -38,6 +38,7 @@ func Func[In, Out any](name, description string, fn func(context.Context, In) (O
 	outNests := typeMayNest(reflect.TypeFor[Out]())
 	flat := flatPlanFor(reflect.TypeFor[In]())
 	return Capability{
+		flat:        flat,
 		Name:        name,
 		Description: description,
 		Params:      schemaFor[In](),
@@ -49,14 +50,26 @@ func Func[In, Out any](name, description string, fn func(context.Context, In) (O
 			}
 			return fn(ctx, in)
 		},
-		encode: func(ctx context.Context, args []byte, dst []byte) ([]byte, error) {
+		encode: func(ctx context.Context, c *Capability, args, dst []byte) ([]byte, error) {
 			sc := pool.Get().(*funcScratch[In, Out])
 			defer pool.Put(sc)
 			var zeroIn In
 			var zeroOut Out
 			sc.in = zeroIn
+			var seen uint64
+			decoded := false
+			if flat != nil {
+				seen, decoded = flat.decode(args, unsafe.Pointer(&sc.in))
+			}
+			// One pass over args where the decode vouches for the check.
+			if !decoded || !c.flatVouches || seen&c.flatNeed != c.flatNeed {
+				if err := c.refusal(args); err != nil {
+					sc.in = zeroIn
+					return dst, err
+				}
+			}
 			var err error
-			if flat == nil || !flat.decode(args, unsafe.Pointer(&sc.in)) {
+			if !decoded {
 				sc.in = zeroIn
 				err = jsonv2.Unmarshal(args, &sc.in)
 			}

@@ -3,6 +3,7 @@
 package codemode
 
 import (
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
@@ -108,11 +109,11 @@ func plainName(name string) bool {
 }
 
 // decode fills the zeroed struct at dst from args (see members) and
-// reports whether it could; when it could not, dst may be partly filled
-// and the caller zeroes it and decodes it the general way.
-func (p *flatPlan) decode(args []byte, dst unsafe.Pointer) bool {
-	var seen uint64
-	return members(args, func(key, v []byte, kind kinds) bool {
+// reports whether it could, and which fields it set (a bit each); when it
+// could not, dst may be partly filled and the caller zeroes it and
+// decodes it the general way.
+func (p *flatPlan) decode(args []byte, dst unsafe.Pointer) (seen uint64, ok bool) {
+	ok = members(args, func(key, v []byte, kind kinds) bool {
 		k := p.field(key)
 		if k < 0 || seen&(1<<k) != 0 || kind == kNull {
 			return false
@@ -120,6 +121,72 @@ func (p *flatPlan) decode(args []byte, dst unsafe.Pointer) bool {
 		seen |= 1 << k
 		return p.fields[k].set(v, kind, dst)
 	})
+	return seen, ok
+}
+
+// vouches says when a decode's success also means check (a capability's
+// compiled Params) passes the same arguments, so a [Func] call pays for
+// one pass over them, not two: when the decode set every field in need.
+// ok is false when no decode can vouch: a schema the check's plan does
+// not read, a required name that is no field, a field the check could
+// refuse a value of that the decode takes (an enum, a length, a bound
+// narrower than the field's type, a type the field's values are not).
+// A nil check (Unchecked, no Params) needs nothing.
+func (p *flatPlan) vouches(check *argCheck) (need uint64, ok bool) {
+	if check == nil {
+		return 0, true
+	}
+	plan := check.plan
+	if plan == nil {
+		return 0, false
+	}
+	for name := range plan.required {
+		k := p.field([]byte(name))
+		if k < 0 {
+			return 0, false
+		}
+		need |= 1 << k
+	}
+	for i := range p.fields {
+		f := &p.fields[i]
+		if pp, known := plan.props[f.name]; known && !pp.admits(f) {
+			return 0, false
+		} else if !known && plan.closed {
+			return 0, false
+		}
+	}
+	return need, true
+}
+
+// admits says whether the property's plan passes every value the flat
+// decode stores in f: f's JSON kind is among its types, and any bound it
+// sets is no narrower than f's type (a sized integer's schema carries its
+// range: the decode refuses what is outside it).
+func (pp *propPlan) admits(f *flatField) bool {
+	if pp.enum != nil || pp.exMin != nil || pp.exMax != nil || pp.minLen >= 0 || pp.maxLen >= 0 {
+		return false
+	}
+	var lo, hi float64 // the field's range; bounds on anything else are refused
+	var want kinds
+	switch f.kind {
+	case reflect.Bool:
+		want = kBool
+	case reflect.String:
+		want = kString
+	case reflect.Float32, reflect.Float64:
+		want = kNumber // the decode takes fractions and exponents
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		want, hi = kInteger, math.Ldexp(1, f.bits)-1
+	default:
+		want, lo, hi = kInteger, -math.Ldexp(1, f.bits-1), math.Ldexp(1, f.bits-1)-1
+	}
+	if pp.kinds != 0 && pp.kinds&want == 0 {
+		return false
+	}
+	if pp.min == nil && pp.max == nil {
+		return true
+	}
+	return want == kInteger && (pp.min == nil || *pp.min <= lo) && (pp.max == nil || *pp.max >= hi)
 }
 
 func (p *flatPlan) field(key []byte) int {
@@ -155,6 +222,18 @@ func (f *flatField) set(v []byte, k kinds, base unsafe.Pointer) bool {
 	}
 	s := unsafe.String(&v[0], len(v))
 	var x uint64
+	if n, ok := shortInt(v); ok && f.kind != reflect.Float32 && f.kind != reflect.Float64 {
+		// Most arguments are short integers: no strconv.
+		signed := f.kind >= reflect.Int && f.kind <= reflect.Int64
+		switch {
+		case !signed && (v[0] == '-' || f.bits < 64 && uint64(n) >= 1<<f.bits):
+			return false // strconv.ParseUint refuses "-0" too
+		case signed && (n < -1<<(f.bits-1) || n > 1<<(f.bits-1)-1):
+			return false
+		}
+		storeBits(at, f.bits, uint64(n))
+		return true
+	}
 	switch f.kind {
 	case reflect.Float32, reflect.Float64:
 		fl, err := strconv.ParseFloat(s, f.bits)
@@ -182,6 +261,30 @@ func (f *flatField) set(v []byte, k kinds, base unsafe.Pointer) bool {
 	}
 	storeBits(at, f.bits, x)
 	return true
+}
+
+// shortInt reads a JSON number of at most 18 digits with no fraction or
+// exponent (its grammar checked already: no leading zero), which an int64
+// holds whatever the digits.
+func shortInt(v []byte) (int64, bool) {
+	d := v
+	if d[0] == '-' {
+		d = d[1:]
+	}
+	if len(d) == 0 || len(d) > 18 {
+		return 0, false
+	}
+	var n int64
+	for _, c := range d {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if v[0] == '-' {
+		n = -n
+	}
+	return n, true
 }
 
 // storeBits writes the low bits of x to an integer field of that size

@@ -113,17 +113,98 @@ func (s *selfDecoding) UnmarshalJSON(b []byte) error {
 }
 
 // flatAgrees checks that where the flat decoder decodes args, the general
-// one decodes them without error to the same value.
+// one decodes them without error to the same value, and that where it
+// vouches for the check of flatAll's own schema, the check passes them.
 func flatAgrees(t *testing.T, args []byte) (decoded bool) {
 	plan := flatPlanFor(reflect.TypeFor[flatAll]())
 	require.NotNil(t, plan)
+	var sc schemaCache
+	check, cerr := sc.compileCheck(schemaFor[flatAll]())
+	require.Nil(t, cerr)
+	need, vouches := plan.vouches(check)
+	require.True(t, vouches, "a Func's own schema")
 	var fast, slow flatAll
-	if !plan.decode(args, unsafe.Pointer(&fast)) {
+	seen, ok := plan.decode(args, unsafe.Pointer(&fast))
+	if !ok {
 		return false
 	}
 	require.NoError(t, jsonv2.Unmarshal(args, &slow), "%s", args)
 	require.Equal(t, slow, fast, "%s", args)
+	if seen&need == need {
+		require.Empty(t, check.problem(args), "%s", args)
+	}
 	return true
+}
+
+// TestFlatVouches: a flat decode stands in for the check only where every
+// value it takes passes the check; a schema that can refuse one (a
+// narrower bound, an enum, a length, another type, a name the struct does
+// not have) keeps the check.
+func TestFlatVouches(t *testing.T) {
+	t.Parallel()
+	plan := flatPlanFor(reflect.TypeFor[flatAll]())
+	var sc schemaCache
+	for _, c := range []struct {
+		params  string
+		vouches bool
+		need    []string
+	}{
+		{string(schemaFor[flatAll]()), true, []string{"b", "i", "i8", "i16", "i32", "i64", "u", "u8", "u16", "u32", "u64", "f32"}},
+		{``, true, nil}, // no Params: nothing to check
+		{`{"type":"object"}`, true, nil},
+		{`{"type":"object","properties":{"i8":{"type":"integer","minimum":-1000,"maximum":1000},"s":{"type":"string"}},"required":["s"]}`, true, []string{"s"}},
+		{`{"type":"object","properties":{"f64":{"type":"number"},"i":{"type":"number"},"u8":{}}}`, true, nil},
+		{`{"type":"object","properties":{"i8":{"type":"integer","maximum":100}}}`, false, nil},
+		{`{"type":"object","properties":{"u":{"type":"integer","minimum":1}}}`, false, nil},
+		{`{"type":"object","properties":{"f64":{"type":"number","minimum":0}}}`, false, nil},
+		{`{"type":"object","properties":{"f64":{"type":"integer"}}}`, false, nil},
+		{`{"type":"object","properties":{"i":{"type":"string"}}}`, false, nil},
+		{`{"type":"object","properties":{"s":{"type":"string","maxLength":3}}}`, false, nil},
+		{`{"type":"object","properties":{"s":{"enum":["a"]}}}`, false, nil},
+		{`{"type":"object","properties":{"nope":{}},"required":["nope"]}`, false, nil},
+		{`{"type":"object","properties":{"i":{"type":"integer"}},"additionalProperties":false}`, false, nil}, // b is no property
+		{`{"type":"object","properties":{"i":{"type":"integer","multipleOf":2}}}`, false, nil},                // no plan
+	} {
+		check, err := sc.compileCheck(json.RawMessage(c.params))
+		require.Nil(t, err, c.params)
+		need, vouches := plan.vouches(check)
+		assert.Equal(t, c.vouches, vouches, c.params)
+		if c.vouches {
+			var want uint64
+			for _, name := range c.need {
+				want |= 1 << plan.field([]byte(name))
+			}
+			assert.Equal(t, want, need, c.params)
+		}
+	}
+}
+
+// TestFuncNarrowedParams: a Func whose Params were narrowed after it was
+// made still refuses, in the check's words, what the narrower schema
+// refuses and its type would hold; a missing field is still required.
+func TestFuncNarrowedParams(t *testing.T) {
+	t.Parallel()
+	type arg struct {
+		N int8 `json:"n"`
+	}
+	c := Func("bump", "", func(_ context.Context, a arg) (int, error) { return int(a.N) + 1, nil })
+	c.Params = json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer","maximum":10}},"required":["n"]}`)
+	wide := Func("wide", "", func(_ context.Context, a arg) (int, error) { return int(a.N) + 1, nil })
+	ex, err := New(WithCapability(c), WithCapability(wide))
+	require.NoError(t, err)
+	defer ex.Close()
+	res, err := ex.Run(context.Background(), `
+		const out = [bump({n: 10}), wide({n: 100})];
+		for (const f of [() => bump({n: 11}), () => bump({}), () => wide({n: 128}), () => wide({})]) {
+			try { f(); out.push("no error") } catch (e) { out.push(e.constructor.name + ": " + e.message) }
+		}
+		return out`)
+	require.NoError(t, err)
+	assert.JSONEq(t, `[11, 101,
+		"TypeError: bump: `+"`n`"+`: maximum: got 11, want 10",
+		"TypeError: bump: `+"`n`"+` is required",
+		"TypeError: wide: `+"`n`"+`: maximum: got 128, want 127",
+		"TypeError: wide: `+"`n`"+` is required"]`, string(res.Value))
 }
 
 func TestFlatDecode(t *testing.T) {
