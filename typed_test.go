@@ -163,7 +163,7 @@ func TestFlatVouches(t *testing.T) {
 		{`{"type":"object","properties":{"s":{"enum":["a"]}}}`, false, nil},
 		{`{"type":"object","properties":{"nope":{}},"required":["nope"]}`, false, nil},
 		{`{"type":"object","properties":{"i":{"type":"integer"}},"additionalProperties":false}`, false, nil}, // b is no property
-		{`{"type":"object","properties":{"i":{"type":"integer","multipleOf":2}}}`, false, nil},                // no plan
+		{`{"type":"object","properties":{"i":{"type":"integer","multipleOf":2}}}`, false, nil},               // no plan
 	} {
 		check, err := sc.compileCheck(json.RawMessage(c.params))
 		require.Nil(t, err, c.params)
