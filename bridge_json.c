@@ -38,8 +38,8 @@ typedef struct json_plain {
 	JSContext *ctx;
 	strbuf *b;
 	JSClassID cls_object, cls_array;
-	void *object_proto, *array_proto; /* array_proto: NULL until an array is met */
-	JSValue array_ref;                /* what holds array_proto */
+	void *object_proto;
+	JSValue array_proto; /* undefined until an array is met */
 	JSAtom to_json;
 } json_plain;
 
@@ -233,8 +233,7 @@ static bool jp_arrays_plain(json_plain *j)
 		JS_FreeValue(ctx, ap);
 		return false;
 	}
-	j->array_ref = ap;
-	j->array_proto = JS_VALUE_GET_PTR(ap);
+	j->array_proto = ap;
 	return true;
 }
 
@@ -280,9 +279,10 @@ static bool jp_value(json_plain *j, JSValueConst v, int depth)
 	if (depth >= JSON_PLAIN_DEPTH)
 		return false;
 	JSClassID cls = JS_GetClassID(v);
-	if (cls == j->cls_array && !j->array_proto && !jp_arrays_plain(j))
+	if (cls == j->cls_array && JS_IsUndefined(j->array_proto) && !jp_arrays_plain(j))
 		return false;
-	void *want = cls == j->cls_object ? j->object_proto : cls == j->cls_array ? j->array_proto : NULL;
+	void *want = cls == j->cls_object ? j->object_proto
+	             : cls == j->cls_array ? JS_VALUE_GET_PTR(j->array_proto) : NULL;
 	if (!want)
 		return false;
 	JSValue proto = JS_GetPrototype(j->ctx, v);
@@ -300,7 +300,7 @@ static bool json_plain_write(bridge_slot *s, JSValueConst v, strbuf *b)
 {
 	JSContext *ctx = s->ctx;
 	json_plain j = {.ctx = ctx, .b = b, .cls_object = s->cls_object, .cls_array = s->cls_array,
-	                .array_ref = JS_UNDEFINED};
+	                .array_proto = JS_UNDEFINED};
 	if (!JS_IsObject(v))
 		return jp_value(&j, v, 0) && !b->overflow;
 	if (s->cls_object == s->cls_array) /* not learnt (see sandbox_open) */
@@ -318,7 +318,7 @@ static bool json_plain_write(bridge_slot *s, JSValueConst v, strbuf *b)
 		jp_decline(ctx);
 	if (own_atom)
 		JS_FreeAtom(ctx, j.to_json);
-	JS_FreeValue(ctx, j.array_ref);
+	JS_FreeValue(ctx, j.array_proto);
 	JS_FreeValue(ctx, op);
 	return ok;
 }

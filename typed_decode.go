@@ -222,18 +222,6 @@ func (f *flatField) set(v []byte, k kinds, base unsafe.Pointer) bool {
 	}
 	s := unsafe.String(&v[0], len(v))
 	var x uint64
-	if n, ok := shortInt(v); ok && f.kind != reflect.Float32 && f.kind != reflect.Float64 {
-		// Most arguments are short integers: no strconv.
-		signed := f.kind >= reflect.Int && f.kind <= reflect.Int64
-		switch {
-		case !signed && (v[0] == '-' || f.bits < 64 && uint64(n) >= 1<<f.bits):
-			return false // strconv.ParseUint refuses "-0" too
-		case signed && (n < -1<<(f.bits-1) || n > 1<<(f.bits-1)-1):
-			return false
-		}
-		storeBits(at, f.bits, uint64(n))
-		return true
-	}
 	switch f.kind {
 	case reflect.Float32, reflect.Float64:
 		fl, err := strconv.ParseFloat(s, f.bits)
@@ -247,12 +235,27 @@ func (f *flatField) set(v []byte, k kinds, base unsafe.Pointer) bool {
 		}
 		return true
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if n, ok := shortInt(v); ok { // most arguments: no strconv
+			// strconv.ParseUint refuses "-0" too.
+			if v[0] == '-' || f.bits < 64 && uint64(n)>>f.bits != 0 {
+				return false
+			}
+			x = uint64(n)
+			break
+		}
 		u, err := strconv.ParseUint(s, 10, f.bits)
 		if err != nil {
 			return false
 		}
 		x = u
 	default:
+		if n, ok := shortInt(v); ok {
+			if sh := 64 - f.bits; n<<sh>>sh != n { // not held in f.bits
+				return false
+			}
+			x = uint64(n)
+			break
+		}
 		i, err := strconv.ParseInt(s, 10, f.bits)
 		if err != nil {
 			return false
