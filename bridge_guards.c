@@ -427,6 +427,15 @@ int guards_install(bridge_slot *s)
 	}
 	s->guards.atom_length = JS_NewAtom(ctx, "length");
 	s->guards.atom_to_json = JS_NewAtom(ctx, "toJSON");
+	JSValue sym = JS_GetPropertyStr(ctx, global, "Symbol");
+	JSValue tag = JS_GetPropertyStr(ctx, sym, "toStringTag");
+	JS_FreeValue(ctx, sym);
+	s->guards.atom_to_string_tag = JS_ATOM_NULL;
+	if (JS_IsSymbol(tag))
+		s->guards.atom_to_string_tag = JS_ValueToAtom(ctx, tag);
+	JS_FreeValue(ctx, tag);
+	if (s->guards.atom_to_string_tag == JS_ATOM_NULL)
+		goto cleanup;
 	for (int i = 0; i < NGUARDS; i++) {
 		const guard_def *g = &guard_defs[i];
 		JSValue proto = JS_UNDEFINED;
@@ -462,6 +471,7 @@ void guards_forget(bridge_slot *s)
 		s->guards.intrinsics[i] = JS_UNDEFINED;
 	s->guards.atom_length = JS_ATOM_NULL;
 	s->guards.atom_to_json = JS_ATOM_NULL;
+	s->guards.atom_to_string_tag = JS_ATOM_NULL;
 	s->guard_polys = JS_UNDEFINED;
 }
 
@@ -477,5 +487,7 @@ void guards_free(bridge_slot *s)
 		JS_FreeAtom(ctx, s->guards.atom_length);
 	if (s->guards.atom_to_json != JS_ATOM_NULL)
 		JS_FreeAtom(ctx, s->guards.atom_to_json);
+	if (s->guards.atom_to_string_tag != JS_ATOM_NULL)
+		JS_FreeAtom(ctx, s->guards.atom_to_string_tag);
 	guards_forget(s);
 }

@@ -440,7 +440,8 @@ static saved_state saved_moved(const saved_state *from, uintptr_t base, size_t s
 static bool saved_same(saved_state *a, saved_state *b)
 {
 	if (a->rt != b->rt || a->ctx != b->ctx || a->heap_used != b->heap_used ||
-	    a->guards.atom_length != b->guards.atom_length || a->guards.atom_to_json != b->guards.atom_to_json)
+	    a->guards.atom_length != b->guards.atom_length || a->guards.atom_to_json != b->guards.atom_to_json ||
+	    a->guards.atom_to_string_tag != b->guards.atom_to_string_tag)
 		return false;
 	JSValue *va[SAVED_NVALUES], *vb[SAVED_NVALUES];
 	saved_values(a, va);

@@ -141,7 +141,8 @@ typedef struct guard_state {
 	JSValue fn[NGUARDS];
 	JSValue intrinsics[NINTRINSICS];
 	JSAtom atom_length;
-	JSAtom atom_to_json; /* json_text's */
+	JSAtom atom_to_json;        /* json_text's */
+	JSAtom atom_to_string_tag; /* Symbol.toStringTag: json_text's, for the codec */
 } guard_state;
 
 /* What a snapshot restores besides the arena's bytes: the slot's pointers

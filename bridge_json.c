@@ -30,7 +30,14 @@
  * functions, BigInt, holes, nesting past JSON_PLAIN_DEPTH and so cycles,
  * output past the strbuf's limit); the caller then gives the whole value
  * to JS_JSONStringify. What it writes is byte for byte what
- * JS_JSONStringify gives (json_test.go holds it to that). */
+ * JS_JSONStringify gives (json_test.go holds it to that).
+ *
+ * For Execute's codec (runtime.js, stringifyForDispatch) it also declines
+ * an object with an own Symbol.toStringTag, or under prototypes that have
+ * one: the codec's replacer returns every plain value as it is, and reads
+ * nothing of it but its toStringTag (Object.prototype.toString, asking
+ * whether it is an ArrayBuffer), so where no object has one, plain data
+ * encodes as JSON.stringify gives it and no accessor is skipped. */
 
 #define JSON_PLAIN_DEPTH 64
 
@@ -41,6 +48,7 @@ typedef struct json_plain {
 	void *object_proto;
 	JSValue array_proto; /* undefined until an array is met */
 	JSAtom to_json;
+	JSAtom tag; /* Symbol.toStringTag for the codec, else JS_ATOM_NULL */
 } json_plain;
 
 /* Drops the exception an engine call left, so the caller's fallback meets
@@ -122,13 +130,19 @@ static bool jp_string(json_plain *j, JSValueConst v)
 
 static bool jp_value(json_plain *j, JSValueConst v, int depth);
 
-/* Whether obj has no own toJSON, of any kind. */
-static bool jp_no_to_json(json_plain *j, JSValueConst obj)
+/* Whether obj has no own property key, of any kind. */
+static bool jp_lacks(json_plain *j, JSValueConst obj, JSAtom key)
 {
-	int r = JS_GetOwnProperty(j->ctx, NULL, obj, j->to_json);
+	int r = JS_GetOwnProperty(j->ctx, NULL, obj, key);
 	if (r < 0)
 		jp_decline(j->ctx);
 	return r == 0;
+}
+
+/* Whether obj has no own toJSON, nor for the codec a toStringTag. */
+static bool jp_no_to_json(json_plain *j, JSValueConst obj)
+{
+	return jp_lacks(j, obj, j->to_json) && (j->tag == JS_ATOM_NULL || jp_lacks(j, obj, j->tag));
 }
 
 /* Reads an own data property; false (declined) if it is absent, an
@@ -295,12 +309,13 @@ static bool jp_value(json_plain *j, JSValueConst v, int depth)
 
 /* Writes v's JSON to b (empty on entry); false if v is not plain data or
  * b's limit was reached, and b's contents are then meaningless. undefined
- * and symbols are declined: JSON.stringify gives undefined for them. */
-static bool json_plain_write(bridge_slot *s, JSValueConst v, strbuf *b)
+ * and symbols are declined: JSON.stringify gives undefined for them. tag
+ * is Symbol.toStringTag's atom for the codec, else JS_ATOM_NULL. */
+static bool json_plain_write(bridge_slot *s, JSValueConst v, strbuf *b, JSAtom tag)
 {
 	JSContext *ctx = s->ctx;
 	json_plain j = {.ctx = ctx, .b = b, .cls_object = s->cls_object, .cls_array = s->cls_array,
-	                .array_proto = JS_UNDEFINED};
+	                .array_proto = JS_UNDEFINED, .tag = tag};
 	if (!JS_IsObject(v))
 		return jp_value(&j, v, 0) && !b->overflow;
 	if (s->cls_object == s->cls_array) /* not learnt (see sandbox_open) */
@@ -656,7 +671,9 @@ int json_text(bridge_slot *s, JSValueConst v, uint64_t max, int mode, size_t *n)
 {
 	JSContext *ctx = s->ctx;
 	strbuf *b = json_scratch(s, max);
-	if (mode != JSON_CODEC && json_plain_write(s, v, b)) {
+	/* The codec's atom is the sandbox's, from before any program ran. */
+	JSAtom tag = mode == JSON_CODEC ? s->guards.atom_to_string_tag : JS_ATOM_NULL;
+	if ((mode != JSON_CODEC || tag != JS_ATOM_NULL) && json_plain_write(s, v, b, tag)) {
 		*n = b->len;
 		return JSON_TEXT;
 	}

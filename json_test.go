@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -78,47 +79,97 @@ return out`)
 	assert.Empty(t, sent)
 }
 
+// plainExprs are values at the plain-data writer's edges: what it takes,
+// and everything it must decline.
+var plainExprs = []string{
+	// Numbers: ints, -0, the 2^53 edge, shortest round-trip floats.
+	`0`, `-0`, `1`, `-1`, `2**31`, `-(2**31)`, `2**31 - 1`, `2**53 - 1`, `-(2**53 - 1)`, `2**53`, `2**53 + 2`,
+	`-(2**53)`, `1e20`, `1e21`, `123456789012345680000`, `0.1`, `1/3`, `-1.5e300`, `5e-324`, `1e-7`, `1.7976931348623157e308`,
+	`123.456`, `NaN`, `Infinity`, `-Infinity`, `[0.5, -0.5, 1e-6, 1.5e-7]`,
+	// Other primitives.
+	`true`, `false`, `null`, `undefined`, `Symbol("s")`, `10n`, `[1n]`,
+	// Strings: escapes, controls, Latin-1, BMP, pairs, lone surrogates.
+	`""`, `"plain"`, `"a\"b\\c/d"`, `"\b\f\n\r\t"`, `"\u0000\u0001\u001f\u0020\u007f"`, `"\u00e9\u00ff\u0080"`,
+	`"€ 𝄞 中文"`, `"\ud800"`, `"\udfff"`, `"\udc00x"`, `"x\ud800"`, `"a\ud800\udc00b"`, `"\udbff\udfff"`,
+	`"\ud800\ud800\udc00"`, `"\udc00\ud800"`, `"\u2028\u2029"`, `"x".repeat(1000)`, `"é".repeat(100) + "\n"`,
+	`"a" + "b".repeat(20) + "c"`,
+	// Arrays.
+	`[]`, `[1, "two", null, true, [[]], {}]`, `[1, , 3]`, `new Array(3)`, `[undefined, Symbol(), function () {}, () => 1]`,
+	`Object.assign([1, 2], {x: 1})`, `Object.defineProperty([1, 2], 0, {get() { return 5 }, enumerable: true})`,
+	`(() => { const a = [1, 2, 3]; a.length = 5; return a })()`,
+	`Array.from({length: 300}, (_, i) => ({i, s: "x" + i, f: i / 7}))`,
+	// Objects: key order, omitted values, non-enumerable, accessors.
+	`{}`, `{a: 1, b: [1, 2, {c: null}]}`, `{b: 1, 2: 2, 1: 3, a: 4}`,
+	`{"-1": 1, "01": 2, "4294967295": 3, "4294967294": 4, "1.5": 5}`, `{"é": 1, "\ud800": 2, "\n\"": 3, "": 4}`,
+	`{u: undefined, s: Symbol(), f() {}, k: 1}`, `{[Symbol("k")]: 1, v: 2}`,
+	`Object.defineProperty({a: 1}, "hidden", {value: 2, enumerable: false})`,
+	`{get g() { return 1 }, a: 2}`, `Object.defineProperty({}, "s", {set(v) {}, enumerable: true})`,
+	`(() => { const o = {a: 1, b: 2, c: 3}; delete o.b; o.d = 4; return o })()`,
+	// toJSON, prototypes, exotic and boxed objects.
+	`{toJSON() { return "own" }}`, `{a: {toJSON: () => [1]}}`, `Object.defineProperty({a: 1}, "toJSON", {value: () => 7})`,
+	`new (class K { constructor() { this.a = 1 } })()`, `Object.create(null)`, `Object.assign(Object.create({p: 1}), {a: 1})`,
+	`new Date(0)`, `new Number(3)`, `new String("s")`, `new Boolean(false)`, `Object(10n)`, `new Map([[1, 2]])`,
+	`new Uint8Array([1, 2])`, `new Proxy({a: 1}, {})`, `new Proxy([1], {})`, `/re/g`, `new Error("e")`, `[globalThis.Math]`,
+	`(function () { return arguments })(1, 2)`,
+	// Nesting: past the plain writer's depth, and cycles.
+	`JSON.parse("[".repeat(63) + "]".repeat(63))`, `JSON.parse("[".repeat(64) + "]".repeat(64))`,
+	`JSON.parse("[".repeat(65) + "1" + "]".repeat(65))`, `JSON.parse("{\"a\":".repeat(80) + "1" + "}".repeat(80))`,
+	`(() => { const o = {}; o.self = o; return o })()`, `(() => { const a = [1]; a.push(a); return a })()`,
+	`(() => { const x = {n: 1}; return [x, x, {x}] })()`,
+}
+
 func TestPlainJSONMatchesEngine(t *testing.T) {
 	t.Parallel()
 	r := &argsRecorder{}
 	e := newExecutor(t, WithCapability(r.capability()))
-	exprs := []string{
-		// Numbers: ints, -0, the 2^53 edge, shortest round-trip floats.
-		`0`, `-0`, `1`, `-1`, `2**31`, `-(2**31)`, `2**31 - 1`, `2**53 - 1`, `-(2**53 - 1)`, `2**53`, `2**53 + 2`,
-		`-(2**53)`, `1e20`, `1e21`, `123456789012345680000`, `0.1`, `1/3`, `-1.5e300`, `5e-324`, `1e-7`, `1.7976931348623157e308`,
-		`123.456`, `NaN`, `Infinity`, `-Infinity`, `[0.5, -0.5, 1e-6, 1.5e-7]`,
-		// Other primitives.
-		`true`, `false`, `null`, `undefined`, `Symbol("s")`, `10n`, `[1n]`,
-		// Strings: escapes, controls, Latin-1, BMP, pairs, lone surrogates.
-		`""`, `"plain"`, `"a\"b\\c/d"`, `"\b\f\n\r\t"`, `"\u0000\u0001\u001f\u0020\u007f"`, `"\u00e9\u00ff\u0080"`,
-		`"€ 𝄞 中文"`, `"\ud800"`, `"\udfff"`, `"\udc00x"`, `"x\ud800"`, `"a\ud800\udc00b"`, `"\udbff\udfff"`,
-		`"\ud800\ud800\udc00"`, `"\udc00\ud800"`, `"\u2028\u2029"`, `"x".repeat(1000)`, `"é".repeat(100) + "\n"`,
-		`"a" + "b".repeat(20) + "c"`,
-		// Arrays.
-		`[]`, `[1, "two", null, true, [[]], {}]`, `[1, , 3]`, `new Array(3)`, `[undefined, Symbol(), function () {}, () => 1]`,
-		`Object.assign([1, 2], {x: 1})`, `Object.defineProperty([1, 2], 0, {get() { return 5 }, enumerable: true})`,
-		`(() => { const a = [1, 2, 3]; a.length = 5; return a })()`,
-		`Array.from({length: 300}, (_, i) => ({i, s: "x" + i, f: i / 7}))`,
-		// Objects: key order, omitted values, non-enumerable, accessors.
-		`{}`, `{a: 1, b: [1, 2, {c: null}]}`, `{b: 1, 2: 2, 1: 3, a: 4}`,
-		`{"-1": 1, "01": 2, "4294967295": 3, "4294967294": 4, "1.5": 5}`, `{"é": 1, "\ud800": 2, "\n\"": 3, "": 4}`,
-		`{u: undefined, s: Symbol(), f() {}, k: 1}`, `{[Symbol("k")]: 1, v: 2}`,
-		`Object.defineProperty({a: 1}, "hidden", {value: 2, enumerable: false})`,
-		`{get g() { return 1 }, a: 2}`, `Object.defineProperty({}, "s", {set(v) {}, enumerable: true})`,
-		`(() => { const o = {a: 1, b: 2, c: 3}; delete o.b; o.d = 4; return o })()`,
-		// toJSON, prototypes, exotic and boxed objects.
-		`{toJSON() { return "own" }}`, `{a: {toJSON: () => [1]}}`, `Object.defineProperty({a: 1}, "toJSON", {value: () => 7})`,
-		`new (class K { constructor() { this.a = 1 } })()`, `Object.create(null)`, `Object.assign(Object.create({p: 1}), {a: 1})`,
-		`new Date(0)`, `new Number(3)`, `new String("s")`, `new Boolean(false)`, `Object(10n)`, `new Map([[1, 2]])`,
-		`new Uint8Array([1, 2])`, `new Proxy({a: 1}, {})`, `new Proxy([1], {})`, `/re/g`, `new Error("e")`, `[globalThis.Math]`,
-		`(function () { return arguments })(1, 2)`,
-		// Nesting: past the plain writer's depth, and cycles.
-		`JSON.parse("[".repeat(63) + "]".repeat(63))`, `JSON.parse("[".repeat(64) + "]".repeat(64))`,
-		`JSON.parse("[".repeat(65) + "1" + "]".repeat(65))`, `JSON.parse("{\"a\":".repeat(80) + "1" + "}".repeat(80))`,
-		`(() => { const o = {}; o.self = o; return o })()`, `(() => { const a = [1]; a.push(a); return a })()`,
-		`(() => { const x = {n: 1}; return [x, x, {x}] })()`,
+	plainVersusEngine(t, e, r, plainExprs)
+}
+
+// TestCodecPlainMatchesEngine holds an Execute result's JSON to the
+// runtime's codec (runtime.js, stringifyForDispatch): each value returned
+// as {x: v}, which the plain-data writer takes when v is plain, and as
+// {get x() {...}}, whose accessor sends the whole value to the codec. Both
+// give the same result, error and logs: binary values and functions cross
+// tagged, and a toStringTag the codec's replacer reads (an accessor, which
+// may log) is read.
+func TestCodecPlainMatchesEngine(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t)
+	exprs := append(slices.Clone(plainExprs),
+		`new Uint8Array([1, 2])`, `{b: new Uint16Array([1]).buffer, d: new DataView(new ArrayBuffer(2))}`,
+		`{f() {}, g: [() => 1]}`, `[function named() {}]`,
+		`{[Symbol.toStringTag]: "ArrayBuffer", a: 1}`, `{[Symbol.toStringTag]: "X", a: [1]}`,
+		`{a: {get [Symbol.toStringTag]() { console.log("own tag read"); return "T" }}}`,
+	)
+	// The replacer reads toStringTag once the sandbox has made its typed
+	// arrays (before, no binary value exists to ask about).
+	for _, x := range []string{
+		`{a: {get [Symbol.toStringTag]() { console.log("own tag read"); return "T" }}}`,
+		`[{get [Symbol.toStringTag]() { console.log("tag read in an array"); return "ArrayBuffer" }}]`,
+		`(Object.defineProperty(Object.prototype, Symbol.toStringTag, {get() { console.log("Object tag read"); return "O" }}), {a: {b: 1}})`,
+		`(Object.defineProperty(Array.prototype, Symbol.toStringTag, {get() { console.log("Array tag read"); return "A" }}), [[1]])`,
+		`(Object.prototype[Symbol.toStringTag] = "ArrayBuffer", {a: 1})`,
+		`{a: {[Symbol.toStringTag]: "ArrayBuffer"}}`, `{a: [1, {b: "c"}]}`,
+	} {
+		exprs = append(exprs, "(new Uint8Array(0), "+x+")")
 	}
-	plainVersusEngine(t, e, r, exprs)
+	type outcome struct {
+		Result string
+		Error  string
+		Logs   []string
+	}
+	run := func(code string) outcome {
+		res := e.Execute(context.Background(), Request{Code: code})
+		return outcome{string(res.Result), res.Error, res.Logs}
+	}
+	for _, x := range exprs {
+		plain := run(fmt.Sprintf("async () => { const v = (%s); return {x: v} }", x))
+		codec := run(fmt.Sprintf("async () => { const v = (%s); return {get x() { return v }} }", x))
+		assert.Equal(t, codec, plain, "outcome of %s", x)
+	}
+	// The codec's own forms, from the plain writer's side.
+	assert.Equal(t, outcome{Result: `{"x":{"a":1}}`, Logs: []string{}},
+		run(`async () => ({x: {[Symbol.toStringTag]: "ArrayBuffer", a: 1}})`))
 }
 
 // TestPlainJSONPrototypes changes the intrinsic prototypes before sending:

@@ -310,6 +310,7 @@ JSAtom JS_NewAtom(JSContext *ctx, const char *str);
 JSAtom JS_NewAtomUInt32(JSContext *ctx, uint32_t n);
 void JS_FreeAtom(JSContext *ctx, JSAtom v);
 const char *JS_AtomToCStringLen(JSContext *ctx, size_t *plen, JSAtom atom);
+JSAtom JS_ValueToAtom(JSContext *ctx, JSValueConst val);
 JSClassID JS_GetClassID(JSValueConst v);
 JSValue JS_GetClassProto(JSContext *ctx, JSClassID class_id);
 JSValue JS_GetPrototype(JSContext *ctx, JSValueConst val);
