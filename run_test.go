@@ -673,3 +673,36 @@ func TestKeyMemo(t *testing.T) {
 		}
 	}
 }
+
+// TestProgramKeyMemo: the memo's key for an Execute program is its HMAC
+// key, whichever programs share its entries, and the same code over other
+// providers (other names, another count, another order) gets its own.
+func TestProgramKeyMemo(t *testing.T) {
+	t.Parallel()
+	m := keyMemo{seed: maphash.MakeSeed()}
+	sets := [][]Provider{nil, {{Name: "a"}}, {{Name: "b"}}, {{Name: "a"}, {Name: "b"}}, {{Name: "b"}, {Name: "a"}}}
+	codes := make([]string, 0, 2*keyMemoSize)
+	for i := range 2 * keyMemoSize { // every entry is shared
+		codes = append(codes, "async () => "+strconv.Itoa(i))
+	}
+	seen := map[[32]byte]bool{}
+	for round := range 2 {
+		for _, c := range codes {
+			for _, ps := range sets {
+				k := m.program(c, ps)
+				require.Equal(t, programKey(c, ps), k, "round %d: %s over %v", round, c, ps)
+				if round == 0 {
+					require.False(t, seen[k], "%s over %v shares a key", c, ps)
+					seen[k] = true
+				}
+			}
+		}
+	}
+	big := strings.Repeat("x", keyMemoMax+1)
+	assert.Equal(t, programKey(big, sets[1]), m.program(big, sets[1]))
+	for i := range m.entries {
+		if e := m.entries[i].Load(); e != nil {
+			assert.LessOrEqual(t, len(e.src), keyMemoMax)
+		}
+	}
+}

@@ -43,6 +43,8 @@ type Executor struct {
 	cache   *bytecodeCache
 	// runKeys remembers the cache keys of recent Run scripts (source.go).
 	runKeys keyMemo
+	// programKeys remembers those of recent Execute programs.
+	programKeys keyMemo
 	// instruments shares the instrumentation of a source that runs in
 	// flight miss the cache for together.
 	instruments instruments
@@ -238,6 +240,7 @@ func New(opts ...Option) (*Executor, error) {
 	}
 	e.cache = newBytecodeCache(cfg.cacheSize)
 	e.runKeys.seed = maphash.MakeSeed()
+	e.programKeys.seed = maphash.MakeSeed()
 	if e.retainIdle == 0 {
 		e.retainIdle = DefaultRetainIdle
 	}

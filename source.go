@@ -59,7 +59,7 @@ func (e *Executor) load(ctx context.Context, start time.Time, p *program, kind u
 	case unitTool:
 		key = scriptKey("tool", src)
 	default:
-		key = programKey(src, p.providers)
+		key = e.programKeys.program(src, p.providers)
 	}
 	if bc, ok := e.cache.get(key); ok {
 		p.bc, p.src = bc, noSource
@@ -146,9 +146,10 @@ type keyMemo struct {
 }
 
 type memoKey struct {
-	src  string
-	key  [32]byte
-	sync bool // awaitFree(src)
+	src   string
+	key   [32]byte
+	sync  bool     // awaitFree(src)
+	names []string // an Execute program's providers (program)
 }
 
 const (
@@ -168,6 +169,31 @@ func (m *keyMemo) key(src string) ([32]byte, bool) {
 	e := &memoKey{src: strings.Clone(src), key: scriptKey("run", src), sync: awaitFree(src)}
 	slot.Store(e)
 	return e.key, e.sync
+}
+
+// program returns programKey(code, providers), remembered as key
+// remembers a script's: an entry is used only if its code is the same
+// string and it was made for providers of the same names, in order.
+func (m *keyMemo) program(code string, providers []Provider) [32]byte {
+	if len(code) > keyMemoMax {
+		return programKey(code, providers)
+	}
+	slot := &m.entries[maphash.String(m.seed, code)%keyMemoSize]
+	if e := slot.Load(); e != nil && e.src == code && len(e.names) == len(providers) {
+		same := true
+		for i, p := range providers {
+			same = same && e.names[i] == p.Name
+		}
+		if same {
+			return e.key
+		}
+	}
+	e := &memoKey{src: strings.Clone(code), key: programKey(code, providers), names: make([]string, len(providers))}
+	for i, p := range providers {
+		e.names[i] = strings.Clone(p.Name)
+	}
+	slot.Store(e)
+	return e.key
 }
 
 // scriptKey returns the keyed hash of a script together with everything
