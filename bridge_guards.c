@@ -427,12 +427,8 @@ int guards_install(bridge_slot *s)
 	}
 	s->guards.atom_length = JS_NewAtom(ctx, "length");
 	s->guards.atom_to_json = JS_NewAtom(ctx, "toJSON");
-	JSValue sym = JS_GetPropertyStr(ctx, global, "Symbol");
-	JSValue tag = JS_GetPropertyStr(ctx, sym, "toStringTag");
-	JS_FreeValue(ctx, sym);
-	s->guards.atom_to_string_tag = JS_ATOM_NULL;
-	if (JS_IsSymbol(tag))
-		s->guards.atom_to_string_tag = JS_ValueToAtom(ctx, tag);
+	JSValue tag = intrinsic(ctx, global, "Symbol.toStringTag");
+	s->guards.atom_to_string_tag = JS_IsSymbol(tag) ? JS_ValueToAtom(ctx, tag) : JS_ATOM_NULL;
 	JS_FreeValue(ctx, tag);
 	if (s->guards.atom_to_string_tag == JS_ATOM_NULL)
 		goto cleanup;

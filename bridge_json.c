@@ -139,8 +139,9 @@ static bool jp_lacks(json_plain *j, JSValueConst obj, JSAtom key)
 	return r == 0;
 }
 
-/* Whether obj has no own toJSON, nor for the codec a toStringTag. */
-static bool jp_no_to_json(json_plain *j, JSValueConst obj)
+/* Whether obj has no own property the serializer would look up: toJSON,
+ * and for the codec Symbol.toStringTag. */
+static bool jp_no_hooks(json_plain *j, JSValueConst obj)
 {
 	return jp_lacks(j, obj, j->to_json) && (j->tag == JS_ATOM_NULL || jp_lacks(j, obj, j->tag));
 }
@@ -241,7 +242,7 @@ static bool jp_arrays_plain(json_plain *j)
 	JSValue ap = JS_GetClassProto(ctx, j->cls_array);
 	JSValue app = JS_GetPrototype(ctx, ap);
 	bool ok = JS_IsObject(ap) && JS_IsObject(app) && JS_VALUE_GET_PTR(app) == j->object_proto &&
-	          jp_no_to_json(j, ap);
+	          jp_no_hooks(j, ap);
 	JS_FreeValue(ctx, app);
 	if (!ok) {
 		JS_FreeValue(ctx, ap);
@@ -302,7 +303,7 @@ static bool jp_value(json_plain *j, JSValueConst v, int depth)
 	JSValue proto = JS_GetPrototype(j->ctx, v);
 	bool ours = JS_IsObject(proto) && JS_VALUE_GET_PTR(proto) == want;
 	JS_FreeValue(j->ctx, proto);
-	if (!ours || !jp_no_to_json(j, v))
+	if (!ours || !jp_no_hooks(j, v))
 		return false;
 	return cls == j->cls_array ? jp_array(j, v, depth) : jp_object(j, v, depth);
 }
@@ -327,7 +328,7 @@ static bool json_plain_write(bridge_slot *s, JSValueConst v, strbuf *b, JSAtom t
 	j.to_json = own_atom ? JS_NewAtom(ctx, "toJSON") : s->guards.atom_to_json;
 	/* No toJSON where a plain object's lookup would find one (an array's:
 	 * jp_arrays_plain). */
-	bool ok = j.to_json != JS_ATOM_NULL && JS_IsObject(op) && jp_no_to_json(&j, op) && jp_value(&j, v, 0) &&
+	bool ok = j.to_json != JS_ATOM_NULL && JS_IsObject(op) && jp_no_hooks(&j, op) && jp_value(&j, v, 0) &&
 	          !b->overflow;
 	if (j.to_json == JS_ATOM_NULL)
 		jp_decline(ctx);

@@ -133,11 +133,12 @@ type keyHasher struct {
 
 var keyHashers = sync.Pool{New: func() any { return &keyHasher{h: hmac.New(sha256.New, processKey[:])} }}
 
-// keyMemo remembers the keys of the Run scripts seen last, so that a
-// script run again (what a service does) finds its cached bytecode without
-// hashing it again: the HMAC was 5 % of a small run. An entry is found by
-// a seeded hash of the script and used only if its script is the same
-// string, so a memo hit is the key the HMAC would give. Scripts past
+// keyMemo remembers the keys of the Run scripts (or Execute programs) seen
+// last, so that a script run again (what a service does) finds its cached
+// bytecode without hashing it again: the HMAC was 5 % of a small run. An
+// entry is found by a seeded hash of the script and used only if its
+// script is the same string (and a program's providers have the same
+// names), so a memo hit is the key the HMAC would give. Scripts past
 // keyMemoMax bytes are not remembered (hashing is a small part of their
 // run), which bounds what the memo holds to keyMemoSize of them.
 type keyMemo struct {
@@ -159,41 +160,52 @@ const (
 
 // key returns scriptKey("run", src) and awaitFree(src), remembered.
 func (m *keyMemo) key(src string) ([32]byte, bool) {
-	if len(src) > keyMemoMax {
-		return scriptKey("run", src), awaitFree(src)
-	}
-	slot := &m.entries[maphash.String(m.seed, src)%keyMemoSize]
-	if e := slot.Load(); e != nil && e.src == src {
-		return e.key, e.sync
-	}
-	e := &memoKey{src: strings.Clone(src), key: scriptKey("run", src), sync: awaitFree(src)}
-	slot.Store(e)
+	e := m.remember(src, nil, func() *memoKey {
+		return &memoKey{key: scriptKey("run", src), sync: awaitFree(src)}
+	})
 	return e.key, e.sync
 }
 
-// program returns programKey(code, providers), remembered as key
-// remembers a script's: an entry is used only if its code is the same
-// string and it was made for providers of the same names, in order.
+// program returns programKey(code, providers), remembered.
 func (m *keyMemo) program(code string, providers []Provider) [32]byte {
-	if len(code) > keyMemoMax {
-		return programKey(code, providers)
-	}
-	slot := &m.entries[maphash.String(m.seed, code)%keyMemoSize]
-	if e := slot.Load(); e != nil && e.src == code && len(e.names) == len(providers) {
-		same := true
+	return m.remember(code, providers, func() *memoKey {
+		e := &memoKey{key: programKey(code, providers), names: make([]string, len(providers))}
 		for i, p := range providers {
-			same = same && e.names[i] == p.Name
+			e.names[i] = strings.Clone(p.Name)
 		}
-		if same {
-			return e.key
-		}
+		return e
+	}).key
+}
+
+// remember returns the entry for src over providers (nil for a Run
+// script), making it with fresh when the memo holds none; src is kept in
+// the entry made, a copy.
+func (m *keyMemo) remember(src string, providers []Provider, fresh func() *memoKey) *memoKey {
+	if len(src) > keyMemoMax {
+		return fresh()
 	}
-	e := &memoKey{src: strings.Clone(code), key: programKey(code, providers), names: make([]string, len(providers))}
-	for i, p := range providers {
-		e.names[i] = strings.Clone(p.Name)
+	slot := &m.entries[maphash.String(m.seed, src)%keyMemoSize]
+	if e := slot.Load(); e != nil && e.src == src && e.namesOf(providers) {
+		return e
 	}
+	e := fresh()
+	e.src = strings.Clone(src)
 	slot.Store(e)
-	return e.key
+	return e
+}
+
+// namesOf reports whether the entry was made for providers of these
+// names, in order.
+func (e *memoKey) namesOf(providers []Provider) bool {
+	if len(e.names) != len(providers) {
+		return false
+	}
+	for i := range providers {
+		if e.names[i] != providers[i].Name {
+			return false
+		}
+	}
+	return true
 }
 
 // scriptKey returns the keyed hash of a script together with everything
