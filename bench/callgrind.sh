@@ -7,6 +7,8 @@
 # Usage: bench/callgrind.sh [N] [WORKLOAD] [ENGINE...]   (needs valgrind)
 #   bench/callgrind.sh 200                 W1: codemode, raw floor
 #   bench/callgrind.sh 50 W3 codemode goja  100 sync host calls per run
+#   bench/callgrind.sh 200 X1 codemode     an Execute program making one
+#                                          provider call (X0: none)
 set -euo pipefail
 cd "$(dirname "$0")"
 N=${1:-200}

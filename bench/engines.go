@@ -165,6 +165,22 @@ func newCodemode(sc *scripts) (*engine, error) {
 			return string(res.Value), nil
 		}
 	}
+	// X0 and X1 (callgrind only, not in the suite): an Execute program
+	// with no provider call and with one, as BenchmarkExecute's no-call
+	// and provider-call.
+	answer := func(context.Context, string, string, string) (string, error) {
+		return `{"result":{"id":1,"ok":true}}`, nil
+	}
+	execute := func(code string) func() (string, error) {
+		req := codemode.Request{Code: code, Providers: []codemode.Provider{{Name: "store"}}, Dispatch: answer}
+		return func() (string, error) {
+			res := exec.Execute(ctx, req)
+			if res.Error != "" {
+				return "", errors.New(res.Error)
+			}
+			return string(res.Result), nil
+		}
+	}
 	return &engine{
 		name:   "codemode",
 		limits: [3]string{"yes", "yes", "yes (C, monotonic clock)"},
@@ -173,6 +189,8 @@ func newCodemode(sc *scripts) (*engine, error) {
 			"W2":  run(sc.realisticBody),
 			"W3":  run(sc.host100Body),
 			"W3r": run(sc.hostRawBody),
+			"X0":  execute("async () => 1"),
+			"X1":  execute("async () => (await store.x()).id"),
 			"W4":  run(sc.async16Body),
 			"W5": func() (string, error) {
 				out, err := exec.Call(ctx, "large", json.RawMessage(`{"n":5}`))
