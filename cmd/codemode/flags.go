@@ -239,3 +239,11 @@ func newFlagSet(name, synopsis, help string, w io.Writer) *flag.FlagSet {
 	}
 	return fs
 }
+
+// flagGiven reports whether the command line set the flag called name
+// (a flag whose zero value means something of its own: --idle-memory 0).
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
+}

@@ -52,10 +52,18 @@ ends with kind memory_budget. The metrics report the budget, the bytes in use
 and the refusals by reason (codemode_memory_budget_bytes,
 codemode_memory_in_use_bytes, codemode_programs_refused_total{reason}).
 
+Sandboxes idle for a second keep their pages within --idle-memory (per
+executor: one per distinct limits and capability set), so the next burst of
+programs reuses them without the kernel making and zeroing each page again;
+beyond it, all but a few warm ones are freed. A daemon that serves bursts of a
+thousand programs awaiting their tools at once sets about 150KiB per program of
+the burst. Idle pages count against --memory-budget and are given back when a
+program needs the room.
+
 Examples:
   codemode serve --listen 127.0.0.1:7070
   codemode serve --listen :7070 --token-file /run/secrets/codemode-token --deadline 30s --memory 64MiB
-  codemode serve --listen :7070 --token-file /run/secrets/codemode-token --memory-budget 768MiB
+  codemode serve --listen :7070 --token-file /run/secrets/codemode-token --memory-budget 768MiB --idle-memory 160MiB
   codemode serve --listen :7070 --tls-cert tls.crt --tls-key tls.key --client-ca ca.crt
 `
 
@@ -74,6 +82,9 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
 	sendGrace := fs.Duration("send-grace", 10*time.Second, "how long a result waits for a client that does not read before its stream ends")
 	var memBudget budgetFlag
 	fs.Var(&memBudget, "memory-budget", "the engine memory of all programs at once: a size, or a percentage of the container's memory limit (default 75%)")
+	var idleMemory int
+	fs.Var(size{&idleMemory}, "idle-memory", "what the idle sandboxes of one executor (one per limits and capability set clients ask for) keep resident between bursts, "+
+		"within --memory-budget (default "+sizeText(codemode.DefaultIdleMemory)+"; 0 keeps none)")
 	var tl telemetryFlags
 	tl.register(fs)
 	if status, ok := parseFlags(fs, args); !ok {
@@ -95,8 +106,14 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
 	if err != nil {
 		return exitFor(stderr, err)
 	}
+	execOpts := append([]codemode.Option{codemode.WithSlots(*maxPrograms)}, tel.opts...)
+	idle := int64(codemode.DefaultIdleMemory)
+	if flagGiven(fs, "idle-memory") {
+		idle = int64(idleMemory)
+		execOpts = append(execOpts, codemode.WithIdleMemory(idle))
+	}
 	opts := remote.ServerOptions{Max: lf.l, Logger: log, MaxPrograms: *maxPrograms, SendGrace: *sendGrace, MemoryBudget: mb,
-		Executor: append([]codemode.Option{codemode.WithSlots(*maxPrograms)}, tel.opts...), Propagator: tel.prop}
+		Executor: execOpts, Propagator: tel.prop}
 	var reg *prometheus.Registry
 	if *metricsAddr != "" {
 		reg = prometheus.NewRegistry()
@@ -157,7 +174,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	g := grpc.NewServer(append(sopts, srv.GRPCOptions()...)...)
 	srv.Register(g)
-	log.Info("serving", "version", versionText(), "memory_budget", mb.Bytes(), "addr", ln.Addr().String(), "tls", *cert != "", "mtls", *clientCA != "", "token", *tokenFile != "")
+	log.Info("serving", "version", versionText(), "memory_budget", mb.Bytes(), "idle_memory", idle, "addr", ln.Addr().String(), "tls", *cert != "", "mtls", *clientCA != "", "token", *tokenFile != "")
 	fmt.Fprintf(stderr, "codemode serve: listening on %s\n", ln.Addr())
 	served := make(chan error, 1)
 	go func() { served <- g.Serve(ln) }()

@@ -9,6 +9,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -201,4 +205,98 @@ func TestServePausedAcrossProcesses(t *testing.T) {
 	assert.Equal(t, `"written"`, string(out.Result))
 	assert.Equal(t, 3, reads, "the reads ran once, on the first daemon")
 	assert.Equal(t, 1, writes)
+}
+
+// TestServeIdleMemory: --idle-memory is what a daemon's idle sandboxes
+// keep once a burst is over. After a burst of programs alive at once
+// (each awaiting its tool call until all have made theirs), a daemon
+// given room keeps every sandbox's pages (its budget's bytes in use stay
+// above a burst's images), and one given none gives them back (a few warm
+// sandboxes keep theirs); a negative size is a usage error. Each daemon
+// has a budget of its own: the default one is the process's, which the
+// two would share.
+func TestServeIdleMemory(t *testing.T) {
+	t.Parallel()
+	burst := 2*max(2*runtime.GOMAXPROCS(0), 4) + 32 // twice the warm sandboxes, and more
+	inUse := func(metrics string) float64 {
+		resp, err := http.Get(metrics)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		m := regexp.MustCompile(`(?m)^codemode_memory_in_use_bytes (\S+)$`).FindStringSubmatch(string(body))
+		require.NotNil(t, m, "no codemode_memory_in_use_bytes in %s", body)
+		n, err := strconv.ParseFloat(m[1], 64)
+		require.NoError(t, err)
+		return n
+	}
+	serveBurst := func(idle string) (metrics string) {
+		ctx, cancel := context.WithCancel(context.Background())
+		pr, pw := io.Pipe()
+		done := make(chan int, 1)
+		go func() {
+			done <- Main(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--metrics", "127.0.0.1:0", "--idle-memory", idle,
+				"--memory-budget", "1GiB"}, nil, io.Discard, pw)
+			pw.Close()
+		}()
+		t.Cleanup(func() {
+			cancel()
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				t.Error("codemode serve did not stop")
+			}
+		})
+		lines := logLines(pr)
+		metrics = addressIn(t, lines, `metrics on (http://\S+)`)
+		a := addressIn(t, lines, `listening on (\S+)`)
+		go func() {
+			for range lines {
+			}
+		}()
+		c, err := remote.Dial(a, remote.WithLimits(codemode.Limits{Deadline: time.Minute}))
+		require.NoError(t, err)
+		defer c.Close()
+		var arrived sync.WaitGroup
+		arrived.Add(burst)
+		req := codemode.Request{Code: "async () => (await db.q()) + 1", Providers: []codemode.Provider{{Name: "db"}},
+			Dispatch: func(context.Context, string, string, string) (string, error) {
+				arrived.Done()
+				arrived.Wait()
+				return `{"result":1}`, nil
+			}}
+		var wg sync.WaitGroup
+		errs := make(chan string, burst)
+		for range burst {
+			wg.Go(func() {
+				if res := c.Execute(ctx, req); res.Error != "" || string(res.Result) != "2" {
+					errs <- res.Error + string(res.Result)
+				}
+			})
+		}
+		wg.Wait()
+		close(errs)
+		for e := range errs {
+			t.Errorf("a program of the burst: %s", e)
+		}
+		return metrics
+	}
+	var kept, none string
+	var wg sync.WaitGroup
+	wg.Go(func() { kept = serveBurst("64MiB") })
+	wg.Go(func() { none = serveBurst("0") })
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	// Past the trim (a sandbox idle for a second is trimmed by the next
+	// pass, within two), the daemon given room still holds every image.
+	time.Sleep(3 * time.Second)
+	held := inUse(kept)
+	assert.GreaterOrEqual(t, held, float64(burst*(100<<10)), "the sandboxes of the burst keep their pages")
+	require.Eventually(t, func() bool { return inUse(none) <= held/4 }, 30*time.Second, 100*time.Millisecond,
+		"a daemon with no idle memory gives the burst's pages back")
+
+	var stderr strings.Builder
+	assert.Equal(t, exitUsage, Main(context.Background(), []string{"serve", "--idle-memory", "-1"}, nil, io.Discard, &stderr))
+	assert.Contains(t, stderr.String(), "invalid size")
 }
