@@ -106,14 +106,12 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
 	if err != nil {
 		return exitFor(stderr, err)
 	}
-	execOpts := append([]codemode.Option{codemode.WithSlots(*maxPrograms)}, tel.opts...)
 	idle := int64(codemode.DefaultIdleMemory)
-	if flagGiven(fs, "idle-memory") {
+	if flagGiven(fs, "idle-memory") { // 0 is a size of its own: none kept
 		idle = int64(idleMemory)
-		execOpts = append(execOpts, codemode.WithIdleMemory(idle))
 	}
 	opts := remote.ServerOptions{Max: lf.l, Logger: log, MaxPrograms: *maxPrograms, SendGrace: *sendGrace, MemoryBudget: mb,
-		Executor: execOpts, Propagator: tel.prop}
+		Executor: append([]codemode.Option{codemode.WithSlots(*maxPrograms), codemode.WithIdleMemory(idle)}, tel.opts...), Propagator: tel.prop}
 	var reg *prometheus.Registry
 	if *metricsAddr != "" {
 		reg = prometheus.NewRegistry()
