@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -26,7 +27,10 @@ import (
 // ([codemode.Runner]): Execute's dispatch and Run's capabilities run in the
 // client's process, called back over each program's stream; the daemon
 // receives the program, the providers' names and the capabilities'
-// descriptions, never their code or credentials.
+// descriptions, never their code or credentials. A program that cannot
+// call back (an Execute with no providers, a Run with no capabilities,
+// neither retained nor resumed) needs no stream: it goes as one unary
+// call (Standalone), or on a stream to a daemon that predates it.
 type Client struct {
 	conn    *grpc.ClientConn
 	client  pb.ExecutorClient
@@ -36,6 +40,10 @@ type Client struct {
 	gov     *codemode.Governance // WithGovernance: the key stays here
 	pbGov   *pb.Governance       // what the daemon is told of it
 	prop    propagation.TextMapPropagator
+
+	// streamOnly: the daemon answered Standalone with UNIMPLEMENTED (it
+	// predates it), so every program takes the stream.
+	streamOnly atomic.Bool
 
 	mu     sync.Mutex
 	closed bool
@@ -481,6 +489,14 @@ func (c *Client) attempt(ctx context.Context, start *pb.Start, kept **remoteReta
 	if c.isClosed() {
 		return nil, false, codemode.ErrClosed
 	}
+	if standalone(start) && !c.streamOnly.Load() {
+		start.Trace = c.inject(ctx)
+		res, err := c.client.Standalone(ctx, start, grpc.MaxCallRecvMsgSize(c.recvLimit()))
+		if status.Code(err) != codes.Unimplemented {
+			return res, false, err
+		}
+		c.streamOnly.Store(true)
+	}
 	// A retained sandbox's stream outlives this call (and ctx): until the
 	// result, ctx's end still ends it.
 	var sctx context.Context
@@ -549,6 +565,12 @@ func (c *Client) attempt(ctx context.Context, start *pb.Start, kept **remoteReta
 			return msg.Result, called, nil
 		}
 	}
+}
+
+// standalone says a program can make no call back to the client, so it
+// needs no stream: the daemon's Standalone runs it in one round trip.
+func standalone(start *pb.Start) bool {
+	return len(start.Providers) == 0 && len(start.Capabilities) == 0 && !start.RetainHandles && start.Resume == nil
 }
 
 func recvErr(stream pb.Executor_ProgramClient) error {

@@ -29,11 +29,14 @@ func fleetMember(t *testing.T) *member {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	m := &member{addr: ln.Addr().String()}
-	m.g = grpc.NewServer(grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	srv := remote.NewServer(remote.ServerOptions{})
+	m.g = grpc.NewServer(append(srv.GRPCOptions(), grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
 		m.took.Add(1)
 		return h(srv, ss)
-	}))
-	srv := remote.NewServer(remote.ServerOptions{})
+	}), grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		m.took.Add(1) // Standalone programs
+		return h(ctx, req)
+	}))...)
 	srv.Register(m.g)
 	go m.g.Serve(ln)
 	t.Cleanup(func() {

@@ -108,3 +108,68 @@ func FuzzDaemonFrames(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDaemonStandalone: any bytes a client sends as a Standalone request
+// (protobuf or not) get a Result or a status that says what was wrong,
+// within bounds, and the daemon serves the next program.
+func FuzzDaemonStandalone(f *testing.F) {
+	start := func(s *pb.Start) []byte {
+		b, err := proto.Marshal(s)
+		if err != nil {
+			f.Fatal(err)
+		}
+		return b
+	}
+	for _, s := range [][]byte{
+		start(&pb.Start{Code: "async () => 1"}),
+		start(&pb.Start{Code: "return 1", Mode: pb.Start_MODE_RUN}),
+		start(&pb.Start{Code: "async () => await s.get(1)", Providers: []*pb.Provider{{Name: "s", Tools: []string{"get"}}}}),
+		start(&pb.Start{Code: "return 1", Mode: pb.Start_MODE_RUN, Capabilities: []*pb.Capability{{Name: "c", ParamsJson: "{"}}}),
+		start(&pb.Start{Code: "async () => 1", Limits: &pb.Limits{Memory: -1, DeadlineMs: 1 << 40}}),
+		start(&pb.Start{Code: "async () => 1", Limits: &pb.Limits{Memory: 1 << 40}, RequireLimits: true}),
+		start(&pb.Start{Code: "async () => { for (;;) {} }", Limits: &pb.Limits{DeadlineMs: 10}}),
+		start(&pb.Start{Code: "async () => 1", RetainHandles: true}),
+		start(&pb.Start{Code: "async () => 1", Governance: &pb.Governance{Tools: map[string]*pb.ToolPolicy{"*": {Budget: -1, TimeoutNs: -5}}}}),
+		start(&pb.Start{Resume: &pb.Resume{Body: []byte("not a body"), Approve: true}}),
+		start(&pb.Start{Code: "async () => 1", Trace: map[string]string{"traceparent": "00-zz-zz-01"}}),
+		{0xff, 0xff, 0xff}, []byte("garbage"), nil,
+	} {
+		f.Add(s)
+	}
+	addr, _ := daemon(f, remote.ServerOptions{Max: codemode.Limits{Memory: 16 << 20, Deadline: 2 * time.Second}})
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { conn.Close() })
+	client := dial(f, addr)
+	f.Fuzz(func(t *testing.T, req []byte) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		var reply []byte
+		err := conn.Invoke(ctx, "/codemode.remote.v1.Executor/Standalone", req, &reply, grpc.ForceCodec(rawCodec{}))
+		if ctx.Err() != nil {
+			t.Fatalf("request %x: no answer", req)
+		}
+		if err == nil {
+			var res pb.Result
+			if err := proto.Unmarshal(reply, &res); err != nil || res.Limits == nil {
+				t.Fatalf("request %x: the daemon answered %x, no Result (%v)", req, reply, err)
+			}
+		} else {
+			st := status.Convert(err)
+			switch st.Code() {
+			case codes.InvalidArgument, codes.Internal, codes.ResourceExhausted, codes.FailedPrecondition:
+				if st.Message() == "" {
+					t.Fatalf("request %x: %v without a message", req, st.Code())
+				}
+			default:
+				t.Fatalf("request %x: %v", req, err)
+			}
+		}
+		res := client.Execute(context.Background(), codemode.Request{Code: "async () => 'still here'"})
+		if res.Error != "" || string(res.Result) != `"still here"` {
+			t.Fatalf("after request %x the daemon does not serve: %+v", req, res)
+		}
+	})
+}

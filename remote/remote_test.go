@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -33,12 +34,33 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.IgnoreCurrent()) }
 
 // recorder keeps every message the daemon received, as bytes.
 type recorder struct {
-	mu  sync.Mutex
-	got [][]byte
+	mu      sync.Mutex
+	got     [][]byte
+	methods []string
 }
 
-func (r *recorder) stream(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+func (r *recorder) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+	r.mu.Lock()
+	r.methods = append(r.methods, info.FullMethod)
+	r.mu.Unlock()
 	return h(srv, &recordingStream{ServerStream: ss, r: r})
+}
+
+// unary records a unary call's request (Standalone's start).
+func (r *recorder) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	b, _ := proto.Marshal(req.(proto.Message))
+	r.mu.Lock()
+	r.methods = append(r.methods, info.FullMethod)
+	r.got = append(r.got, b)
+	r.mu.Unlock()
+	return h(ctx, req)
+}
+
+// calls are the methods the daemon was called on, in order.
+func (r *recorder) calls() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.methods)
 }
 
 type recordingStream struct {
@@ -69,8 +91,8 @@ func benchDaemon(b *testing.B) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	g := grpc.NewServer()
 	srv := remote.NewServer(remote.ServerOptions{})
+	g := grpc.NewServer(srv.GRPCOptions()...)
 	srv.Register(g)
 	go g.Serve(ln)
 	b.Cleanup(func() {
@@ -87,7 +109,10 @@ func daemon(t testing.TB, opts remote.ServerOptions, sopts ...grpc.ServerOption)
 	require.NoError(t, err)
 	rec := &recorder{}
 	srv := remote.NewServer(opts)
-	g := grpc.NewServer(append(append(srv.GRPCOptions(), grpc.ChainStreamInterceptor(rec.stream)), sopts...)...)
+	// The recorder's unary interceptor is the innermost, after sopts' (auth):
+	// it records what reached the service.
+	g := grpc.NewServer(append(append(append(srv.GRPCOptions(), grpc.ChainStreamInterceptor(rec.stream)), sopts...),
+		grpc.ChainUnaryInterceptor(rec.unary))...)
 	srv.Register(g)
 	go g.Serve(ln)
 	t.Cleanup(func() {

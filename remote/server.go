@@ -4,7 +4,9 @@
 // and every tool call it makes travels back over the program's own
 // bidirectional stream to the client ([Dial]), which runs the dispatch and
 // the capabilities in its own process: the tools still run where the
-// credentials are, and the daemon holds none of them.
+// credentials are, and the daemon holds none of them. A program that
+// cannot call back (no providers, no capabilities) needs no stream: it
+// is one unary call, [Server.Standalone], one round trip.
 //
 // What a client can hold is bounded, whatever it does: a stream waits
 // StartTimeout for its start; a program's calls wait no longer than its
@@ -27,6 +29,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -166,10 +169,15 @@ func NewServer(opts ServerOptions) *Server {
 // at most twice MaxPrograms streams, and 16 more (health checks), open at
 // once, which bounds what the transport keeps of streams whose client
 // stopped reading (a message and gRPC's 64 KiB write quota each, until the
-// client reads or leaves). Pass them to grpc.NewServer.
+// client reads or leaves). Requests run on GOMAXPROCS reused goroutines
+// (grpc.NumStreamWorkers; one that finds them all busy gets a goroutine of
+// its own, so this bounds nothing), whose stacks have grown to what a
+// program needs: a new goroutine's would grow, copied, on every program.
+// Pass them to grpc.NewServer.
 func (s *Server) GRPCOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{grpc.MaxRecvMsgSize(max(64<<20, MessageLimit(s.max))),
-		grpc.MaxConcurrentStreams(uint32(min(2*cap(s.admit)+16, math.MaxInt32)))}
+		grpc.MaxConcurrentStreams(uint32(min(2*cap(s.admit)+16, math.MaxInt32))),
+		grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0)))}
 }
 
 // MessageLimit is the largest message a program under l sends or receives
@@ -224,21 +232,11 @@ func (s *Server) grant(l *pb.Limits) (codemode.Limits, []string) {
 // Program serves one program's stream.
 func (s *Server) Program(stream pb.Executor_ProgramServer) error {
 	ctx := stream.Context()
-	select {
-	case <-s.draining:
-		s.opts.Metrics.refused(refusedDraining)
-		return status.Error(codes.Unavailable, "the daemon is draining: try another")
-	default:
+	release, err := s.admitOne()
+	if err != nil {
+		return err
 	}
-	select {
-	case s.admit <- struct{}{}:
-		defer func() { <-s.admit }()
-	default:
-		s.opts.Metrics.refused(refusedFull)
-		return status.Error(codes.ResourceExhausted, "the daemon is full: try another")
-	}
-	s.opts.Metrics.started()
-	defer s.opts.Metrics.finished()
+	defer release()
 	first, err := s.first(stream)
 	if errors.Is(err, io.EOF) {
 		return status.Error(codes.InvalidArgument, "the stream ended before the program's start")
@@ -250,6 +248,68 @@ func (s *Server) Program(stream pb.Executor_ProgramServer) error {
 	if start == nil {
 		return status.Error(codes.InvalidArgument, "the first message of a program is its start")
 	}
+	p := newPeer(stream, s.opts.Metrics, s.opts.SendGrace)
+	p.prop = s.propagator()
+	p.metrics.moved("in", proto.Size(first))
+	go p.receive()
+	defer p.stop()
+	return s.serve(ctx, start, p, func(res *pb.Result) error {
+		return p.reply(ctx, &pb.ServerMessage{Msg: &pb.ServerMessage_Result{Result: res}})
+	})
+}
+
+// Standalone serves a program that makes no call back to the client in
+// one unary call: no stream, no peer, no goroutine of its own.
+func (s *Server) Standalone(ctx context.Context, start *pb.Start) (*pb.Result, error) {
+	switch {
+	case len(start.Providers) > 0, len(start.Capabilities) > 0:
+		return nil, status.Error(codes.InvalidArgument, "a program with providers or capabilities runs on Program: its calls come back on the stream")
+	case start.RetainHandles:
+		return nil, status.Error(codes.InvalidArgument, "a program that retains its handles runs on Program: they are called on the stream")
+	case start.Resume != nil:
+		return nil, status.Error(codes.InvalidArgument, "a resumption runs on Program: the approved call comes back on the stream")
+	}
+	release, err := s.admitOne()
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	s.opts.Metrics.moved("in", proto.Size(start))
+	var res *pb.Result
+	err = s.serve(ctx, start, nil, func(r *pb.Result) error {
+		res = r
+		s.opts.Metrics.moved("out", proto.Size(r))
+		return nil
+	})
+	return res, err
+}
+
+// admitOne takes a program slot, or refuses the program at once: the
+// daemon is draining, or MaxPrograms are in flight.
+func (s *Server) admitOne() (release func(), err error) {
+	select {
+	case <-s.draining:
+		s.opts.Metrics.refused(refusedDraining)
+		return nil, status.Error(codes.Unavailable, "the daemon is draining: try another")
+	default:
+	}
+	select {
+	case s.admit <- struct{}{}:
+	default:
+		s.opts.Metrics.refused(refusedFull)
+		return nil, status.Error(codes.ResourceExhausted, "the daemon is full: try another")
+	}
+	s.opts.Metrics.started()
+	return func() {
+		s.opts.Metrics.finished()
+		<-s.admit
+	}, nil
+}
+
+// serve runs an admitted program's start and hands its result to reply.
+// p is the program's stream (its calls, its retained handles), nil for a
+// Standalone program, which has neither.
+func (s *Server) serve(ctx context.Context, start *pb.Start, p *peer, reply func(*pb.Result) error) error {
 	s.mu.Lock()
 	s.seq++
 	reqID := fmt.Sprintf("p%d", s.seq)
@@ -266,12 +326,11 @@ func (s *Server) Program(stream pb.Executor_ProgramServer) error {
 	if len(start.Trace) > 0 {
 		ctx = s.propagator().Extract(ctx, propagation.MapCarrier(start.Trace))
 	}
-	p := newPeer(stream, s.opts.Metrics, s.opts.SendGrace)
-	p.prop = s.propagator()
-	p.metrics.moved("in", proto.Size(first))
-	go p.receive()
-	defer p.stop()
-
+	var dispatch codemode.DispatchFunc
+	rctx := ctx // a Run script's context: its capabilities find the peer in it
+	if p != nil {
+		dispatch, rctx = p.dispatch, withPeer(ctx, p)
+	}
 	res := &pb.Result{Limits: &pb.Limits{Memory: int64(limits.Memory), Stack: int64(limits.Stack), Payload: int64(limits.Payload),
 		Logs: int64(limits.Logs), DeadlineMs: limits.Deadline.Milliseconds()}}
 	began := time.Now()
@@ -284,13 +343,13 @@ func (s *Server) Program(stream pb.Executor_ProgramServer) error {
 		var r *codemode.Result
 		var rerr error
 		if start.Resume != nil {
-			out := s.resume(withPeer(ctx, p), e, start, nil)
+			out := s.resume(rctx, e, start, nil)
 			r, rerr = &codemode.Result{Value: out.Result, Logs: out.Logs, Stats: out.Stats, Paused: out.Paused}, nil
 			if out.Err != nil {
 				rerr = out.Err
 			}
 		} else {
-			r, rerr = e.Run(withPeer(ctx, p), start.Code)
+			r, rerr = e.Run(rctx, start.Code)
 		}
 		if r != nil {
 			p.flush(int64(r.Stats.HostCalls))
@@ -319,7 +378,7 @@ func (s *Server) Program(stream pb.Executor_ProgramServer) error {
 		if err != nil {
 			return status.Error(codes.InvalidArgument, err.Error())
 		}
-		req := codemode.Request{Code: start.Code, Dispatch: p.dispatch, RetainHandles: start.RetainHandles}
+		req := codemode.Request{Code: start.Code, Dispatch: dispatch, RetainHandles: start.RetainHandles}
 		for _, pr := range start.Providers {
 			p := codemode.Provider{Name: pr.Name, Tools: pr.Tools, ObjectArgs: pr.ObjectArgs, Prelude: pr.Prelude, ProxySource: pr.ProxySource}
 			for _, d := range pr.Apis {
@@ -330,7 +389,7 @@ func (s *Server) Program(stream pb.Executor_ProgramServer) error {
 		}
 		var r codemode.ExecuteResult
 		if start.Resume != nil {
-			r = s.resume(ctx, e, start, p.dispatch)
+			r = s.resume(ctx, e, start, dispatch)
 		} else {
 			r = e.Execute(ctx, req)
 		}
@@ -350,8 +409,8 @@ func (s *Server) Program(stream pb.Executor_ProgramServer) error {
 		if r.Retained != nil {
 			res.Retained = true
 			defer r.Retained.Close()
-			if ctx.Err() == nil {
-				if err := p.reply(ctx, &pb.ServerMessage{Msg: &pb.ServerMessage_Result{Result: res}}); err != nil {
+			if ctx.Err() == nil && p != nil {
+				if err := reply(res); err != nil {
 					return err
 				}
 				return serveRetained(ctx, p, r.Retained, s.opts.MaxInvokes)
@@ -368,7 +427,7 @@ func (s *Server) Program(stream pb.Executor_ProgramServer) error {
 	}
 	log.Info("program", "kind", kind, "elapsed", time.Since(began), "host_calls", res.Stats.GetHostCalls())
 	s.opts.Metrics.ran(kind, time.Since(began), res.Stats.GetHostCalls())
-	if err := p.reply(ctx, &pb.ServerMessage{Msg: &pb.ServerMessage_Result{Result: res}}); err != nil {
+	if err := reply(res); err != nil {
 		log.Info("result not taken", "cause", err)
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net"
 	"runtime"
 	"strings"
 	"sync"
@@ -186,11 +185,16 @@ func TestRefusalsLoggedAndCounted(t *testing.T) {
 	u, s := srv.TokenAuth("right")
 	addr := serve(t, srv, grpc.ChainUnaryInterceptor(u), grpc.ChainStreamInterceptor(s))
 	for _, opts := range [][]remote.Option{nil, {remote.WithToken("wrong")}} {
-		assert.Contains(t, dial(t, addr, opts...).Execute(context.Background(), codemode.Request{Code: "async () => 1"}).Error, "Unauthenticated")
+		c := dial(t, addr, opts...)
+		// A program with no providers is one unary call (Standalone); one
+		// with providers is a stream (Program).
+		assert.Contains(t, c.Execute(context.Background(), codemode.Request{Code: "async () => 1"}).Error, "Unauthenticated")
+		assert.Contains(t, c.Execute(context.Background(), codemode.Request{Code: "async () => 1", Providers: []codemode.Provider{{Name: "s"}}}).Error,
+			"Unauthenticated")
 	}
-	assert.Equal(t, 2.0, counter(t, reg, "codemode_unauthenticated_total"))
+	assert.Equal(t, 4.0, counter(t, reg, "codemode_unauthenticated_total"))
 	assert.Contains(t, log.String(), `level=WARN msg="unauthenticated call refused"`)
-	assert.Contains(t, log.String(), `method=/codemode.remote.v1.Executor/Program`)
+	assert.Contains(t, log.String(), `method=/codemode.remote.v1.Executor/Standalone`, "the first refusal's line (the rest are counted on the next)")
 }
 
 // counter is a counter's value in reg.
@@ -221,16 +225,9 @@ func metric(t *testing.T, reg *prometheus.Registry, name string) *dto.Metric {
 // serve serves srv on 127.0.0.1 until the test ends.
 func serve(t *testing.T, srv *remote.Server, sopts ...grpc.ServerOption) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
 	g := grpc.NewServer(append(srv.GRPCOptions(), sopts...)...)
 	srv.Register(g)
-	go g.Serve(ln)
-	t.Cleanup(func() {
-		g.Stop()
-		srv.Close()
-	})
-	return ln.Addr().String()
+	return listen(t, g, srv)
 }
 
 // TestDrain: a draining daemon says NOT_SERVING to a new connection's

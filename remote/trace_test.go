@@ -44,4 +44,15 @@ func TestTraceAcrossTheDaemon(t *testing.T) {
 	for _, s := range spans {
 		assert.Equal(t, root.SpanContext().TraceID(), s.SpanContext().TraceID(), "one trace: %s", s.Name())
 	}
+
+	// A program with no providers travels as one Standalone call: its run
+	// is still the request's child.
+	ctx, root = tracer.Start(context.Background(), "client.standalone")
+	res = c.Execute(ctx, codemode.Request{Code: `async () => 8`})
+	root.End()
+	require.Empty(t, res.Error)
+	assert.Equal(t, "client.standalone\n  codemode.execute\n", oteltest.Tree(sr.Ended()[len(spans):]))
+	for _, s := range sr.Ended()[len(spans):] {
+		assert.Equal(t, root.SpanContext().TraceID(), s.SpanContext().TraceID(), "one trace: %s", s.Name())
+	}
 }

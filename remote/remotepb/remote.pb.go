@@ -1882,9 +1882,11 @@ const file_codemode_remote_v1_remote_proto_rawDesc = "" +
 	"\n" +
 	"host_calls\x18\x02 \x01(\x03R\thostCalls\x12\x1f\n" +
 	"\vpeak_memory\x18\x03 \x01(\x03R\n" +
-	"peakMemory2_\n" +
+	"peakMemory2\xa4\x01\n" +
 	"\bExecutor\x12S\n" +
-	"\aProgram\x12!.codemode.remote.v1.ClientMessage\x1a!.codemode.remote.v1.ServerMessage(\x010\x01B1Z/github.com/codemode-go/codemode/remote/remotepbb\x06proto3"
+	"\aProgram\x12!.codemode.remote.v1.ClientMessage\x1a!.codemode.remote.v1.ServerMessage(\x010\x01\x12C\n" +
+	"\n" +
+	"Standalone\x12\x19.codemode.remote.v1.Start\x1a\x1a.codemode.remote.v1.ResultB1Z/github.com/codemode-go/codemode/remote/remotepbb\x06proto3"
 
 var (
 	file_codemode_remote_v1_remote_proto_rawDescOnce sync.Once
@@ -1953,9 +1955,11 @@ var file_codemode_remote_v1_remote_proto_depIdxs = []int32{
 	7,  // 22: codemode.remote.v1.Result.paused:type_name -> codemode.remote.v1.Paused
 	5,  // 23: codemode.remote.v1.Governance.ToolsEntry.value:type_name -> codemode.remote.v1.ToolPolicy
 	1,  // 24: codemode.remote.v1.Executor.Program:input_type -> codemode.remote.v1.ClientMessage
-	2,  // 25: codemode.remote.v1.Executor.Program:output_type -> codemode.remote.v1.ServerMessage
-	25, // [25:26] is the sub-list for method output_type
-	24, // [24:25] is the sub-list for method input_type
+	3,  // 25: codemode.remote.v1.Executor.Standalone:input_type -> codemode.remote.v1.Start
+	2,  // 26: codemode.remote.v1.Executor.Program:output_type -> codemode.remote.v1.ServerMessage
+	14, // 27: codemode.remote.v1.Executor.Standalone:output_type -> codemode.remote.v1.Result
+	26, // [26:28] is the sub-list for method output_type
+	24, // [24:26] is the sub-list for method input_type
 	24, // [24:24] is the sub-list for extension type_name
 	24, // [24:24] is the sub-list for extension extendee
 	0,  // [0:24] is the sub-list for field type_name

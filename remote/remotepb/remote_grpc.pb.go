@@ -23,7 +23,8 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Executor_Program_FullMethodName = "/codemode.remote.v1.Executor/Program"
+	Executor_Program_FullMethodName    = "/codemode.remote.v1.Executor/Program"
+	Executor_Standalone_FullMethodName = "/codemode.remote.v1.Executor/Standalone"
 )
 
 // ExecutorClient is the client API for Executor service.
@@ -35,6 +36,13 @@ type ExecutorClient interface {
 	// each on the same stream (Answer, matched by id: calls overlap), and the
 	// daemon ends the stream with the Result.
 	Program(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ClientMessage, ServerMessage], error)
+	// Standalone runs a program that needs nothing from the client after its
+	// start: an Execute program with no providers, or a Run script with no
+	// capabilities. Its result is the reply: one round trip, no stream. A
+	// start with providers, capabilities, retain_handles or resume is
+	// refused with INVALID_ARGUMENT (those run on Program); everything else
+	// (limits, governance, trace, refusals, the result) is as on Program.
+	Standalone(ctx context.Context, in *Start, opts ...grpc.CallOption) (*Result, error)
 }
 
 type executorClient struct {
@@ -58,6 +66,16 @@ func (c *executorClient) Program(ctx context.Context, opts ...grpc.CallOption) (
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Executor_ProgramClient = grpc.BidiStreamingClient[ClientMessage, ServerMessage]
 
+func (c *executorClient) Standalone(ctx context.Context, in *Start, opts ...grpc.CallOption) (*Result, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Result)
+	err := c.cc.Invoke(ctx, Executor_Standalone_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ExecutorServer is the server API for Executor service.
 // All implementations must embed UnimplementedExecutorServer
 // for forward compatibility.
@@ -67,6 +85,13 @@ type ExecutorServer interface {
 	// each on the same stream (Answer, matched by id: calls overlap), and the
 	// daemon ends the stream with the Result.
 	Program(grpc.BidiStreamingServer[ClientMessage, ServerMessage]) error
+	// Standalone runs a program that needs nothing from the client after its
+	// start: an Execute program with no providers, or a Run script with no
+	// capabilities. Its result is the reply: one round trip, no stream. A
+	// start with providers, capabilities, retain_handles or resume is
+	// refused with INVALID_ARGUMENT (those run on Program); everything else
+	// (limits, governance, trace, refusals, the result) is as on Program.
+	Standalone(context.Context, *Start) (*Result, error)
 	mustEmbedUnimplementedExecutorServer()
 }
 
@@ -79,6 +104,9 @@ type UnimplementedExecutorServer struct{}
 
 func (UnimplementedExecutorServer) Program(grpc.BidiStreamingServer[ClientMessage, ServerMessage]) error {
 	return status.Error(codes.Unimplemented, "method Program not implemented")
+}
+func (UnimplementedExecutorServer) Standalone(context.Context, *Start) (*Result, error) {
+	return nil, status.Error(codes.Unimplemented, "method Standalone not implemented")
 }
 func (UnimplementedExecutorServer) mustEmbedUnimplementedExecutorServer() {}
 func (UnimplementedExecutorServer) testEmbeddedByValue()                  {}
@@ -108,13 +136,36 @@ func _Executor_Program_Handler(srv interface{}, stream grpc.ServerStream) error 
 // This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
 type Executor_ProgramServer = grpc.BidiStreamingServer[ClientMessage, ServerMessage]
 
+func _Executor_Standalone_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Start)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ExecutorServer).Standalone(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Executor_Standalone_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ExecutorServer).Standalone(ctx, req.(*Start))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Executor_ServiceDesc is the grpc.ServiceDesc for Executor service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
 var Executor_ServiceDesc = grpc.ServiceDesc{
 	ServiceName: "codemode.remote.v1.Executor",
 	HandlerType: (*ExecutorServer)(nil),
-	Methods:     []grpc.MethodDesc{},
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Standalone",
+			Handler:    _Executor_Standalone_Handler,
+		},
+	},
 	Streams: []grpc.StreamDesc{
 		{
 			StreamName:    "Program",

@@ -1,0 +1,208 @@
+package remote_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/codemode-go/codemode"
+	"github.com/codemode-go/codemode/remote"
+	pb "github.com/codemode-go/codemode/remote/remotepb"
+)
+
+const (
+	methodProgram    = "/codemode.remote.v1.Executor/Program"
+	methodStandalone = "/codemode.remote.v1.Executor/Standalone"
+)
+
+// overStream runs start on the Program stream: the start, then the
+// client's half-close, then the daemon's Result or its status.
+func overStream(ctx context.Context, c pb.ExecutorClient, start *pb.Start) (*pb.Result, error) {
+	stream, err := c.Program(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := stream.Send(&pb.ClientMessage{Msg: &pb.ClientMessage_Start{Start: start}}); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	stream.CloseSend()
+	for {
+		m, err := stream.Recv()
+		if err != nil {
+			return nil, err
+		}
+		if r := m.GetResult(); r != nil {
+			return r, nil
+		}
+	}
+}
+
+// TestStandaloneMatchesProgram: on identical starts, Standalone answers
+// exactly what the Program stream does, results and refusals alike (the
+// run's elapsed time and peak memory aside).
+func TestStandaloneMatchesProgram(t *testing.T) {
+	addr, _ := daemon(t, remote.ServerOptions{Max: codemode.Limits{Memory: 32 << 20, Deadline: 5 * time.Second}})
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	c := pb.NewExecutorClient(conn)
+	run := pb.Start_MODE_RUN
+	for _, tc := range []struct {
+		name  string
+		start *pb.Start
+		code  codes.Code // of a refusal; OK: a Result
+	}{
+		{"a value", &pb.Start{Code: "async () => ({ok: true, n: 2, s: 'hi'})"}, codes.OK},
+		{"logs and a throw", &pb.Start{Code: "async () => { console.log('a', 1); throw new TypeError('bad') }"}, codes.OK},
+		{"a syntax error", &pb.Start{Code: "async () => {"}, codes.OK},
+		{"undefined", &pb.Start{Code: "async () => undefined"}, codes.OK},
+		{"a tool it does not have", &pb.Start{Code: "async () => await store.get(1)"}, codes.OK},
+		{"past its deadline", &pb.Start{Code: "async () => { for (;;) {} }", Limits: &pb.Limits{DeadlineMs: 50}}, codes.OK},
+		{"past its memory", &pb.Start{Code: "async () => { const a = []; for (;;) a.push('x'.repeat(4096) + a.length) }",
+			Limits: &pb.Limits{Memory: 4 << 20}}, codes.OK},
+		{"limits capped", &pb.Start{Code: "async () => 1", Limits: &pb.Limits{Memory: 1 << 30, DeadlineMs: 60_000}}, codes.OK},
+		{"limits required", &pb.Start{Code: "async () => 1", Limits: &pb.Limits{Memory: 1 << 30}, RequireLimits: true}, codes.FailedPrecondition},
+		{"governed, no calls", &pb.Start{Code: "async () => 3", Governance: &pb.Governance{Tools: map[string]*pb.ToolPolicy{"*": {RequiresApproval: true}}}}, codes.OK},
+		{"a bad policy", &pb.Start{Code: "async () => 3", Governance: &pb.Governance{Tools: map[string]*pb.ToolPolicy{"": {Budget: -1}}}}, codes.InvalidArgument},
+		{"a run script", &pb.Start{Mode: run, Code: "console.log('x'); return [1, 'two', {three: 3}]"}, codes.OK},
+		{"a run script that throws", &pb.Start{Mode: run, Code: "throw new RangeError('out')"}, codes.OK},
+		{"a run script past its deadline", &pb.Start{Mode: run, Code: "for (;;) {}", Limits: &pb.Limits{DeadlineMs: 50}}, codes.OK},
+		{"an unknown mode", &pb.Start{Mode: pb.Start_Mode(7), Code: "async () => 7"}, codes.OK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			viaStream, serr := overStream(ctx, c, proto.Clone(tc.start).(*pb.Start))
+			alone, aerr := c.Standalone(ctx, proto.Clone(tc.start).(*pb.Start))
+			assert.Equal(t, tc.code, status.Code(serr), "%v", serr)
+			assert.Equal(t, status.Convert(serr).Proto(), status.Convert(aerr).Proto(), "the same refusal")
+			if tc.code != codes.OK {
+				return
+			}
+			require.NotNil(t, viaStream)
+			require.NotNil(t, alone)
+			for _, r := range []*pb.Result{viaStream, alone} {
+				require.NotNil(t, r.Stats)
+				r.Stats.ElapsedUs, r.Stats.PeakMemory = 0, 0 // the second run's bytecode comes from the cache
+			}
+			assert.True(t, proto.Equal(viaStream, alone), "stream: %v\nstandalone: %v", viaStream, alone)
+		})
+	}
+}
+
+// TestStandaloneRefusesCallbacks: a start whose program would call back
+// to the client (providers, capabilities), keep its sandbox, or resume is
+// refused by Standalone with INVALID_ARGUMENT, and runs nothing.
+func TestStandaloneRefusesCallbacks(t *testing.T) {
+	addr, _ := daemon(t, remote.ServerOptions{})
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.Close() })
+	c := pb.NewExecutorClient(conn)
+	var ran atomic.Int64
+	for name, start := range map[string]*pb.Start{
+		"providers":    {Code: "async () => 1", Providers: []*pb.Provider{{Name: "s"}}},
+		"capabilities": {Mode: pb.Start_MODE_RUN, Code: "return 1", Capabilities: []*pb.Capability{{Name: "c"}}},
+		"retained":     {Code: "async () => 1", RetainHandles: true},
+		"a resumption": {Resume: &pb.Resume{Body: []byte("{}"), Approve: true}},
+	} {
+		res, err := c.Standalone(context.Background(), start)
+		if res != nil {
+			ran.Add(1)
+		}
+		assert.Equal(t, codes.InvalidArgument, status.Code(err), "%s: %v", name, err)
+		assert.Contains(t, status.Convert(err).Message(), "runs on Program", name)
+	}
+	assert.Zero(t, ran.Load())
+	res, err := c.Standalone(context.Background(), &pb.Start{Code: "async () => 'next'"})
+	require.NoError(t, err)
+	assert.Equal(t, `"next"`, res.ResultJson)
+}
+
+// TestClientTakesStandalone: the client sends a program that cannot call
+// back (an Execute with no providers, a Run with no capabilities) as one
+// Standalone call, and every other on a Program stream.
+func TestClientTakesStandalone(t *testing.T) {
+	addr, rec := daemon(t, remote.ServerOptions{})
+	ctx := context.Background()
+	c := dial(t, addr)
+	res := c.Execute(ctx, codemode.Request{Code: "async () => 6 * 7"})
+	require.Empty(t, res.Error)
+	assert.Equal(t, "42", string(res.Result))
+	r, err := c.Run(ctx, "return 'run'")
+	require.NoError(t, err)
+	assert.Equal(t, `"run"`, string(r.Value))
+	res = c.Execute(ctx, codemode.Request{Code: "async () => await s.x()", Providers: []codemode.Provider{{Name: "s"}},
+		Dispatch: func(context.Context, string, string, string) (string, error) { return `{"result":"called"}`, nil }})
+	require.Empty(t, res.Error)
+	assert.Equal(t, `"called"`, string(res.Result))
+	res = c.Execute(ctx, codemode.Request{Code: "async () => ({f: () => 1})", RetainHandles: true})
+	require.Empty(t, res.Error)
+	require.NotNil(t, res.Retained)
+	res.Retained.Close()
+	withCap := dial(t, addr, remote.WithCapability(codemode.Capability{Name: "add", Func: func(context.Context, json.RawMessage) (any, error) { return 3, nil }}))
+	r, err = withCap.Run(ctx, "return add({})")
+	require.NoError(t, err)
+	assert.Equal(t, "3", string(r.Value))
+	assert.Equal(t, []string{methodStandalone, methodStandalone, methodProgram, methodProgram, methodProgram}, rec.calls())
+}
+
+// oldDaemon is a daemon from before Standalone: it serves Program only.
+type oldDaemon struct {
+	pb.UnimplementedExecutorServer
+	srv *remote.Server
+}
+
+func (o oldDaemon) Program(stream pb.Executor_ProgramServer) error { return o.srv.Program(stream) }
+
+// TestClientFallsBackToStream: against a daemon that does not know
+// Standalone (UNIMPLEMENTED), the client runs the program on a stream, and
+// sends every later one there at once.
+func TestClientFallsBackToStream(t *testing.T) {
+	srv := remote.NewServer(remote.ServerOptions{})
+	rec := &recorder{}
+	addr := serveService(t, srv, oldDaemon{srv: srv}, grpc.ChainStreamInterceptor(rec.stream), grpc.ChainUnaryInterceptor(rec.unary))
+	c := dial(t, addr)
+	for i := range 3 {
+		res := c.Execute(context.Background(), codemode.Request{Code: "async () => 'old'"})
+		require.Empty(t, res.Error, "program %d", i)
+		assert.Equal(t, `"old"`, string(res.Result))
+	}
+	assert.Equal(t, []string{methodStandalone, methodProgram, methodProgram, methodProgram}, rec.calls())
+}
+
+// serveService serves svc (the Executor service) with srv's options on
+// 127.0.0.1 until the test ends.
+func serveService(t *testing.T, srv *remote.Server, svc pb.ExecutorServer, sopts ...grpc.ServerOption) string {
+	t.Helper()
+	g := grpc.NewServer(append(srv.GRPCOptions(), sopts...)...)
+	pb.RegisterExecutorServer(g, svc)
+	return listen(t, g, srv)
+}
+
+// listen serves g on 127.0.0.1 until the test ends, then stops it and
+// closes srv.
+func listen(t *testing.T, g *grpc.Server, srv *remote.Server) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go g.Serve(ln)
+	t.Cleanup(func() {
+		g.Stop()
+		srv.Close()
+	})
+	return ln.Addr().String()
+}
