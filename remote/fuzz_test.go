@@ -24,13 +24,7 @@ import (
 // every frame the daemon sends back is a ServerMessage, and the daemon
 // serves the next program.
 func FuzzDaemonFrames(f *testing.F) {
-	frame := func(m *pb.ClientMessage) []byte {
-		b, err := proto.Marshal(m)
-		if err != nil {
-			f.Fatal(err)
-		}
-		return b
-	}
+	frame := func(m *pb.ClientMessage) []byte { return marshal(f, m) }
 	start := func(s *pb.Start) []byte { return frame(&pb.ClientMessage{Msg: &pb.ClientMessage_Start{Start: s}}) }
 	answer := func(a *pb.Answer) []byte { return frame(&pb.ClientMessage{Msg: &pb.ClientMessage_Answer{Answer: a}}) }
 	call := start(&pb.Start{Code: "async () => await s.get(1)", Providers: []*pb.Provider{{Name: "s", Tools: []string{"get"}}}})
@@ -113,13 +107,7 @@ func FuzzDaemonFrames(f *testing.F) {
 // (protobuf or not) get a Result or a status that says what was wrong,
 // within bounds, and the daemon serves the next program.
 func FuzzDaemonStandalone(f *testing.F) {
-	start := func(s *pb.Start) []byte {
-		b, err := proto.Marshal(s)
-		if err != nil {
-			f.Fatal(err)
-		}
-		return b
-	}
+	start := func(s *pb.Start) []byte { return marshal(f, s) }
 	for _, s := range [][]byte{
 		start(&pb.Start{Code: "async () => 1"}),
 		start(&pb.Start{Code: "return 1", Mode: pb.Start_MODE_RUN}),
@@ -172,4 +160,13 @@ func FuzzDaemonStandalone(f *testing.F) {
 			t.Fatalf("after request %x the daemon does not serve: %+v", req, res)
 		}
 	})
+}
+
+// marshal is m's protobuf encoding.
+func marshal(tb testing.TB, m proto.Message) []byte {
+	b, err := proto.Marshal(m)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
 }
