@@ -29,11 +29,18 @@ type peer struct {
 	mu      sync.Mutex
 	next    uint64
 	pending map[uint64]chan *pb.Answer
+	first   chan received // the stream's first message (its start), or why it ended before one
 	gone    chan struct{} // the client stopped sending (or broke the stream)
 	done    chan struct{}
 	control chan *pb.ClientMessage // Invoke, LogsRequest, Release (a retained sandbox's)
 	sent    atomic.Int64           // calls whose Call message has gone out (or failed to)
 	prop    propagation.TextMapPropagator
+}
+
+// received is a message the reader received, or why it could not.
+type received struct {
+	m   *pb.ClientMessage
+	err error
 }
 
 // outgoing is one message for write, and where it says how its Send went.
@@ -58,7 +65,7 @@ func (p *peer) flush(n int64) {
 
 func newPeer(stream pb.Executor_ProgramServer, metrics *Metrics, grace time.Duration) *peer {
 	p := &peer{stream: stream, metrics: metrics, out: make(chan outgoing), grace: grace, pending: map[uint64]chan *pb.Answer{},
-		gone: make(chan struct{}), done: make(chan struct{}), control: make(chan *pb.ClientMessage, 16)}
+		first: make(chan received, 1), gone: make(chan struct{}), done: make(chan struct{}), control: make(chan *pb.ClientMessage, 16)}
 	go p.write()
 	return p
 }
@@ -126,15 +133,24 @@ func (p *peer) reply(ctx context.Context, m *pb.ServerMessage) error {
 	return err
 }
 
-// receive reads answers until the stream ends.
+// receive reads the stream until it ends: the first message (the start)
+// goes to the handler, then answers to their calls, and a retained
+// sandbox's requests to control.
 func (p *peer) receive() {
 	defer close(p.gone)
-	for {
+	for started := false; ; started = true {
 		m, err := p.stream.Recv()
 		if err != nil {
+			if !started {
+				p.first <- received{err: err} // buffered: the handler may have stopped waiting
+			}
 			return
 		}
 		p.metrics.moved("in", proto.Size(m))
+		if !started {
+			p.first <- received{m: m}
+			continue
+		}
 		a := m.GetAnswer()
 		if a == nil {
 			if m.GetInvoke() != nil || m.GetLogs() != nil || m.GetRelease() != nil {

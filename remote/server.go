@@ -237,7 +237,11 @@ func (s *Server) Program(stream pb.Executor_ProgramServer) error {
 		return err
 	}
 	defer release()
-	first, err := s.first(stream)
+	p := newPeer(stream, s.opts.Metrics, s.opts.SendGrace)
+	p.prop = s.propagator()
+	go p.receive()
+	defer p.stop()
+	first, err := s.first(p)
 	if errors.Is(err, io.EOF) {
 		return status.Error(codes.InvalidArgument, "the stream ended before the program's start")
 	}
@@ -248,11 +252,6 @@ func (s *Server) Program(stream pb.Executor_ProgramServer) error {
 	if start == nil {
 		return status.Error(codes.InvalidArgument, "the first message of a program is its start")
 	}
-	p := newPeer(stream, s.opts.Metrics, s.opts.SendGrace)
-	p.prop = s.propagator()
-	p.metrics.moved("in", proto.Size(first))
-	go p.receive()
-	defer p.stop()
 	return s.serve(ctx, start, p, func(res *pb.Result) error {
 		return p.reply(ctx, &pb.ServerMessage{Msg: &pb.ServerMessage_Result{Result: res}})
 	})
@@ -450,17 +449,10 @@ func (s *Server) memoryRefusal(log *slog.Logger) error {
 		s.opts.MemoryBudget.Bytes())
 }
 
-// first receives a stream's first message within StartTimeout.
-func (s *Server) first(stream pb.Executor_ProgramServer) (*pb.ClientMessage, error) {
-	type received struct {
-		m   *pb.ClientMessage
-		err error
-	}
-	ch := make(chan received, 1)
-	go func() {
-		m, err := stream.Recv()
-		ch <- received{m, err}
-	}()
+// first is a stream's first message, which p's reader hands over, within
+// StartTimeout; or why there is none (the stream ended before it, or the
+// wait did).
+func (s *Server) first(p *peer) (*pb.ClientMessage, error) {
 	wait := s.opts.StartTimeout
 	if wait <= 0 {
 		wait = 10 * time.Second
@@ -468,10 +460,10 @@ func (s *Server) first(stream pb.Executor_ProgramServer) (*pb.ClientMessage, err
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
-	case r := <-ch:
+	case r := <-p.first:
 		return r.m, r.err
 	case <-t.C:
-		// Returning ends the stream, and with it the pending Recv.
+		// Returning ends the stream, and with it the reader's Recv.
 		return nil, status.Errorf(codes.DeadlineExceeded, "no program start within %v", wait)
 	}
 }
