@@ -28,9 +28,10 @@ import (
 // client's process, called back over each program's stream; the daemon
 // receives the program, the providers' names and the capabilities'
 // descriptions, never their code or credentials. A program that cannot
-// call back (an Execute with no providers, a Run with no capabilities,
-// neither retained nor resumed) needs no stream: it goes as one unary
-// call (Standalone), or on a stream to a daemon that predates it.
+// call back needs no stream: an Execute request with no providers and no
+// Dispatch, or a Run with no capabilities, neither retained nor resumed,
+// goes as one unary call (Standalone), or on a stream to a daemon that
+// predates it.
 type Client struct {
 	conn    *grpc.ClientConn
 	client  pb.ExecutorClient
@@ -41,9 +42,10 @@ type Client struct {
 	pbGov   *pb.Governance       // what the daemon is told of it
 	prop    propagation.TextMapPropagator
 
-	// streamOnly: the daemon answered Standalone with UNIMPLEMENTED (it
-	// predates it), so every program takes the stream.
-	streamOnly atomic.Bool
+	// noStandalone is when a daemon last answered Standalone with
+	// UNIMPLEMENTED (it predates it, or a proxy does not route it), in
+	// Unix nanoseconds: for a minute after, every program takes a stream.
+	noStandalone atomic.Int64
 
 	mu     sync.Mutex
 	closed bool
@@ -227,7 +229,10 @@ func (c *Client) Execute(ctx context.Context, req codemode.Request) codemode.Exe
 // execute runs an Execute program's start (or a resumption's).
 func (c *Client) execute(ctx context.Context, start *pb.Start, dispatch codemode.DispatchFunc) codemode.ExecuteResult {
 	var kept *remoteRetained
-	res, err := c.program(ctx, start, &kept, func(ctx context.Context, call *pb.Call) *pb.Answer {
+	// With no dispatch, a call (through __dispatch) would be answered "not
+	// found" here; the daemon answers it the same way on Standalone.
+	alone := dispatch == nil && standalone(start)
+	res, err := c.program(ctx, start, alone, &kept, func(ctx context.Context, call *pb.Call) *pb.Answer {
 		a := &pb.Answer{Id: call.Id}
 		if dispatch == nil {
 			a.Outcome = &pb.Answer_Failure{Failure: codemode.ToolNotFoundError{Tool: call.Tool}.Error()}
@@ -402,7 +407,7 @@ func (c *Client) pbCapabilities() []*pb.Capability {
 
 // run runs a Run script's start (or a resumption's).
 func (c *Client) run(ctx context.Context, start *pb.Start) (*codemode.Result, error) {
-	res, err := c.program(ctx, start, nil, func(ctx context.Context, call *pb.Call) *pb.Answer {
+	res, err := c.program(ctx, start, standalone(start), nil, func(ctx context.Context, call *pb.Call) *pb.Answer {
 		a := &pb.Answer{Id: call.Id}
 		i := slices.IndexFunc(c.caps, func(cp codemode.Capability) bool { return cp.Name == call.Tool })
 		if !call.Capability || i < 0 {
@@ -466,9 +471,9 @@ const retries = 3
 // refused (RESOURCE_EXHAUSTED) or unreachable (UNAVAILABLE) before its
 // first tool call. A program that made a tool call is never sent again,
 // so no side effect runs twice.
-func (c *Client) program(ctx context.Context, start *pb.Start, kept **remoteRetained, answer func(context.Context, *pb.Call) *pb.Answer) (*pb.Result, error) {
+func (c *Client) program(ctx context.Context, start *pb.Start, alone bool, kept **remoteRetained, answer func(context.Context, *pb.Call) *pb.Answer) (*pb.Result, error) {
 	for attempt := 0; ; attempt++ {
-		res, called, err := c.attempt(ctx, start, kept, answer)
+		res, called, err := c.attempt(ctx, start, alone, kept, answer)
 		code := status.Code(err)
 		if err == nil || called || attempt >= retries || ctx.Err() != nil ||
 			(code != codes.ResourceExhausted && code != codes.Unavailable) {
@@ -482,20 +487,21 @@ func (c *Client) program(ctx context.Context, start *pb.Start, kept **remoteReta
 	}
 }
 
-// attempt runs one program's stream: it sends the start, answers each
-// call (on a goroutine of its own: calls overlap), and returns the result;
-// called says whether the daemon made a tool call.
-func (c *Client) attempt(ctx context.Context, start *pb.Start, kept **remoteRetained, answer func(context.Context, *pb.Call) *pb.Answer) (res *pb.Result, called bool, err error) {
+// attempt runs one program: alone (it cannot call back), as one
+// Standalone call; otherwise on a stream, where it sends the start,
+// answers each call (on a goroutine of its own: calls overlap), and
+// returns the result. called says whether the daemon made a tool call.
+func (c *Client) attempt(ctx context.Context, start *pb.Start, alone bool, kept **remoteRetained, answer func(context.Context, *pb.Call) *pb.Answer) (res *pb.Result, called bool, err error) {
 	if c.isClosed() {
 		return nil, false, codemode.ErrClosed
 	}
-	if standalone(start) && !c.streamOnly.Load() {
+	if alone && time.Since(time.Unix(0, c.noStandalone.Load())) > standaloneRetry {
 		start.Trace = c.inject(ctx)
 		res, err := c.client.Standalone(ctx, start, grpc.MaxCallRecvMsgSize(c.recvLimit()))
 		if status.Code(err) != codes.Unimplemented {
 			return res, false, err
 		}
-		c.streamOnly.Store(true)
+		c.noStandalone.Store(time.Now().UnixNano()) // nothing ran: the stream runs it
 	}
 	// A retained sandbox's stream outlives this call (and ctx): until the
 	// result, ctx's end still ends it.
@@ -567,8 +573,12 @@ func (c *Client) attempt(ctx context.Context, start *pb.Start, kept **remoteReta
 	}
 }
 
-// standalone says a program can make no call back to the client, so it
-// needs no stream: the daemon's Standalone runs it in one round trip.
+// standaloneRetry is how long after an UNIMPLEMENTED Standalone the
+// client sends every program on a stream.
+const standaloneRetry = time.Minute
+
+// standalone says a start is one the daemon's Standalone takes: no
+// providers or capabilities to call, no handles to keep, no resumption.
 func standalone(start *pb.Start) bool {
 	return len(start.Providers) == 0 && len(start.Capabilities) == 0 && !start.RetainHandles && start.Resume == nil
 }

@@ -4,9 +4,9 @@
 // and every tool call it makes travels back over the program's own
 // bidirectional stream to the client ([Dial]), which runs the dispatch and
 // the capabilities in its own process: the tools still run where the
-// credentials are, and the daemon holds none of them. A program that
-// cannot call back (no providers, no capabilities) needs no stream: it
-// is one unary call, [Server.Standalone], one round trip.
+// credentials are, and the daemon holds none of them. A program with no
+// one to call back needs no stream: it is one unary call,
+// [Server.Standalone], one round trip.
 //
 // What a client can hold is bounded, whatever it does: a stream waits
 // StartTimeout for its start; a program's calls wait no longer than its
@@ -41,6 +41,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
 	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/codemode-go/codemode"
@@ -71,8 +72,10 @@ type ServerOptions struct {
 	// Metrics, when set, counts what the daemon does (see NewMetrics).
 	Metrics *Metrics
 	// StartTimeout bounds the wait for a stream's first message, its
-	// Start (default 10 s): a client that opens streams and sends nothing
-	// cannot hold the daemon's program slots.
+	// Start (default 10 s), and for a Standalone request to arrive whole
+	// (with GRPCOptions): a client that opens streams or calls and sends
+	// nothing, or part of its start, cannot hold the daemon's program slots
+	// or goroutines.
 	StartTimeout time.Duration
 	// SendGrace bounds how long the program's result, and each reply of a
 	// retained sandbox, waits for a client that does not read (default
@@ -169,15 +172,17 @@ func NewServer(opts ServerOptions) *Server {
 // at most twice MaxPrograms streams, and 16 more (health checks), open at
 // once, which bounds what the transport keeps of streams whose client
 // stopped reading (a message and gRPC's 64 KiB write quota each, until the
-// client reads or leaves). Requests run on GOMAXPROCS reused goroutines
-// (grpc.NumStreamWorkers; one that finds them all busy gets a goroutine of
-// its own, so this bounds nothing), whose stacks have grown to what a
-// program needs: a new goroutine's would grow, copied, on every program.
-// Pass them to grpc.NewServer.
+// client reads or leaves). A Standalone request must arrive within
+// StartTimeout, as a stream's start must (a tap handle, grpc.InTapHandle:
+// a server takes only one). Requests run on GOMAXPROCS reused goroutines
+// (grpc.NumStreamWorkers, experimental in gRPC; one that finds them all
+// busy gets a goroutine of its own, so this bounds nothing), whose stacks
+// have grown to what a program needs: a new goroutine's would grow,
+// copied, on every program. Pass them to grpc.NewServer.
 func (s *Server) GRPCOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{grpc.MaxRecvMsgSize(max(64<<20, MessageLimit(s.max))),
 		grpc.MaxConcurrentStreams(uint32(min(2*cap(s.admit)+16, math.MaxInt32))),
-		grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0)))}
+		grpc.NumStreamWorkers(uint32(runtime.GOMAXPROCS(0))), grpc.InTapHandle(s.readBound)}
 }
 
 // MessageLimit is the largest message a program under l sends or receives
@@ -257,10 +262,15 @@ func (s *Server) Program(stream pb.Executor_ProgramServer) error {
 	})
 }
 
-// Standalone serves a program that makes no call back to the client in
-// one unary call: no stream, no peer, no goroutine of its own.
+// Standalone serves a program with no one to call back in one unary
+// call: no stream, no peer, no goroutine of its own. It runs with no
+// dispatch, so a call the program still makes (through __dispatch) fails
+// "not found", as on a stream whose client has no dispatch; a start with
+// providers, capabilities, retained handles or a resumption is refused.
 func (s *Server) Standalone(ctx context.Context, start *pb.Start) (*pb.Result, error) {
 	switch {
+	case start == nil:
+		return nil, status.Error(codes.InvalidArgument, "no start")
 	case len(start.Providers) > 0, len(start.Capabilities) > 0:
 		return nil, status.Error(codes.InvalidArgument, "a program with providers or capabilities runs on Program: its calls come back on the stream")
 	case start.RetainHandles:
@@ -268,19 +278,54 @@ func (s *Server) Standalone(ctx context.Context, start *pb.Start) (*pb.Result, e
 	case start.Resume != nil:
 		return nil, status.Error(codes.InvalidArgument, "a resumption runs on Program: the approved call comes back on the stream")
 	}
+	if t, _ := ctx.Value(readBoundKey{}).(*time.Timer); t != nil && !t.Stop() {
+		return nil, status.Errorf(codes.DeadlineExceeded, "no program start within %v", s.startTimeout())
+	}
 	release, err := s.admitOne()
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	s.opts.Metrics.moved("in", proto.Size(start))
+	// Bytes are counted as on a stream, each in its message.
+	s.opts.Metrics.moved("in", proto.Size(&pb.ClientMessage{Msg: &pb.ClientMessage_Start{Start: start}}))
 	var res *pb.Result
 	err = s.serve(ctx, start, nil, func(r *pb.Result) error {
 		res = r
-		s.opts.Metrics.moved("out", proto.Size(r))
+		s.opts.Metrics.moved("out", proto.Size(&pb.ServerMessage{Msg: &pb.ServerMessage_Result{Result: r}}))
 		return nil
 	})
 	return res, err
+}
+
+// standaloneMethod is Standalone's full gRPC method name.
+const standaloneMethod = "/codemode.remote.v1.Executor/Standalone"
+
+// readBoundKey keys the timer that bounds a Standalone request's read
+// (readBound) in its context.
+type readBoundKey struct{}
+
+// readBound bounds the read of a Standalone request by StartTimeout, as a
+// stream's start is bounded: gRPC reads a unary request whole, before any
+// interceptor or handler runs, for as long as its client takes, and only
+// the stream's context ends that read. The context it returns is ended by
+// a timer after StartTimeout; Standalone stops the timer when it starts,
+// so the program's own deadline governs from there. Other methods pass.
+func (s *Server) readBound(ctx context.Context, info *tap.Info) (context.Context, error) {
+	if info.FullMethodName != standaloneMethod {
+		return ctx, nil
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	wait := s.startTimeout()
+	t := time.AfterFunc(wait, func() { cancel(fmt.Errorf("no program start within %v", wait)) })
+	return context.WithValue(ctx, readBoundKey{}, t), nil
+}
+
+// startTimeout is how long a program's start may take to arrive.
+func (s *Server) startTimeout() time.Duration {
+	if s.opts.StartTimeout <= 0 {
+		return 10 * time.Second
+	}
+	return s.opts.StartTimeout
 }
 
 // admitOne takes a program slot, or refuses the program at once: the
@@ -453,10 +498,7 @@ func (s *Server) memoryRefusal(log *slog.Logger) error {
 // StartTimeout; or why there is none (the stream ended before it, or the
 // wait did).
 func (s *Server) first(p *peer) (*pb.ClientMessage, error) {
-	wait := s.opts.StartTimeout
-	if wait <= 0 {
-		wait = 10 * time.Second
-	}
+	wait := s.startTimeout()
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {

@@ -1,17 +1,20 @@
 package remote_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -105,36 +108,72 @@ func TestStandaloneMatchesProgram(t *testing.T) {
 
 // TestStandaloneRefusesCallbacks: a start whose program would call back
 // to the client (providers, capabilities), keep its sandbox, or resume is
-// refused by Standalone with INVALID_ARGUMENT, and runs nothing.
+// refused by Standalone with INVALID_ARGUMENT, and runs nothing (the
+// daemon logs every program it runs).
 func TestStandaloneRefusesCallbacks(t *testing.T) {
-	addr, _ := daemon(t, remote.ServerOptions{})
+	var log logBuffer
+	addr, _ := daemon(t, remote.ServerOptions{Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
 	t.Cleanup(func() { conn.Close() })
 	c := pb.NewExecutorClient(conn)
-	var ran atomic.Int64
 	for name, start := range map[string]*pb.Start{
 		"providers":    {Code: "async () => 1", Providers: []*pb.Provider{{Name: "s"}}},
 		"capabilities": {Mode: pb.Start_MODE_RUN, Code: "return 1", Capabilities: []*pb.Capability{{Name: "c"}}},
 		"retained":     {Code: "async () => 1", RetainHandles: true},
 		"a resumption": {Resume: &pb.Resume{Body: []byte("{}"), Approve: true}},
 	} {
-		res, err := c.Standalone(context.Background(), start)
-		if res != nil {
-			ran.Add(1)
-		}
+		_, err := c.Standalone(context.Background(), start)
 		assert.Equal(t, codes.InvalidArgument, status.Code(err), "%s: %v", name, err)
 		assert.Contains(t, status.Convert(err).Message(), "runs on Program", name)
 	}
-	assert.Zero(t, ran.Load())
+	assert.NotContains(t, log.String(), "msg=program request=")
 	res, err := c.Standalone(context.Background(), &pb.Start{Code: "async () => 'next'"})
 	require.NoError(t, err)
 	assert.Equal(t, `"next"`, res.ResultJson)
+	assert.Contains(t, log.String(), "msg=program request=", "a program run is logged")
+}
+
+// TestClientStandaloneSameAsStream: requests a client sends as Standalone
+// get the results the same client gets on streams (from a daemon that
+// predates Standalone), a call through __dispatch with no Dispatch
+// included.
+func TestClientStandaloneSameAsStream(t *testing.T) {
+	addr, rec := daemon(t, remote.ServerOptions{})
+	srv := remote.NewServer(remote.ServerOptions{})
+	oldAddr := serveService(t, srv, oldDaemon{srv: srv})
+	alone, streams := dial(t, addr), dial(t, oldAddr)
+	ctx := context.Background()
+	for _, code := range []string{
+		"async () => ({ok: true, list: [1, 'a', null]})",
+		"async () => { console.log('hi'); return 1 }",
+		"async () => { throw new Error('no') }",
+		"async () => __parseForDispatch(await __dispatch('kv', 'get', '[1]'))",
+		"async () => {",
+	} {
+		a, b := alone.Execute(ctx, codemode.Request{Code: code}), streams.Execute(ctx, codemode.Request{Code: code})
+		a.Stats, b.Stats = codemode.RunStats{}, codemode.RunStats{}
+		assert.Equal(t, b, a, code)
+	}
+	for _, script := range []string{"return 40 + 2", "throw new TypeError('t')", "for (;;) {}"} {
+		c := remote.WithLimits(codemode.Limits{Deadline: 100 * time.Millisecond})
+		a, aerr := dial(t, addr, c).Run(ctx, script)
+		b, berr := dial(t, oldAddr, c).Run(ctx, script)
+		assert.Equal(t, berr, aerr, script)
+		if a != nil && b != nil {
+			a.Stats, b.Stats = codemode.RunStats{}, codemode.RunStats{}
+		}
+		assert.Equal(t, b, a, script)
+	}
+	for _, m := range rec.calls() {
+		assert.Equal(t, methodStandalone, m)
+	}
 }
 
 // TestClientTakesStandalone: the client sends a program that cannot call
-// back (an Execute with no providers, a Run with no capabilities) as one
-// Standalone call, and every other on a Program stream.
+// back (an Execute with no providers and no Dispatch, a Run with no
+// capabilities) as one Standalone call, and every other on a Program
+// stream.
 func TestClientTakesStandalone(t *testing.T) {
 	addr, rec := daemon(t, remote.ServerOptions{})
 	ctx := context.Background()
@@ -149,6 +188,10 @@ func TestClientTakesStandalone(t *testing.T) {
 		Dispatch: func(context.Context, string, string, string) (string, error) { return `{"result":"called"}`, nil }})
 	require.Empty(t, res.Error)
 	assert.Equal(t, `"called"`, string(res.Result))
+	res = c.Execute(ctx, codemode.Request{Code: "async () => __parseForDispatch(await __dispatch('kv', 'get', '[1]'))",
+		Dispatch: func(context.Context, string, string, string) (string, error) { return `{"result":"no providers"}`, nil }})
+	require.Empty(t, res.Error)
+	assert.Equal(t, `{"result":"no providers"}`, string(res.Result), "a Dispatch with no providers is still called")
 	res = c.Execute(ctx, codemode.Request{Code: "async () => ({f: () => 1})", RetainHandles: true})
 	require.Empty(t, res.Error)
 	require.NotNil(t, res.Retained)
@@ -157,7 +200,7 @@ func TestClientTakesStandalone(t *testing.T) {
 	r, err = withCap.Run(ctx, "return add({})")
 	require.NoError(t, err)
 	assert.Equal(t, "3", string(r.Value))
-	assert.Equal(t, []string{methodStandalone, methodStandalone, methodProgram, methodProgram, methodProgram}, rec.calls())
+	assert.Equal(t, []string{methodStandalone, methodStandalone, methodProgram, methodProgram, methodProgram, methodProgram}, rec.calls())
 }
 
 // oldDaemon is a daemon from before Standalone: it serves Program only.
@@ -205,4 +248,62 @@ func listen(t *testing.T, g *grpc.Server, srv *remote.Server) string {
 		srv.Close()
 	})
 	return ln.Addr().String()
+}
+
+// TestStandaloneRequestBounded: a Standalone request that never arrives
+// whole (its length prefix says more than the client sends) is ended after
+// StartTimeout, as a stream's missing start is; gRPC alone would wait for
+// it as long as the connection lives. Raw HTTP/2: a gRPC client always
+// sends whole messages.
+func TestStandaloneRequestBounded(t *testing.T) {
+	const wait = 300 * time.Millisecond
+	addr, _ := daemon(t, remote.ServerOptions{StartTimeout: wait})
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer conn.Close()
+	require.NoError(t, conn.SetDeadline(time.Now().Add(30*time.Second)))
+	_, err = conn.Write([]byte(http2.ClientPreface))
+	require.NoError(t, err)
+	fr := http2.NewFramer(conn, conn)
+	require.NoError(t, fr.WriteSettings())
+	var block bytes.Buffer
+	enc := hpack.NewEncoder(&block)
+	for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":path", methodStandalone}, {":authority", addr},
+		{"content-type", "application/grpc"}, {"te", "trailers"}} {
+		require.NoError(t, enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]}))
+	}
+	require.NoError(t, fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block.Bytes(), EndHeaders: true}))
+	sent := time.Now()
+	require.NoError(t, fr.WriteData(1, false, []byte{0, 0, 0, 0x10, 0, 0x12})) // 4096 bytes to come; one sent
+	dec := hpack.NewDecoder(4096, nil)
+	var ended string
+	for ended == "" {
+		f, err := fr.ReadFrame()
+		require.NoError(t, err, "the daemon ends the call")
+		switch f := f.(type) {
+		case *http2.SettingsFrame:
+			if !f.IsAck() {
+				require.NoError(t, fr.WriteSettingsAck())
+			}
+		case *http2.PingFrame:
+			if !f.IsAck() {
+				require.NoError(t, fr.WritePing(true, f.Data))
+			}
+		case *http2.HeadersFrame:
+			fields, err := dec.DecodeFull(f.HeaderBlockFragment())
+			require.NoError(t, err)
+			for _, h := range fields {
+				if h.Name == "grpc-status" {
+					ended = "grpc-status " + h.Value
+				}
+			}
+		case *http2.RSTStreamFrame:
+			ended = "reset " + f.ErrCode.String()
+		}
+	}
+	assert.GreaterOrEqual(t, time.Since(sent), wait, "not before StartTimeout")
+	assert.Equal(t, "grpc-status 1", ended, "CANCELLED: gRPC's status for a read its context ended")
+	res := dial(t, addr).Execute(context.Background(), codemode.Request{Code: "async () => 'next'"})
+	require.Empty(t, res.Error)
+	assert.Equal(t, `"next"`, string(res.Result))
 }

@@ -36,12 +36,12 @@ type ExecutorClient interface {
 	// each on the same stream (Answer, matched by id: calls overlap), and the
 	// daemon ends the stream with the Result.
 	Program(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ClientMessage, ServerMessage], error)
-	// Standalone runs a program that needs nothing from the client after its
-	// start: an Execute program with no providers, or a Run script with no
-	// capabilities. Its result is the reply: one round trip, no stream. A
-	// start with providers, capabilities, retain_handles or resume is
-	// refused with INVALID_ARGUMENT (those run on Program); everything else
-	// (limits, governance, trace, refusals, the result) is as on Program.
+	// Standalone runs a program with no one to call back, with no dispatch
+	// (a call it makes through __dispatch fails "not found"): its result is
+	// the reply, one round trip, no stream. A start with providers,
+	// capabilities, retain_handles or resume is refused with
+	// INVALID_ARGUMENT (those run on Program); for any other start, the
+	// result and each refusal are Program's.
 	Standalone(ctx context.Context, in *Start, opts ...grpc.CallOption) (*Result, error)
 }
 
@@ -85,12 +85,12 @@ type ExecutorServer interface {
 	// each on the same stream (Answer, matched by id: calls overlap), and the
 	// daemon ends the stream with the Result.
 	Program(grpc.BidiStreamingServer[ClientMessage, ServerMessage]) error
-	// Standalone runs a program that needs nothing from the client after its
-	// start: an Execute program with no providers, or a Run script with no
-	// capabilities. Its result is the reply: one round trip, no stream. A
-	// start with providers, capabilities, retain_handles or resume is
-	// refused with INVALID_ARGUMENT (those run on Program); everything else
-	// (limits, governance, trace, refusals, the result) is as on Program.
+	// Standalone runs a program with no one to call back, with no dispatch
+	// (a call it makes through __dispatch fails "not found"): its result is
+	// the reply, one round trip, no stream. A start with providers,
+	// capabilities, retain_handles or resume is refused with
+	// INVALID_ARGUMENT (those run on Program); for any other start, the
+	// result and each refusal are Program's.
 	Standalone(context.Context, *Start) (*Result, error)
 	mustEmbedUnimplementedExecutorServer()
 }
