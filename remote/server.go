@@ -172,9 +172,9 @@ func NewServer(opts ServerOptions) *Server {
 // at most twice MaxPrograms streams, and 16 more (health checks), open at
 // once, which bounds what the transport keeps of streams whose client
 // stopped reading (a message and gRPC's 64 KiB write quota each, until the
-// client reads or leaves). A Standalone request must arrive within
-// StartTimeout, as a stream's start must (a tap handle, grpc.InTapHandle:
-// a server takes only one). Requests run on GOMAXPROCS reused goroutines
+// client reads or leaves). A Standalone request, and a health check's,
+// must arrive within StartTimeout, as a stream's start must (a tap handle,
+// grpc.InTapHandle: a server takes only one). Requests run on GOMAXPROCS reused goroutines
 // (grpc.NumStreamWorkers, experimental in gRPC; one that finds them all
 // busy gets a goroutine of its own, so this bounds nothing), whose stacks
 // have grown to what a program needs: a new goroutine's would grow,
@@ -304,14 +304,19 @@ const standaloneMethod = "/codemode.remote.v1.Executor/Standalone"
 // (readBound) in its context.
 type readBoundKey struct{}
 
-// readBound bounds the read of a Standalone request by StartTimeout, as a
-// stream's start is bounded: gRPC reads a unary request whole, before any
-// interceptor or handler runs, for as long as its client takes, and only
-// the stream's context ends that read. The context it returns is ended by
-// a timer after StartTimeout; Standalone stops the timer when it starts,
-// so the program's own deadline governs from there. Other methods pass.
+// healthCheckMethod is the health service's unary Check.
+const healthCheckMethod = "/grpc.health.v1.Health/Check"
+
+// readBound bounds the read of a unary request, Standalone's or a health
+// check's, by StartTimeout, as a stream's start is bounded: gRPC reads a
+// unary request whole, before any interceptor or handler runs, for as long
+// as its client takes, and only the call's context ends that read. The
+// context it returns is ended by a timer after StartTimeout. Standalone
+// stops the timer when it starts, so the program's own deadline governs
+// from there; a health check has long answered by then. Other methods
+// (streams, which the daemon bounds itself) pass.
 func (s *Server) readBound(ctx context.Context, info *tap.Info) (context.Context, error) {
-	if info.FullMethodName != standaloneMethod {
+	if info.FullMethodName != standaloneMethod && info.FullMethodName != healthCheckMethod {
 		return ctx, nil
 	}
 	ctx, cancel := context.WithCancelCause(ctx)

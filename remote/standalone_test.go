@@ -250,12 +250,18 @@ func listen(t *testing.T, g *grpc.Server, srv *remote.Server) string {
 	return ln.Addr().String()
 }
 
-// TestStandaloneRequestBounded: a Standalone request that never arrives
-// whole (its length prefix says more than the client sends) is ended after
-// StartTimeout, as a stream's missing start is; gRPC alone would wait for
-// it as long as the connection lives. Raw HTTP/2: a gRPC client always
-// sends whole messages.
-func TestStandaloneRequestBounded(t *testing.T) {
+// TestUnaryRequestBounded: a Standalone request, or a health check's,
+// that never arrives whole (its length prefix says more than the client
+// sends) is ended after StartTimeout, as a stream's missing start is; gRPC
+// alone would wait for it as long as the connection lives. Raw HTTP/2: a
+// gRPC client always sends whole messages.
+func TestUnaryRequestBounded(t *testing.T) {
+	for _, method := range []string{methodStandalone, "/grpc.health.v1.Health/Check"} {
+		t.Run(method, func(t *testing.T) { partialRequest(t, method) })
+	}
+}
+
+func partialRequest(t *testing.T, method string) {
 	const wait = 300 * time.Millisecond
 	addr, _ := daemon(t, remote.ServerOptions{StartTimeout: wait})
 	conn, err := net.Dial("tcp", addr)
@@ -268,7 +274,7 @@ func TestStandaloneRequestBounded(t *testing.T) {
 	require.NoError(t, fr.WriteSettings())
 	var block bytes.Buffer
 	enc := hpack.NewEncoder(&block)
-	for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":path", methodStandalone}, {":authority", addr},
+	for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":path", method}, {":authority", addr},
 		{"content-type", "application/grpc"}, {"te", "trailers"}} {
 		require.NoError(t, enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]}))
 	}
