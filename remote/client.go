@@ -553,10 +553,11 @@ func (c *Client) attempt(ctx context.Context, start *pb.Start, alone bool, kept 
 		case *pb.ServerMessage_Call:
 			called = true
 			cctx := codemode.CallContext(c.extract(sctx, msg.Call.Trace)) // the call left the sandbox before the result
-			go func(call *pb.Call) {
+			call := msg.Call
+			reuse(func() {
 				a := answer(cctx, call)
 				send(&pb.ClientMessage{Msg: &pb.ClientMessage_Answer{Answer: a}})
-			}(msg.Call)
+			})
 		case *pb.ServerMessage_Result:
 			if msg.Result.Retained && kept != nil && stopWatch() {
 				keep = true

@@ -66,7 +66,7 @@ func (p *peer) flush(n int64) {
 func newPeer(stream pb.Executor_ProgramServer, metrics *Metrics, grace time.Duration) *peer {
 	p := &peer{stream: stream, metrics: metrics, out: make(chan outgoing), grace: grace, pending: map[uint64]chan *pb.Answer{},
 		first: make(chan received, 1), gone: make(chan struct{}), done: make(chan struct{}), control: make(chan *pb.ClientMessage, 16)}
-	go p.write()
+	reuse(p.write)
 	return p
 }
 

@@ -30,7 +30,11 @@ import (
 	pb "github.com/codemode-go/codemode/remote/remotepb"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m, goleak.IgnoreCurrent()) }
+// TestMain checks that no goroutine outlives the tests, but for the
+// stream goroutines waiting (at most a second) to be reused.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreCurrent(), goleak.IgnoreTopFunction("github.com/codemode-go/codemode/remote.worker"))
+}
 
 // recorder keeps every message the daemon received, as bytes.
 type recorder struct {

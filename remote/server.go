@@ -244,7 +244,7 @@ func (s *Server) Program(stream pb.Executor_ProgramServer) error {
 	defer release()
 	p := newPeer(stream, s.opts.Metrics, s.opts.SendGrace)
 	p.prop = s.propagator()
-	go p.receive()
+	reuse(p.receive)
 	defer p.stop()
 	first, err := s.first(p)
 	if errors.Is(err, io.EOF) {
