@@ -495,7 +495,7 @@ func (c *Client) attempt(ctx context.Context, start *pb.Start, alone bool, kept 
 	if c.isClosed() {
 		return nil, false, codemode.ErrClosed
 	}
-	if alone && time.Since(time.Unix(0, c.noStandalone.Load())) > standaloneRetry {
+	if since := c.noStandalone.Load(); alone && (since == 0 || time.Since(time.Unix(0, since)) > standaloneRetry) {
 		start.Trace = c.inject(ctx)
 		res, err := c.client.Standalone(ctx, start, grpc.MaxCallRecvMsgSize(c.recvLimit()))
 		if status.Code(err) != codes.Unimplemented {

@@ -135,7 +135,7 @@ func FuzzDaemonStandalone(f *testing.F) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		var reply []byte
-		err := conn.Invoke(ctx, "/codemode.remote.v1.Executor/Standalone", req, &reply, grpc.ForceCodec(rawCodec{}))
+		err := conn.Invoke(ctx, pb.Executor_Standalone_FullMethodName, req, &reply, grpc.ForceCodec(rawCodec{}))
 		if ctx.Err() != nil {
 			t.Fatalf("request %x: no answer", req)
 		}

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/codemode-go/codemode"
 )
@@ -104,10 +106,18 @@ func (m *Metrics) ran(kind string, d time.Duration, calls int64) {
 	}
 }
 
-func (m *Metrics) moved(direction string, n int) {
-	if m != nil {
-		m.bytes.WithLabelValues(direction).Add(float64(n))
+// moved counts msg's bytes (measured only when counting): as they are,
+// or, with oneof non-zero, as the stream message whose oneof field it is
+// (a Standalone start or result counts what it would on a stream).
+func (m *Metrics) moved(direction string, msg proto.Message, oneof protowire.Number) {
+	if m == nil {
+		return
 	}
+	n := proto.Size(msg)
+	if oneof != 0 {
+		n = protowire.SizeTag(oneof) + protowire.SizeBytes(n)
+	}
+	m.bytes.WithLabelValues(direction).Add(float64(n))
 }
 
 func (m *Metrics) unauthenticated() {

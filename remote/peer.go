@@ -11,7 +11,6 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	pb "github.com/codemode-go/codemode/remote/remotepb"
 )
@@ -77,7 +76,7 @@ func (p *peer) write() {
 	for {
 		select {
 		case o := <-p.out:
-			p.metrics.moved("out", proto.Size(o.m))
+			p.metrics.moved("out", o.m, 0)
 			o.sent <- p.stream.Send(o.m)
 		case <-p.done:
 			return
@@ -146,7 +145,7 @@ func (p *peer) receive() {
 			}
 			return
 		}
-		p.metrics.moved("in", proto.Size(m))
+		p.metrics.moved("in", m, 0)
 		if !started {
 			p.first <- received{m: m}
 			continue

@@ -40,9 +40,9 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/tap"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/codemode-go/codemode"
 	pb "github.com/codemode-go/codemode/remote/remotepb"
@@ -142,6 +142,9 @@ func NewServer(opts ServerOptions) *Server {
 	if opts.Max.Deadline > 0 {
 		max.Deadline = opts.Max.Deadline
 	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = 10 * time.Second
+	}
 	if opts.SendGrace <= 0 {
 		opts.SendGrace = 10 * time.Second
 	}
@@ -174,11 +177,12 @@ func NewServer(opts ServerOptions) *Server {
 // stopped reading (a message and gRPC's 64 KiB write quota each, until the
 // client reads or leaves). A Standalone request, and a health check's,
 // must arrive within StartTimeout, as a stream's start must (a tap handle,
-// grpc.InTapHandle: a server takes only one). Requests run on GOMAXPROCS reused goroutines
-// (grpc.NumStreamWorkers, experimental in gRPC; one that finds them all
-// busy gets a goroutine of its own, so this bounds nothing), whose stacks
-// have grown to what a program needs: a new goroutine's would grow,
-// copied, on every program. Pass them to grpc.NewServer.
+// grpc.InTapHandle: a server takes only one). Requests run on GOMAXPROCS
+// reused goroutines (grpc.NumStreamWorkers, experimental in gRPC; one that
+// finds them all busy gets a goroutine of its own, so this bounds
+// nothing), whose stacks have grown to what a program needs: a new
+// goroutine's would grow, copied, on every program. Pass them to
+// grpc.NewServer.
 func (s *Server) GRPCOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{grpc.MaxRecvMsgSize(max(64<<20, MessageLimit(s.max))),
 		grpc.MaxConcurrentStreams(uint32(min(2*cap(s.admit)+16, math.MaxInt32))),
@@ -279,33 +283,27 @@ func (s *Server) Standalone(ctx context.Context, start *pb.Start) (*pb.Result, e
 		return nil, status.Error(codes.InvalidArgument, "a resumption runs on Program: the approved call comes back on the stream")
 	}
 	if t, _ := ctx.Value(readBoundKey{}).(*time.Timer); t != nil && !t.Stop() {
-		return nil, status.Errorf(codes.DeadlineExceeded, "no program start within %v", s.startTimeout())
+		return nil, status.Errorf(codes.DeadlineExceeded, "no program start within %v", s.opts.StartTimeout)
 	}
 	release, err := s.admitOne()
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	// Bytes are counted as on a stream, each in its message.
-	s.opts.Metrics.moved("in", proto.Size(&pb.ClientMessage{Msg: &pb.ClientMessage_Start{Start: start}}))
+	// Bytes are counted as on a stream: ClientMessage.start, ServerMessage.result.
+	s.opts.Metrics.moved("in", start, 1)
 	var res *pb.Result
 	err = s.serve(ctx, start, nil, func(r *pb.Result) error {
 		res = r
-		s.opts.Metrics.moved("out", proto.Size(&pb.ServerMessage{Msg: &pb.ServerMessage_Result{Result: r}}))
+		s.opts.Metrics.moved("out", r, 2)
 		return nil
 	})
 	return res, err
 }
 
-// standaloneMethod is Standalone's full gRPC method name.
-const standaloneMethod = "/codemode.remote.v1.Executor/Standalone"
-
 // readBoundKey keys the timer that bounds a Standalone request's read
 // (readBound) in its context.
 type readBoundKey struct{}
-
-// healthCheckMethod is the health service's unary Check.
-const healthCheckMethod = "/grpc.health.v1.Health/Check"
 
 // readBound bounds the read of a unary request, Standalone's or a health
 // check's, by StartTimeout, as a stream's start is bounded: gRPC reads a
@@ -316,21 +314,13 @@ const healthCheckMethod = "/grpc.health.v1.Health/Check"
 // from there; a health check has long answered by then. Other methods
 // (streams, which the daemon bounds itself) pass.
 func (s *Server) readBound(ctx context.Context, info *tap.Info) (context.Context, error) {
-	if info.FullMethodName != standaloneMethod && info.FullMethodName != healthCheckMethod {
+	if info.FullMethodName != pb.Executor_Standalone_FullMethodName && info.FullMethodName != healthpb.Health_Check_FullMethodName {
 		return ctx, nil
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
-	wait := s.startTimeout()
+	wait := s.opts.StartTimeout
 	t := time.AfterFunc(wait, func() { cancel(fmt.Errorf("no program start within %v", wait)) })
 	return context.WithValue(ctx, readBoundKey{}, t), nil
-}
-
-// startTimeout is how long a program's start may take to arrive.
-func (s *Server) startTimeout() time.Duration {
-	if s.opts.StartTimeout <= 0 {
-		return 10 * time.Second
-	}
-	return s.opts.StartTimeout
 }
 
 // admitOne takes a program slot, or refuses the program at once: the
@@ -503,7 +493,7 @@ func (s *Server) memoryRefusal(log *slog.Logger) error {
 // StartTimeout; or why there is none (the stream ended before it, or the
 // wait did).
 func (s *Server) first(p *peer) (*pb.ClientMessage, error) {
-	wait := s.startTimeout()
+	wait := s.opts.StartTimeout
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {

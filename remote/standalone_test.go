@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -27,8 +28,8 @@ import (
 )
 
 const (
-	methodProgram    = "/codemode.remote.v1.Executor/Program"
-	methodStandalone = "/codemode.remote.v1.Executor/Standalone"
+	methodProgram    = pb.Executor_Program_FullMethodName
+	methodStandalone = pb.Executor_Standalone_FullMethodName
 )
 
 // overStream runs start on the Program stream: the start, then the
@@ -256,7 +257,7 @@ func listen(t *testing.T, g *grpc.Server, srv *remote.Server) string {
 // alone would wait for it as long as the connection lives. Raw HTTP/2: a
 // gRPC client always sends whole messages.
 func TestUnaryRequestBounded(t *testing.T) {
-	for _, method := range []string{methodStandalone, "/grpc.health.v1.Health/Check"} {
+	for _, method := range []string{methodStandalone, healthpb.Health_Check_FullMethodName} {
 		t.Run(method, func(t *testing.T) { partialRequest(t, method) })
 	}
 }
