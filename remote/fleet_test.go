@@ -3,7 +3,6 @@ package remote_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -26,9 +25,7 @@ type member struct {
 }
 
 func fleetMember(t *testing.T) *member {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	m := &member{addr: ln.Addr().String()}
+	m := &member{}
 	srv := remote.NewServer(remote.ServerOptions{})
 	m.g = grpc.NewServer(append(srv.GRPCOptions(), grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
 		m.took.Add(1)
@@ -38,11 +35,7 @@ func fleetMember(t *testing.T) *member {
 		return h(ctx, req)
 	}))...)
 	srv.Register(m.g)
-	go m.g.Serve(ln)
-	t.Cleanup(func() {
-		m.g.Stop()
-		srv.Close()
-	})
+	m.addr = listen(t, m.g, srv)
 	return m
 }
 

@@ -17,7 +17,6 @@ import (
 	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
@@ -27,6 +26,7 @@ import (
 	pb "github.com/codemode-go/codemode/remote/remotepb"
 )
 
+// The daemon's methods, as the recorder lists them.
 const (
 	methodProgram    = pb.Executor_Program_FullMethodName
 	methodStandalone = pb.Executor_Standalone_FullMethodName
@@ -59,10 +59,7 @@ func overStream(ctx context.Context, c pb.ExecutorClient, start *pb.Start) (*pb.
 // run's elapsed time and peak memory aside).
 func TestStandaloneMatchesProgram(t *testing.T) {
 	addr, _ := daemon(t, remote.ServerOptions{Max: codemode.Limits{Memory: 32 << 20, Deadline: 5 * time.Second}})
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	t.Cleanup(func() { conn.Close() })
-	c := pb.NewExecutorClient(conn)
+	c := rawClient(t, addr)
 	run := pb.Start_MODE_RUN
 	for _, tc := range []struct {
 		name  string
@@ -114,10 +111,7 @@ func TestStandaloneMatchesProgram(t *testing.T) {
 func TestStandaloneRefusesCallbacks(t *testing.T) {
 	var log logBuffer
 	addr, _ := daemon(t, remote.ServerOptions{Logger: slog.New(slog.NewTextHandler(&log, nil))})
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	t.Cleanup(func() { conn.Close() })
-	c := pb.NewExecutorClient(conn)
+	c := rawClient(t, addr)
 	for name, start := range map[string]*pb.Start{
 		"providers":    {Code: "async () => 1", Providers: []*pb.Provider{{Name: "s"}}},
 		"capabilities": {Mode: pb.Start_MODE_RUN, Code: "return 1", Capabilities: []*pb.Capability{{Name: "c"}}},
