@@ -15,6 +15,7 @@ import (
 	"math"
 	"reflect"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,6 +25,8 @@ import (
 	"unsafe"
 
 	jsonv2 "github.com/go-json-experiment/json"
+
+	"github.com/codemode-go/codemode/internal/gopool"
 )
 
 // Capability is a host function injected into every sandbox as a global JS
@@ -353,9 +356,12 @@ type hostRun struct {
 	stopExec func() bool
 	// The dispatch's context, made on the first provider call: it carries
 	// the deadline but does not end with the run, so a call the program did
-	// not await (a write, say) can finish. Its deadline releases it.
+	// not await (a write, say) can finish. It ends at the deadline, or
+	// once the run has ended and no provider call is in its handler: left
+	// to its deadline alone, every run's context and timer stayed live
+	// until then (a rate of runs times the deadline of them).
 	dctx    context.Context
-	dcancel context.CancelFunc // never called early: the deadline releases dctx
+	dcancel context.CancelFunc // nil once called
 
 	internal error // a failure of the glue, reported as kind internal
 
@@ -375,6 +381,7 @@ type hostRun struct {
 	mu       sync.Mutex
 	closed   bool
 	inflight int
+	dlive    int         // provider calls handed to a handler that have not returned
 	queue    []asyncCall // waiting for a free handler, in call order
 	done     []completion
 	notify   chan struct{} // one token when done turns non-empty
@@ -477,13 +484,29 @@ func (h *hostRun) close() {
 	h.closed = true
 	h.queue = nil
 	h.done = nil
+	end := h.endDispatch()
 	h.mu.Unlock()
+	end()
 	h.entered.Wait()
 	if h.cancel != nil {
 		h.stopExec()
 		h.cancel()
 	}
 }
+
+// endDispatch returns the dispatch context's cancel if the run has ended
+// and no provider call is in its handler, once; otherwise a no-op. The
+// caller holds mu and calls what it returns after unlocking.
+func (h *hostRun) endDispatch() context.CancelFunc {
+	if !h.closed || h.dlive > 0 || h.dcancel == nil {
+		return noCancel
+	}
+	end := h.dcancel
+	h.dcancel = nil
+	return end
+}
+
+func noCancel() {}
 
 // spinWindow is how long the event loop polls for a completion before it
 // parks: handing a goroutine back and forth through the scheduler costs
@@ -853,9 +876,18 @@ func (h *hostRun) start(call asyncCall) bool {
 		return true
 	}
 	h.inflight++
+	if call.cap < 0 {
+		h.dlive++
+	}
 	h.entered.Add(1)
 	h.mu.Unlock()
-	go h.serve(call)
+	gopool.Go(func() {
+		// A go statement would carry the run's goroutine's profiler
+		// labels; a reused goroutine takes the caller's (pprof.Do's).
+		pprof.SetGoroutineLabels(h.caller)
+		h.serve(call)
+		pprof.SetGoroutineLabels(context.Background())
+	})
 	return true
 }
 
@@ -883,8 +915,9 @@ func (h *hostRun) governedCall(ctx context.Context, v verdict, name string, id u
 	return d
 }
 
-// serve runs async calls on one goroutine: the given one, then queued
-// ones while any wait, so the in-flight bound holds without a hand-off.
+// serve runs async calls on one goroutine (a reused one, see gopool):
+// the given one, then queued ones while any wait, so the in-flight bound
+// holds without a hand-off.
 func (h *hostRun) serve(call asyncCall) {
 	for {
 		h.entered.Done()
@@ -915,8 +948,13 @@ func (h *hostRun) serve(call asyncCall) {
 		}
 		d.id = call.id
 		h.mu.Lock()
+		if call.cap < 0 {
+			h.dlive--
+		}
 		if h.closed {
+			end := h.endDispatch()
 			h.mu.Unlock()
+			end()
 			return
 		}
 		h.done = append(h.done, d)
@@ -925,6 +963,9 @@ func (h *hostRun) serve(call asyncCall) {
 			call = h.queue[0]
 			h.queue[0] = asyncCall{}
 			h.queue = h.queue[1:]
+			if call.cap < 0 {
+				h.dlive++
+			}
 			h.entered.Add(1)
 		} else {
 			h.inflight--

@@ -7,10 +7,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/codemode-go/codemode/internal/gopool"
 )
 
+// TestMain checks that no goroutine outlives the tests, but for host-call
+// goroutines waiting (at most a second) to be reused.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction(gopool.Worker))
 }
 
 // newExecutor builds an executor closed when the test ends.

@@ -65,8 +65,10 @@ type Provider struct {
 // as kind capability, attributed to "provider.tool". It runs on a goroutine of
 // its own per call, at most 32 per run at once, and must be safe for
 // concurrent use. Its context carries the run's deadline and ends with the
-// caller's context; it does not end when the run returns, so a call the
-// program did not await can finish.
+// caller's context; it does not end when the run returns while a call the
+// program did not await is still in the DispatchFunc, so that call can
+// finish. It ends once the run has returned and no call is in the
+// DispatchFunc: like a request's context, it is for the call's duration.
 type DispatchFunc func(ctx context.Context, provider, tool, argsJSON string) (string, error)
 
 // Request is one program for [Executor.Execute].

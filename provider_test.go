@@ -1,9 +1,11 @@
 package codemode
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -482,6 +484,97 @@ func TestFireAndForget(t *testing.T) {
 	})
 	assert.Equal(t, `"settled"`, result(t, res))
 	assert.Empty(t, rec.seen())
+}
+
+// TestDispatchContextEnds: the context a provider call is served with ends
+// with the run once no provider call is in its handler, long before the
+// deadline (left to the deadline, every run's context and timer stayed
+// live until then); a call the program did not await keeps it until the
+// last such call returns.
+func TestDispatchContextEnds(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t, WithLimits(Limits{Deadline: time.Minute}))
+	var served context.Context
+	res := e.Execute(context.Background(), Request{
+		Code:      "async () => (await store.x()).id",
+		Providers: []Provider{{Name: "store"}},
+		Dispatch: func(ctx context.Context, _, _, _ string) (string, error) {
+			served = ctx
+			return `{"result":{"id":1}}`, nil
+		},
+	})
+	assert.Equal(t, "1", result(t, res))
+	require.NotNil(t, served)
+	assert.ErrorIs(t, served.Err(), context.Canceled, "ended with the run")
+
+	release := map[string]chan struct{}{"a": make(chan struct{}), "b": make(chan struct{})}
+	contexts := make(chan context.Context, 2)
+	res = e.Execute(context.Background(), Request{
+		Code:      "async () => { store.a(); store.b(); return 1 }",
+		Providers: []Provider{{Name: "store"}},
+		Dispatch: func(ctx context.Context, _, tool, _ string) (string, error) {
+			contexts <- ctx
+			select {
+			case <-release[tool]:
+			case <-time.After(time.Minute): // the test's bound, not a limit
+			}
+			return `{"result":null}`, nil
+		},
+	})
+	assert.Equal(t, "1", result(t, res))
+	var calls []context.Context
+	for range 2 {
+		select {
+		case ctx := <-contexts:
+			calls = append(calls, ctx)
+		case <-time.After(30 * time.Second):
+			t.Fatal("the un-awaited calls never reached the dispatch")
+		}
+	}
+	for _, ctx := range calls {
+		assert.NoError(t, ctx.Err(), "a call in its handler after the run")
+	}
+	close(release["a"])
+	close(release["b"])
+	for _, ctx := range calls {
+		select {
+		case <-ctx.Done():
+			assert.ErrorIs(t, ctx.Err(), context.Canceled)
+		case <-time.After(30 * time.Second):
+			t.Fatal("the context outlives the run's last call")
+		}
+	}
+}
+
+// TestHandlerProfilerLabels: a provider call's handler runs with the
+// caller's profiler labels (pprof.Do), as on a goroutine the caller's
+// own goroutine started, though handler goroutines are reused.
+func TestHandlerProfilerLabels(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t)
+	for _, v := range []string{"first", "second"} {
+		var profile bytes.Buffer
+		pprof.Do(context.Background(), pprof.Labels("codemode-test", v), func(ctx context.Context) {
+			res := e.Execute(ctx, Request{
+				Code:      "async () => (await store.x()).id",
+				Providers: []Provider{{Name: "store"}},
+				Dispatch: func(context.Context, string, string, string) (string, error) {
+					return `{"result":{"id":1}}`, pprof.Lookup("goroutine").WriteTo(&profile, 1)
+				},
+			})
+			assert.Equal(t, "1", result(t, res))
+		})
+		// debug=1 groups goroutines by stack and labels: the handler's
+		// group names this test's function and carries its labels.
+		var labels string
+		for _, group := range strings.Split(profile.String(), "\n\n") {
+			if strings.Contains(group, "TestHandlerProfilerLabels.func") && strings.Contains(group, "pprof.(*Profile).WriteTo") {
+				_, rest, _ := strings.Cut(group, "# labels: ")
+				labels, _, _ = strings.Cut(rest, "\n")
+			}
+		}
+		assert.Equal(t, `{"codemode-test":"`+v+`"}`, labels)
+	}
 }
 
 func TestParallelToolCalls(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/codemode-go/codemode"
+	"github.com/codemode-go/codemode/internal/gopool"
 	pb "github.com/codemode-go/codemode/remote/remotepb"
 )
 
@@ -554,7 +555,7 @@ func (c *Client) attempt(ctx context.Context, start *pb.Start, alone bool, kept 
 			called = true
 			cctx := codemode.CallContext(c.extract(sctx, msg.Call.Trace)) // the call left the sandbox before the result
 			call := msg.Call
-			reuse(func() {
+			gopool.Go(func() {
 				a := answer(cctx, call)
 				send(&pb.ClientMessage{Msg: &pb.ClientMessage_Answer{Answer: a}})
 			})

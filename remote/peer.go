@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/codemode-go/codemode/internal/gopool"
 	pb "github.com/codemode-go/codemode/remote/remotepb"
 )
 
@@ -65,7 +66,7 @@ func (p *peer) flush(n int64) {
 func newPeer(stream pb.Executor_ProgramServer, metrics *Metrics, grace time.Duration) *peer {
 	p := &peer{stream: stream, metrics: metrics, out: make(chan outgoing), grace: grace, pending: map[uint64]chan *pb.Answer{},
 		first: make(chan received, 1), gone: make(chan struct{}), done: make(chan struct{}), control: make(chan *pb.ClientMessage, 16)}
-	reuse(p.write)
+	gopool.Go(p.write)
 	return p
 }
 

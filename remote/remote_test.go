@@ -24,6 +24,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/codemode-go/codemode"
+	"github.com/codemode-go/codemode/internal/gopool"
 	"github.com/codemode-go/codemode/internal/hostile"
 	"github.com/codemode-go/codemode/internal/spectest"
 	"github.com/codemode-go/codemode/remote"
@@ -33,7 +34,7 @@ import (
 // TestMain checks that no goroutine outlives the tests, but for the
 // stream goroutines waiting (at most a second) to be reused.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreCurrent(), goleak.IgnoreTopFunction("github.com/codemode-go/codemode/remote.worker"))
+	goleak.VerifyTestMain(m, goleak.IgnoreCurrent(), goleak.IgnoreTopFunction(gopool.Worker))
 }
 
 // recorder keeps every message the daemon received, as bytes.

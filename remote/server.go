@@ -45,6 +45,7 @@ import (
 	"google.golang.org/grpc/tap"
 
 	"github.com/codemode-go/codemode"
+	"github.com/codemode-go/codemode/internal/gopool"
 	pb "github.com/codemode-go/codemode/remote/remotepb"
 )
 
@@ -248,7 +249,7 @@ func (s *Server) Program(stream pb.Executor_ProgramServer) error {
 	defer release()
 	p := newPeer(stream, s.opts.Metrics, s.opts.SendGrace)
 	p.prop = s.propagator()
-	reuse(p.receive)
+	gopool.Go(p.receive)
 	defer p.stop()
 	first, err := s.first(p)
 	if errors.Is(err, io.EOF) {
