@@ -544,6 +544,9 @@ type CallResult struct {
 // (including a cancelled ctx or a closed tool) is a Go error, an
 // [*ExecError] of kind internal.
 func (t *CodeModeTool) Invoke(ctx context.Context, args json.RawMessage) (CallResult, error) {
+	if ctx == nil { // the host's bug, not the model's to repair
+		return CallResult{}, internalError(RunJSToolName, ErrNilContext)
+	}
 	code, reason := scriptArg(args)
 	if reason != "" {
 		out, err := withLogs((&ExecError{Kind: KindInvalidArgs, Name: RunJSToolName, Reason: reason}).LLMJSON(), nil)
@@ -559,6 +562,9 @@ func (t *CodeModeTool) Invoke(ctx context.Context, args json.RawMessage) (CallRe
 // the decision for its call (see [Executor.Resume]), and reports like
 // Invoke.
 func (t *CodeModeTool) Resume(ctx context.Context, continuation []byte, d Decision) (CallResult, error) {
+	if ctx == nil {
+		return CallResult{}, internalError(RunJSToolName, ErrNilContext)
+	}
 	if t.grant != nil {
 		ctx = Grant(ctx, t.grant...)
 	}

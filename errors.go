@@ -68,7 +68,17 @@ var (
 	// kind internal, and context.Canceled as well when the caller
 	// cancelled while it waited.
 	ErrBusy = errors.New("codemode: busy: no sandbox was free in time")
+	// ErrNilContext is matched by the error of a call given a nil
+	// context.Context: kind invalid_args, before anything runs. Pass
+	// context.Background() instead.
+	ErrNilContext = errors.New("codemode: nil Context")
 )
+
+// nilContext is the error of an entry point named name given a nil
+// context.
+func nilContext(name string) *ExecError {
+	return &ExecError{Kind: KindInvalidArgs, Name: name, Reason: "a nil Context (pass context.Background())", cause: ErrNilContext}
+}
 
 // ExecError is how a run or a tool call fails. Kind says what failed; the
 // other fields are set per kind, exactly as the reference executor's JSON

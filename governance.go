@@ -710,6 +710,10 @@ func (e *Executor) govern(ctx context.Context, origin continuationBody) (context
 // counted from this call. A Run program's outcome comes back in the
 // ExecuteResult's form: Result, Logs, Err (Error its text).
 func (e *Executor) Resume(ctx context.Context, continuation []byte, d Decision, dispatch DispatchFunc) ExecuteResult {
+	if ctx == nil {
+		err := nilContext(ExecuteName)
+		return ExecuteResult{Logs: []string{}, Error: err.describe(), Err: err}
+	}
 	if e.gov == nil {
 		err := refuse("this executor has no Governance (WithGovernance)")
 		return ExecuteResult{Logs: []string{}, Error: err.Error(), Err: internalError(ExecuteName, err)}

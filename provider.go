@@ -348,6 +348,10 @@ var guardsBytecode = sync.OnceValues(func() ([]byte, error) {
 // RetainHandles the sandbox is gone when Execute returns, so timers set
 // for later never fire.
 func (e *Executor) Execute(ctx context.Context, req Request) ExecuteResult {
+	if ctx == nil {
+		err := nilContext(ExecuteName)
+		return ExecuteResult{Logs: []string{}, Error: err.describe(), Err: err}
+	}
 	if e.observer == nil {
 		res, _ := e.execute(ctx, req)
 		return res

@@ -903,3 +903,70 @@ func TestProgramHead(t *testing.T) {
 		assert.Equal(t, "x", string(src[head:head+1]))
 	}
 }
+
+// TestNilContext: every entry point given a nil context refuses it with
+// kind invalid_args matching ErrNilContext, before anything runs, instead
+// of a nil-pointer panic in the caller's goroutine.
+func TestNilContext(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t)
+	var nilCtx context.Context // what a caller's bug passes
+	kind := KindInvalidArgs    // the Executor's: arguments refused before any sandbox
+	check := func(what string, err error) {
+		t.Helper()
+		var ee *ExecError
+		if assert.ErrorIs(t, err, ErrNilContext, what) && assert.ErrorAs(t, err, &ee, what) {
+			assert.Equal(t, kind, ee.Kind, what)
+		}
+	}
+	_, err := e.Run(nilCtx, "return 1")
+	check("Run", err)
+	res := e.Execute(nilCtx, Request{Code: "async () => 1"})
+	check("Execute", res.Err)
+	assert.Equal(t, "execute: invalid arguments: a nil Context (pass context.Background())", res.Error)
+	assert.Equal(t, []string{}, res.Logs)
+	check("Resume", e.Resume(nilCtx, []byte("{}"), Decision{}, nil).Err)
+	_, err = e.Register(nilCtx, ToolSource{Name: "one", Source: "() => 1"})
+	check("Register", err)
+	_, err = e.Register(context.Background(), ToolSource{Name: "one", Source: "() => 1"})
+	require.NoError(t, err)
+	_, err = e.Call(nilCtx, "one", json.RawMessage(`{}`))
+	check("Call", err)
+
+	var handle atomic.Pointer[Handle]
+	res = e.Execute(context.Background(), Request{
+		Code:      "async () => { await store.keep(() => 2) }",
+		Providers: []Provider{{Name: "store"}},
+		Dispatch: EnvelopeDispatch(nil, func(_ context.Context, _, _, argsJSON string) (any, error) {
+			args, err := ParseDispatchArguments(argsJSON)
+			if err == nil {
+				if h, ok := args[0].(Handle); ok {
+					handle.Store(&h)
+				}
+			}
+			return nil, err
+		}),
+		RetainHandles: true,
+	})
+	require.Empty(t, res.Error)
+	require.NotNil(t, res.Retained)
+	defer res.Retained.Close()
+	require.NotNil(t, handle.Load())
+	_, err = res.Retained.Call(nilCtx, *handle.Load())
+	check("Retained.Call", err)
+	v, err := res.Retained.Call(context.Background(), *handle.Load())
+	require.NoError(t, err)
+	assert.Equal(t, 2.0, v, "the sandbox still serves")
+
+	base, err := NewCodeModeTool(nil, Limits{})
+	require.NoError(t, err)
+	defer base.Close()
+	cm := base.Granted("g") // the path that wraps the context first
+	kind = KindInternal     // CodeModeTool's Go errors: not the model's to repair
+	_, err = cm.Invoke(nilCtx, json.RawMessage(`{"code":"return 1"}`))
+	check("CodeModeTool.Invoke", err)
+	_, err = cm.Call(nilCtx, json.RawMessage(`{"code":"return 1"}`))
+	check("CodeModeTool.Call", err)
+	_, err = cm.Resume(nilCtx, []byte("{}"), Decision{})
+	check("CodeModeTool.Resume", err)
+}

@@ -115,6 +115,9 @@ func (e *Executor) retain(s *slot, name string, smap sourceMap, caps *capTable) 
 // as well. A cancelled ctx gives kind internal matching context.Canceled;
 // a sandbox that closed earlier gives an error matching ErrRetainedClosed.
 func (r *Retained) Call(ctx context.Context, h Handle, args ...any) (any, error) {
+	if ctx == nil {
+		return nil, nilContext(r.name)
+	}
 	if args == nil {
 		args = []any{}
 	}

@@ -326,6 +326,9 @@ type Result struct {
 // errors.Is. When the sandbox ran, a failed run still returns a Result
 // holding its logs (Value nil) next to the error.
 func (e *Executor) Run(ctx context.Context, script string) (*Result, error) {
+	if ctx == nil {
+		return nil, nilContext(RunJSToolName)
+	}
 	if e.observer == nil {
 		res, err, _ := e.runScript(ctx, script)
 		return res, err

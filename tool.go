@@ -125,6 +125,9 @@ func toolNameProblem(name string) string {
 // source and kept until the last of them is deregistered. Safe for
 // concurrent use.
 func (e *Executor) Register(ctx context.Context, src ToolSource) (RegisteredTool, error) {
+	if ctx == nil {
+		return RegisteredTool{}, &RegisterError{Stage: StageExecution, Exec: nilContext(src.Name)}
+	}
 	start := time.Now()
 	params, verr := e.validate(src)
 	if verr != nil {
@@ -280,6 +283,9 @@ func (e *Executor) Deregister(name string) bool {
 // names the offending argument). Other failures are those of [Executor.Run],
 // attributed to the tool.
 func (e *Executor) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+	if ctx == nil {
+		return nil, nilContext(name)
+	}
 	start := time.Now()
 	e.tools.mu.RLock()
 	t, ok := e.tools.byKey[name]
