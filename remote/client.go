@@ -214,6 +214,9 @@ func (c *Client) pbLimits() *pb.Limits {
 // that cannot be reached, refuses the program or fails mid-run is
 // ExecuteResult.Error (Err of kind internal).
 func (c *Client) Execute(ctx context.Context, req codemode.Request) codemode.ExecuteResult {
+	if ctx == nil {
+		return failed(codemode.ExecuteName, codemode.ErrNilContext)
+	}
 	start := &pb.Start{Mode: pb.Start_MODE_EXECUTE, Code: req.Code, Limits: c.pbLimits(), RequireLimits: c.require, Governance: c.pbGov}
 	for _, p := range req.Providers {
 		pp := &pb.Provider{Name: p.Name, Tools: p.Tools, ObjectArgs: p.ObjectArgs, Prelude: p.Prelude, ProxySource: p.ProxySource}
@@ -333,6 +336,9 @@ func (c *Client) Resume(ctx context.Context, continuation []byte, d codemode.Dec
 		ee := codemode.InternalError(codemode.ExecuteName, err)
 		return codemode.ExecuteResult{Logs: []string{}, Error: ee.Message, Err: ee}
 	}
+	if ctx == nil {
+		return failed(codemode.ExecuteName, codemode.ErrNilContext)
+	}
 	if c.gov == nil || len(c.gov.Key) == 0 {
 		return refused(errors.New("remote: Resume: this client has no governance key (WithGovernance)"))
 	}
@@ -391,6 +397,9 @@ func safeDispatch(ctx context.Context, d codemode.DispatchFunc, call *pb.Call) (
 // Run runs a run_js script on the daemon with the client's capabilities
 // (WithCapability); their calls come back here.
 func (c *Client) Run(ctx context.Context, script string) (*codemode.Result, error) {
+	if ctx == nil {
+		return nil, failed(codemode.RunJSToolName, codemode.ErrNilContext).Err
+	}
 	start := &pb.Start{Mode: pb.Start_MODE_RUN, Code: script, Limits: c.pbLimits(), RequireLimits: c.require,
 		Capabilities: c.pbCapabilities(), Governance: c.pbGov}
 	return c.run(ctx, start)

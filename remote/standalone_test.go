@@ -308,3 +308,22 @@ func partialRequest(t *testing.T, method string) {
 	require.Empty(t, res.Error)
 	assert.Equal(t, `"next"`, string(res.Result))
 }
+
+// TestClientNilContext: a nil context is refused before anything is sent,
+// as the local Executor refuses it (errors.Is ErrNilContext); the client
+// reports it as it reports every failure of its own, kind internal.
+func TestClientNilContext(t *testing.T) {
+	addr, rec := daemon(t, remote.ServerOptions{})
+	c := dial(t, addr)
+	var nilCtx context.Context // what a caller's bug passes
+	res := c.Execute(nilCtx, codemode.Request{Code: "async () => 1"})
+	assert.ErrorIs(t, res.Err, codemode.ErrNilContext)
+	assert.Equal(t, codemode.KindInternal, res.Err.Kind)
+	res = c.Resume(nilCtx, []byte("{}"), codemode.Decision{}, nil)
+	assert.ErrorIs(t, res.Err, codemode.ErrNilContext)
+	_, err := c.Run(nilCtx, "return 1")
+	assert.ErrorIs(t, err, codemode.ErrNilContext)
+	assert.Empty(t, rec.calls(), "nothing reached the daemon")
+	res = c.Execute(context.Background(), codemode.Request{Code: "async () => 1"})
+	assert.Equal(t, "1", string(res.Result))
+}
