@@ -419,6 +419,9 @@ type CodeModeTool struct {
 func NewCodeModeTool(tools []Tool, limits Limits, opts ...Option) (*CodeModeTool, error) {
 	var probe config // what the options say about the tools themselves
 	for _, o := range opts {
+		if o == nil {
+			return nil, errNilOption
+		}
 		if err := o(&probe); err != nil {
 			return nil, err
 		}
@@ -427,7 +430,10 @@ func NewCodeModeTool(tools []Tool, limits Limits, opts ...Option) (*CodeModeTool
 	opts = append([]Option{WithLimits(limits)}, opts...)
 	apis := make([]ToolAPI, 0, len(tools))
 	owner := map[string]string{}
-	for _, t := range tools {
+	for i, t := range tools {
+		if t == nil {
+			return nil, &RegisterError{Stage: StageInvalidCapability, Reason: fmt.Sprintf("tools[%d] is nil", i)}
+		}
 		def := t.Definition()
 		id := JSIdentifier(def.Name)
 		if prev, ok := owner[id]; ok {

@@ -74,6 +74,9 @@ var (
 	ErrNilContext = errors.New("codemode: nil Context")
 )
 
+// errNilOption is New's and NewCodeModeTool's error for a nil Option.
+var errNilOption = errors.New("codemode: a nil Option")
+
 // nilContext is the error of an entry point named name given a nil
 // context.
 func nilContext(name string) *ExecError {

@@ -970,3 +970,34 @@ func TestNilContext(t *testing.T) {
 	_, err = cm.Resume(nilCtx, []byte("{}"), Decision{})
 	check("CodeModeTool.Resume", err)
 }
+
+// TestNilInputs: a nil Option, a nil Tool and a nil *Retained are
+// refused or act as documented, never a nil-pointer panic.
+func TestNilInputs(t *testing.T) {
+	t.Parallel()
+	_, err := New(WithLimits(Limits{}), nil)
+	assert.EqualError(t, err, "codemode: a nil Option")
+	_, err = NewCodeModeTool(nil, Limits{}, nil)
+	assert.EqualError(t, err, "codemode: a nil Option")
+	tool := NewTool(ToolDefinition{Name: "t"}, func(context.Context, json.RawMessage) (json.RawMessage, error) { return nil, nil })
+	_, err = NewCodeModeTool([]Tool{tool, nil}, Limits{})
+	var re *RegisterError
+	if assert.ErrorAs(t, err, &re) {
+		assert.Equal(t, StageInvalidCapability, re.Stage)
+		assert.Contains(t, re.Error(), "tools[1] is nil")
+	}
+
+	e := newExecutor(t)
+	res := e.Execute(context.Background(), Request{Code: "async () => 1"})
+	require.Nil(t, res.Retained, "no RetainHandles")
+	_, err = res.Retained.Call(context.Background(), Handle{})
+	assert.ErrorIs(t, err, ErrRetainedClosed)
+	assert.ErrorIs(t, res.Retained.Err(), ErrRetainedClosed)
+	assert.NoError(t, res.Retained.Close())
+	assert.Nil(t, res.Retained.Logs())
+	select {
+	case <-res.Retained.Done():
+	default:
+		t.Error("a nil Retained's Done is not closed")
+	}
+}

@@ -44,6 +44,9 @@ var ErrRetainedClosed = errors.New("codemode: retained sandbox closed")
 // passed to its tools. It closes on Close, after the executor's retain idle
 // time without a Call, when code it runs is killed, or when the executor
 // closes. Its methods are safe for concurrent use; calls run one at a time.
+// A nil *Retained (ExecuteResult.Retained of a request without
+// RetainHandles) acts as one already closed: Call and Err give an error
+// matching ErrRetainedClosed, Done is closed, Close and Logs do nothing.
 type Retained struct {
 	ex   *Executor
 	name string
@@ -115,6 +118,9 @@ func (e *Executor) retain(s *slot, name string, smap sourceMap, caps *capTable) 
 // as well. A cancelled ctx gives kind internal matching context.Canceled;
 // a sandbox that closed earlier gives an error matching ErrRetainedClosed.
 func (r *Retained) Call(ctx context.Context, h Handle, args ...any) (any, error) {
+	if r == nil {
+		return nil, closedError("no sandbox was retained (a nil *Retained)")
+	}
 	if ctx == nil {
 		return nil, nilContext(r.name)
 	}
@@ -144,6 +150,9 @@ func (r *Retained) Call(ctx context.Context, h Handle, args ...any) (any, error)
 // Logs returns the console lines the sandbox wrote since Execute returned
 // or since the last Logs.
 func (r *Retained) Logs() []string {
+	if r == nil {
+		return nil
+	}
 	if r.backend != nil {
 		return r.backend.Logs()
 	}
@@ -156,6 +165,9 @@ func (r *Retained) Logs() []string {
 
 // Close frees the sandbox. It is idempotent and returns nil.
 func (r *Retained) Close() error {
+	if r == nil {
+		return nil
+	}
 	if r.backend != nil {
 		return r.backend.Close()
 	}
@@ -166,6 +178,9 @@ func (r *Retained) Close() error {
 
 // Done is closed once the sandbox is gone; Err then says why.
 func (r *Retained) Done() <-chan struct{} {
+	if r == nil {
+		return closedChan
+	}
 	if r.backend != nil {
 		return r.backend.Done()
 	}
@@ -174,6 +189,9 @@ func (r *Retained) Done() <-chan struct{} {
 
 // Err returns why the sandbox closed, or nil while it lives.
 func (r *Retained) Err() error {
+	if r == nil {
+		return closedError("no sandbox was retained (a nil *Retained)")
+	}
 	if r.backend != nil {
 		return r.backend.Err()
 	}
@@ -212,6 +230,9 @@ func (r *Retained) contextEnded(ctx context.Context, req retainedReq) error {
 
 // closedError explains the end of a retained sandbox.
 func closedError(why string) error { return fmt.Errorf("%w: %s", ErrRetainedClosed, why) }
+
+// closedChan is the Done of a nil *Retained.
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
 
 // loop owns the slot from Execute's return until the sandbox is gone: it
 // fires timers, runs Calls and answers them as their promises settle, time

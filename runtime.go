@@ -192,6 +192,9 @@ func WithLimits(l Limits) Option {
 func New(opts ...Option) (*Executor, error) {
 	var cfg config
 	for _, opt := range opts {
+		if opt == nil {
+			return nil, errNilOption
+		}
 		if err := opt(&cfg); err != nil {
 			return nil, err
 		}
