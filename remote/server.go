@@ -312,8 +312,9 @@ type readBoundKey struct{}
 // as its client takes, and only the call's context ends that read. The
 // context it returns is ended by a timer after StartTimeout. Standalone
 // stops the timer when it starts, so the program's own deadline governs
-// from there; a health check has long answered by then. Other methods
-// (streams, which the daemon bounds itself) pass.
+// from there; the call's end stops it otherwise (a health check's, a
+// request refused before Standalone ran), so no timer outlives its call.
+// Other methods (streams, which the daemon bounds itself) pass.
 func (s *Server) readBound(ctx context.Context, info *tap.Info) (context.Context, error) {
 	if info.FullMethodName != pb.Executor_Standalone_FullMethodName && info.FullMethodName != healthpb.Health_Check_FullMethodName {
 		return ctx, nil
@@ -321,6 +322,7 @@ func (s *Server) readBound(ctx context.Context, info *tap.Info) (context.Context
 	ctx, cancel := context.WithCancelCause(ctx)
 	wait := s.opts.StartTimeout
 	t := time.AfterFunc(wait, func() { cancel(fmt.Errorf("no program start within %v", wait)) })
+	context.AfterFunc(ctx, func() { t.Stop() }) // gRPC ends the call's context when the call ends
 	return context.WithValue(ctx, readBoundKey{}, t), nil
 }
 
