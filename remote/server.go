@@ -292,15 +292,22 @@ func (s *Server) Standalone(ctx context.Context, start *pb.Start) (*pb.Result, e
 	}
 	defer release()
 	// Bytes are counted as on a stream: ClientMessage.start, ServerMessage.result.
-	s.opts.Metrics.moved("in", start, 1)
+	s.opts.Metrics.moved("in", start, startField)
 	var res *pb.Result
 	err = s.serve(ctx, start, nil, func(r *pb.Result) error {
 		res = r
-		s.opts.Metrics.moved("out", r, 2)
+		s.opts.Metrics.moved("out", r, resultField)
 		return nil
 	})
 	return res, err
 }
+
+// startField and resultField number a stream's start and result in their
+// messages' oneofs, for counting a Standalone call's bytes as a stream's.
+var (
+	startField  = (&pb.ClientMessage{}).ProtoReflect().Descriptor().Fields().ByName("start").Number()
+	resultField = (&pb.ServerMessage{}).ProtoReflect().Descriptor().Fields().ByName("result").Number()
+)
 
 // readBoundKey keys the timer that bounds a Standalone request's read
 // (readBound) in its context.
