@@ -69,13 +69,20 @@ var (
 	// cancelled while it waited.
 	ErrBusy = errors.New("codemode: busy: no sandbox was free in time")
 	// ErrNilContext is matched by the error of a call given a nil
-	// context.Context: kind invalid_args, before anything runs. Pass
+	// context.Context, before anything runs: kind invalid_args from the
+	// Executor's methods and Retained.Call, kind internal where only host
+	// failures are Go errors (CodeModeTool, the daemon's client). Pass
 	// context.Background() instead.
 	ErrNilContext = errors.New("codemode: nil Context")
 )
 
 // errNilOption is New's and NewCodeModeTool's error for a nil Option.
 var errNilOption = errors.New("codemode: a nil Option")
+
+// refusedResult is the ExecuteResult of a request refused before it ran.
+func refusedResult(err *ExecError) ExecuteResult {
+	return ExecuteResult{Logs: []string{}, Error: err.describe(), Err: err}
+}
 
 // nilContext is the error of an entry point named name given a nil
 // context.

@@ -711,8 +711,7 @@ func (e *Executor) govern(ctx context.Context, origin continuationBody) (context
 // ExecuteResult's form: Result, Logs, Err (Error its text).
 func (e *Executor) Resume(ctx context.Context, continuation []byte, d Decision, dispatch DispatchFunc) ExecuteResult {
 	if ctx == nil {
-		err := nilContext(ExecuteName)
-		return ExecuteResult{Logs: []string{}, Error: err.describe(), Err: err}
+		return refusedResult(nilContext(ExecuteName))
 	}
 	if e.gov == nil {
 		err := refuse("this executor has no Governance (WithGovernance)")

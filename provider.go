@@ -349,8 +349,7 @@ var guardsBytecode = sync.OnceValues(func() ([]byte, error) {
 // for later never fire.
 func (e *Executor) Execute(ctx context.Context, req Request) ExecuteResult {
 	if ctx == nil {
-		err := nilContext(ExecuteName)
-		return ExecuteResult{Logs: []string{}, Error: err.describe(), Err: err}
+		return refusedResult(nilContext(ExecuteName))
 	}
 	if e.observer == nil {
 		res, _ := e.execute(ctx, req)

@@ -119,7 +119,7 @@ func (e *Executor) retain(s *slot, name string, smap sourceMap, caps *capTable) 
 // a sandbox that closed earlier gives an error matching ErrRetainedClosed.
 func (r *Retained) Call(ctx context.Context, h Handle, args ...any) (any, error) {
 	if r == nil {
-		return nil, closedError("no sandbox was retained (a nil *Retained)")
+		return nil, errNilRetained
 	}
 	if ctx == nil {
 		return nil, nilContext(r.name)
@@ -190,7 +190,7 @@ func (r *Retained) Done() <-chan struct{} {
 // Err returns why the sandbox closed, or nil while it lives.
 func (r *Retained) Err() error {
 	if r == nil {
-		return closedError("no sandbox was retained (a nil *Retained)")
+		return errNilRetained
 	}
 	if r.backend != nil {
 		return r.backend.Err()
@@ -230,6 +230,9 @@ func (r *Retained) contextEnded(ctx context.Context, req retainedReq) error {
 
 // closedError explains the end of a retained sandbox.
 func closedError(why string) error { return fmt.Errorf("%w: %s", ErrRetainedClosed, why) }
+
+// errNilRetained is the Call and Err of a nil *Retained.
+var errNilRetained = closedError("no sandbox was retained (a nil *Retained)")
 
 // closedChan is the Done of a nil *Retained.
 var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()

@@ -19,7 +19,7 @@ func TestWorkerReused(t *testing.T) {
 	Go(func() { ids <- goroutineID() })
 	first := <-ids
 	// Until it waits in select, the next Go may start another goroutine.
-	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(stacks(), "["+"select"); {
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(stacks(), "[select"); {
 		if time.Now().After(deadline) {
 			t.Fatalf("the worker never waits for more work:\n%s", stacks())
 		}
