@@ -307,7 +307,13 @@ static JSValue new_call(bridge_slot *s, int32_t cap, const char *name, uint32_t 
 		s->calls_free = id;
 		return promise;
 	}
-	s->calls[id] = (host_call){.resolve = funcs[0], .reject = funcs[1], .cap = cap, .used = true, .next = NO_CALL};
+	s->calls[id] = (host_call){.resolve = funcs[0],
+	                           .reject = funcs[1],
+	                           .provider = JS_UNDEFINED,
+	                           .tool = JS_UNDEFINED,
+	                           .cap = cap,
+	                           .used = true,
+	                           .next = NO_CALL};
 	s->pending_calls++;
 	*pid = id;
 	return promise;
@@ -325,6 +331,39 @@ static JSValue call_async(bridge_slot *s, int32_t cap, const char *args, size_t 
 		return throw_kill(s, rc == 1 ? BRIDGE_CANCELED : BRIDGE_INTERNAL);
 	}
 	return promise;
+}
+
+/* The payload bound's refusal of a provider call of total bytes. */
+static JSValue throw_payload(bridge_slot *s, size_t total)
+{
+	char msg[256];
+	int len = snprintf(msg, sizeof(msg),
+	                   "The tool call is %zu bytes (provider, tool and arguments), over the payload limit of %llu "
+	                   "bytes; it was not delivered.",
+	                   total, (unsigned long long)s->payload);
+	return throw_message(s, msg, (size_t)len);
+}
+
+/* Sends one provider call (its names and arguments' JSON, n bytes each)
+ * out of the sandbox: a new call in flight, its promise, and Go starts the
+ * dispatch. A call that opens its envelope in C keeps its names. */
+static JSValue send_dispatch(bridge_slot *s, JSValueConst *names, const char *p[2], size_t n[2], const char *args,
+                             size_t nargs, bool open)
+{
+	uint32_t id;
+	JSValue ret = new_call(s, -1, "dispatch", &id);
+	if (JS_IsException(ret))
+		return ret;
+	if (open) {
+		s->calls[id].provider = JS_DupValue(s->ctx, names[0]);
+		s->calls[id].tool = JS_DupValue(s->ctx, names[1]);
+	}
+	int32_t rc = go_dispatch_start(s->handle, id, (char *)p[0], n[0], (char *)p[1], n[1], (char *)args, nargs);
+	if (rc != 0) { /* as in call_async */
+		JS_FreeValue(s->ctx, ret);
+		ret = throw_kill(s, rc == 1 ? BRIDGE_CANCELED : BRIDGE_INTERNAL);
+	}
+	return ret;
 }
 
 /* native.dispatch(provider, tool, argsJson) of runtime.js: one provider
@@ -349,26 +388,79 @@ static JSValue js_dispatch(JSContext *ctx, JSValueConst this_val, int argc, JSVa
 		}
 	}
 	size_t total = n[0] + n[1] + n[2];
-	if (total > s->payload) {
-		char msg[256];
-		int len = snprintf(msg, sizeof(msg),
-		                   "The tool call is %zu bytes (provider, tool and arguments), over the payload limit of %llu "
-		                   "bytes; it was not delivered.",
-		                   total, (unsigned long long)s->payload);
-		ret = throw_message(s, msg, (size_t)len);
-		goto cleanup;
-	}
-	uint32_t id;
-	ret = new_call(s, -1, "dispatch", &id);
-	if (JS_IsException(ret))
-		goto cleanup;
-	int32_t rc = go_dispatch_start(s->handle, id, (char *)p[0], n[0], (char *)p[1], n[1], (char *)p[2], n[2]);
-	if (rc != 0) { /* as in call_async */
-		JS_FreeValue(ctx, ret);
-		ret = throw_kill(s, rc == 1 ? BRIDGE_CANCELED : BRIDGE_INTERNAL);
-	}
+	if (total > s->payload)
+		ret = throw_payload(s, total);
+	else
+		ret = send_dispatch(s, argv, p, n, p[2], n[2], false);
 cleanup:
 	for (int i = 0; i < 3; i++)
+		if (p[i])
+			JS_FreeCString(ctx, p[i]);
+	return ret;
+}
+
+/* native.call(provider, tool, payload) of runtime.js: a provider tool's
+ * call. The payload is encoded as runtime.js's codec gives it (plain data
+ * here, anything else by its encode), measured against the payload bound,
+ * and sent; the promise settles with the envelope opened (open_envelope):
+ * what runtime.js's open(await dispatch(...)) gives, without a JS string
+ * of the arguments, a reviver's scan or a JS frame for either. */
+static JSValue js_call(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+	(void)this_val;
+	bridge_slot *s = JS_GetContextOpaque(ctx);
+	s->effects++;
+	if (program_settled(s))
+		return throw_completed(s);
+	if (argc < 3)
+		return JS_ThrowTypeError(ctx, "call expects a provider, a tool and the arguments");
+	const char *p[2] = {NULL, NULL};
+	size_t n[2] = {0, 0};
+	JSValue ret = JS_EXCEPTION;
+	for (int i = 0; i < 2; i++)
+		if (!(p[i] = JS_ToCStringLen(ctx, &n[i], argv[i])))
+			goto cleanup;
+	size_t names = n[0] + n[1], len = 0;
+	int kind = json_text(s, argv[2], names < s->payload ? s->payload - names : 0, JSON_CODEC, &len);
+	if (kind == JSON_THREW)
+		goto cleanup;
+	const char *args = s->json.p;
+	if (kind == JSON_NONE) { /* what `${undefined}` gives, as runtime.js's dispatch sends it */
+		args = "undefined";
+		len = strlen(args);
+	}
+	if (kind == JSON_TOO_LARGE || names + len > s->payload)
+		ret = throw_payload(s, names + len);
+	else
+		ret = send_dispatch(s, argv, p, n, args, len, true);
+cleanup:
+	json_scratch_trim(s);
+	for (int i = 0; i < 2; i++)
+		if (p[i])
+			JS_FreeCString(ctx, p[i]);
+	return ret;
+}
+
+/* The Error a provider tool's failure throws: msg, marked as the failure
+ * of provider.tool (provider and tool are strings). */
+static JSValue tool_failure(bridge_slot *s, JSValueConst provider, JSValueConst tool, const char *msg, size_t len)
+{
+	JSContext *ctx = s->ctx;
+	const char *p[2] = {NULL, NULL};
+	size_t n[2] = {0, 0};
+	JSValueConst v[2] = {provider, tool};
+	JSValue ret = JS_EXCEPTION;
+	strbuf name = {0};
+	for (int i = 0; i < 2; i++)
+		if (!(p[i] = JS_ToCStringLen(ctx, &n[i], v[i])))
+			goto cleanup;
+	sb_put(&name, p[0], n[0]);
+	sb_put(&name, ".", 1);
+	sb_put(&name, p[1], n[1]);
+	ret = name.overflow ? JS_ThrowOutOfMemory(ctx) : capability_error(s, -1, name.p, name.len, msg, len);
+cleanup:
+	free(name.p);
+	for (int i = 0; i < 2; i++)
 		if (p[i])
 			JS_FreeCString(ctx, p[i]);
 	return ret;
@@ -379,30 +471,67 @@ cleanup:
 static JSValue js_fail(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
 {
 	(void)this_val;
-	bridge_slot *s = JS_GetContextOpaque(ctx);
 	if (argc < 3)
 		return JS_ThrowTypeError(ctx, "fail expects a provider, a tool and a message");
-	const char *p[3] = {NULL, NULL, NULL};
-	size_t n[3] = {0, 0, 0};
-	JSValue ret = JS_EXCEPTION;
-	strbuf name = {0};
-	for (int i = 0; i < 3; i++)
-		if (!(p[i] = JS_ToCStringLen(ctx, &n[i], argv[i])))
-			goto cleanup;
-	sb_put(&name, p[0], n[0]);
-	sb_put(&name, ".", 1);
-	sb_put(&name, p[1], n[1]);
-	if (name.overflow) {
-		ret = JS_ThrowOutOfMemory(ctx);
-		goto cleanup;
-	}
-	ret = capability_error(s, -1, name.p, name.len, p[2], n[2]);
-cleanup:
-	free(name.p);
-	for (int i = 0; i < 3; i++)
-		if (p[i])
-			JS_FreeCString(ctx, p[i]);
+	size_t n = 0;
+	const char *msg = JS_ToCStringLen(ctx, &n, argv[2]);
+	if (!msg)
+		return JS_EXCEPTION;
+	JSValue ret = tool_failure(JS_GetContextOpaque(ctx), argv[0], argv[1], msg, n);
+	JS_FreeCString(ctx, msg);
 	return ret;
+}
+
+/* Opens a provider tool's answer as runtime.js's open does: {"result": v}
+ * gives v; {"error": e} with e truthy fails with e's text; anything else
+ * (not JSON, not an object, an array) fails as the dispatch's defect
+ * (MSG_OUTSIDE). Text naming the codec's binary or handle tag goes to
+ * runtime.js's open itself, whose reviver rebuilds what they name. Returns
+ * the value to settle with, *failed saying whether it rejects; JS_EXCEPTION
+ * with the exception pending when something threw. */
+static JSValue open_envelope(bridge_slot *s, const host_call *c, const char *data, size_t len, bool *failed)
+{
+	static const char binary[] = "__executor_binary_v1__", handle[] = "__executor_handle_v1__";
+	JSContext *ctx = s->ctx;
+	if (memmem(data, len, binary, sizeof(binary) - 1) || memmem(data, len, handle, sizeof(handle) - 1)) {
+		JSValue a[3] = {JS_NewStringLen(ctx, data, len), c->provider, c->tool};
+		if (JS_IsException(a[0]))
+			return a[0];
+		JSValue v = rt_call(s, "open", 3, a);
+		JS_FreeValue(ctx, a[0]);
+		return v;
+	}
+	JSValue env = JS_ParseJSON(ctx, data, len, "<dispatch>");
+	if (JS_IsException(env)) {
+		if (s->killed)
+			return env;
+		JS_FreeValue(ctx, JS_GetException(ctx));
+	} else if (JS_IsObject(env) && !JS_IsArray(env)) {
+		JSValue e = JS_GetPropertyStr(ctx, env, "error");
+		if (JS_IsException(e) || !JS_ToBool(ctx, e)) {
+			JSValue r = e;
+			if (!JS_IsException(e)) {
+				JS_FreeValue(ctx, e);
+				r = JS_GetPropertyStr(ctx, env, "result");
+			}
+			JS_FreeValue(ctx, env);
+			return r;
+		}
+		JS_FreeValue(ctx, env);
+		size_t n = 0;
+		const char *msg = JS_ToCStringLen(ctx, &n, e); /* `${e}`: may throw */
+		JS_FreeValue(ctx, e);
+		if (!msg)
+			return JS_EXCEPTION;
+		JSValue err = tool_failure(s, c->provider, c->tool, msg, n);
+		JS_FreeCString(ctx, msg);
+		*failed = !JS_IsException(err);
+		return err;
+	}
+	JS_FreeValue(ctx, env);
+	JSValue err = tool_failure(s, c->provider, c->tool, MSG_OUTSIDE, sizeof(MSG_OUTSIDE) - 1);
+	*failed = !JS_IsException(err);
+	return err;
 }
 
 void bridge_slot_settle(bridge_slot *s, uint32_t id, int32_t status, const char *data, size_t len, const char *name,
@@ -421,7 +550,16 @@ void bridge_slot_settle(bridge_slot *s, uint32_t id, int32_t status, const char 
 	s->pending_calls--;
 
 	JSValue v = JS_UNDEFINED, fn = c.resolve;
-	if (status == BRIDGE_CALL_STRING) {
+	if (status == BRIDGE_CALL_STRING && !JS_IsUndefined(c.provider)) {
+		bool failed = false;
+		v = open_envelope(s, &c, data, len, &failed);
+		if (JS_IsException(v) && !s->killed) { /* what open threw rejects the call */
+			v = JS_GetException(ctx);
+			failed = true;
+		}
+		if (failed)
+			fn = c.reject;
+	} else if (status == BRIDGE_CALL_STRING) {
 		v = JS_NewStringLen(ctx, data, len);
 	} else if (status == BRIDGE_CALL_OK) {
 		v = parse_result(ctx, data, len);
@@ -450,6 +588,8 @@ void bridge_slot_settle(bridge_slot *s, uint32_t id, int32_t status, const char 
 	}
 	JS_FreeValue(ctx, c.resolve);
 	JS_FreeValue(ctx, c.reject);
+	JS_FreeValue(ctx, c.provider);
+	JS_FreeValue(ctx, c.tool);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -462,8 +602,14 @@ JSValue load_runtime(bridge_slot *s, const bridge_config *cfg)
 	JSContext *ctx = s->ctx;
 	JSValue native = JS_NewObjectProto(ctx, JS_NULL);
 	if (!JS_IsException(native) && set_native(ctx, &native, "dispatch", js_dispatch, 3) == 0 &&
-	    set_native(ctx, &native, "fail", js_fail, 3) == 0)
-		set_native(ctx, &native, "typed", js_typed_make, 0);
+	    set_native(ctx, &native, "fail", js_fail, 3) == 0 && set_native(ctx, &native, "typed", js_typed_make, 0) == 0) {
+		/* Named dispatch, as the call a stack trace shows always was. */
+		JSValue f = JS_NewCFunction2(ctx, js_call, "dispatch", 3, JS_CFUNC_generic, 0);
+		if (JS_IsException(f) || JS_DefinePropertyValueStr(ctx, native, "call", f, JS_PROP_C_W_E) < 0) {
+			JS_FreeValue(ctx, native);
+			native = JS_EXCEPTION;
+		}
+	}
 	JSValue rt = call_factory(ctx, cfg->runtime_bc, cfg->runtime_bc_len, native);
 	if (JS_IsException(rt) || JS_IsUndefined(s->guards.intrinsics[INTRINSIC_INT32ARRAY]))
 		return rt;

@@ -122,6 +122,8 @@ void sandbox_close(bridge_slot *s)
 			if (s->calls[i].used) {
 				JS_FreeValue(ctx, s->calls[i].resolve);
 				JS_FreeValue(ctx, s->calls[i].reject);
+				JS_FreeValue(ctx, s->calls[i].provider);
+				JS_FreeValue(ctx, s->calls[i].tool);
 			}
 		}
 		js_free(ctx, s->calls);

@@ -48,6 +48,9 @@
 /* An async host call waiting for Go to settle it. */
 typedef struct host_call {
 	JSValue resolve, reject;
+	/* A provider tool's call (native.call): its provider and tool names,
+	 * and its answer is an envelope C opens; JS_UNDEFINED otherwise. */
+	JSValue provider, tool;
 	int32_t cap;   /* capability index, or -1 for a provider dispatch */
 	bool used;     /* false while the entry is on the free list */
 	uint32_t next; /* free list link */
@@ -55,6 +58,10 @@ typedef struct host_call {
 
 /* The pinned text a call meets once the program has settled. */
 #define MSG_COMPLETED "Execution has already completed."
+
+/* What a provider tool's call meets when the dispatch answers outside the
+ * result envelope (runtime.js's OUTSIDE: the same text). */
+#define MSG_OUTSIDE "The dispatch answered outside the result envelope."
 
 /* A setTimeout/setInterval registration. */
 typedef struct js_timer {

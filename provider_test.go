@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"runtime/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -122,6 +124,161 @@ func TestEnvelope(t *testing.T) {
 		Providers: []Provider{{Name: "store"}},
 	})
 	assert.Equal(t, `"Tool \"anything\" not found"`, result(t, res), "no Dispatch at all")
+}
+
+// TestEnvelopeOpenedInC holds the envelope's opening in C (bridge_host.c,
+// open_envelope) to runtime.js's open, which still opens any answer naming
+// the codec's binary or handle tag: each answer is given as it is (C) and
+// with the tag added where it changes nothing the envelope means (JS),
+// and a program reads both, plain and with getters on Object.prototype
+// that an envelope without its own "error" or "result" reaches. Caught
+// values, messages, error classes and an uncaught failure's attribution
+// must be equal.
+func TestEnvelopeOpenedInC(t *testing.T) {
+	t.Parallel()
+	const tag = `"__t":"__executor_binary_v1__"`
+	tagged := func(answer string) string {
+		switch {
+		case answer == "{}":
+			return "{" + tag + "}"
+		case strings.HasPrefix(answer, "{"):
+			return "{" + tag + "," + answer[1:]
+		case answer == "[]":
+			return `["__executor_binary_v1__"]`
+		case strings.HasPrefix(answer, "["):
+			return `["__executor_binary_v1__",` + answer[1:]
+		case strings.HasPrefix(answer, `"`):
+			return `"__executor_binary_v1__` + answer[1:]
+		}
+		panic(answer)
+	}
+	answers := []string{
+		`{"result":{"a":[1,"x"]}}`, `{"result":null}`, `{}`, `{"value":1}`, `{"result":"\u0000nul"}`,
+		`{"error":"","result":2}`, `{"error":0,"result":3}`, `{"error":false}`, `{"error":null,"result":"x"}`,
+		`{"error":"the row is locked"}`, `{"error":"no","result":1}`, `{"error":true}`, `{"error":1.5}`,
+		`{"error":{"code":7}}`, `{"error":[1,[2,3]]}`, `{"error":"\ud800 lone"}`, `{"error":"é ✓ 😀"}`,
+		`{"__proto__":{"error":"inherited"},"result":1}`, `{"result":1,"result":2}`, `{"error":"a","error":""}`,
+		`[1]`, `[]`, `"just a string"`, `{"result":1`, `{"error":"x"} trailing`,
+	}
+	e := newExecutor(t)
+	dispatch := func(_ context.Context, _, tool, _ string) (string, error) {
+		answer := answers[int(tool[1]-'a')]
+		if tool[0] == 'j' {
+			return tagged(answer), nil
+		}
+		return answer, nil
+	}
+	prototypes := map[string]string{
+		"plain": ``,
+		"getters": `Object.defineProperty(Object.prototype, 'error', {get() { return this.value === 1 ? 'from a getter' : undefined }, configurable: true});
+			Object.defineProperty(Object.prototype, 'result', {get() { return 'inherited result' }, configurable: true});`,
+		"throwing": `Object.defineProperty(Object.prototype, 'error', {get() { throw new RangeError('getter threw') }, configurable: true});`,
+	}
+	for name, setup := range prototypes {
+		for i, answer := range answers {
+			tool := string(rune('a' + i))
+			code := `async () => {
+				` + setup + `
+				const read = async (call) => {
+					try { return { ok: await call() } } catch (e) { return { caught: String(e && e.message), class: e && e.constructor && e.constructor.name } }
+				};
+				return { c: await read(() => store.c` + tool + `()), j: await read(() => store.j` + tool + `()) };
+			}`
+			res := e.Execute(context.Background(), Request{Code: code, Providers: []Provider{{Name: "store"}}, Dispatch: dispatch})
+			require.Empty(t, res.Error, "%s %s", name, answer)
+			var got struct{ C, J any }
+			require.NoError(t, json.Unmarshal(res.Result, &got))
+			assert.Equal(t, got.J, got.C, "%s: %s", name, answer)
+			// Uncaught, a failure is attributed to the tool alike.
+			outcome := func(prefix string) (string, string) {
+				res := e.Execute(context.Background(), Request{
+					Code:      `async () => { ` + setup + ` return await store.` + prefix + tool + `() }`,
+					Providers: []Provider{{Name: "store"}}, Dispatch: dispatch})
+				return string(res.Result), strings.ReplaceAll(res.Error, "store."+prefix+tool, "store.?")
+			}
+			cr, ce := outcome("c")
+			jr, je := outcome("j")
+			assert.Equal(t, jr, cr, "%s: %s", name, answer)
+			assert.Equal(t, je, ce, "%s: %s", name, answer)
+		}
+	}
+	// The C path's outcomes themselves, where the spec gives them.
+	res := e.Execute(context.Background(), Request{
+		Code: `async () => {
+			const out = [];
+			for (const t of ['cj', 'cn', 'co', 'cl']) { try { out.push(await store[t]()) } catch (e) { out.push(e.message) } }
+			return out;
+		}`,
+		Providers: []Provider{{Name: "store"}}, Dispatch: dispatch})
+	assert.Equal(t, `["the row is locked","[object Object]","1,2,3","true"]`, result(t, res))
+}
+
+// TestEnvelopeOpenKilled: a getter the opening reaches on Object.prototype
+// that spins or grows ends the run at its limit, as any program code does.
+func TestEnvelopeOpenKilled(t *testing.T) {
+	t.Parallel()
+	for getter, want := range map[string]string{
+		"for (;;) {}": "The program timed out after 200ms.",
+		"const a = []; for (;;) a.push(new Array(1e5))": "The program exceeded the memory limit of 33554432 bytes.",
+	} {
+		deadline := 200 * time.Millisecond
+		if strings.Contains(want, "memory") {
+			deadline = 20 * time.Second // room for a sanitized build to grow
+		}
+		e := newExecutor(t, WithLimits(Limits{Deadline: deadline}))
+		res := e.Execute(context.Background(), Request{
+			Code:      "async () => { Object.defineProperty(Object.prototype, 'error', {get() { " + getter + " }}); return await store.x() }",
+			Providers: []Provider{{Name: "store"}},
+			Dispatch:  func(context.Context, string, string, string) (string, error) { return `{}`, nil },
+		})
+		assert.Equal(t, want, res.Error, getter)
+		assert.Nil(t, res.Result, getter)
+	}
+}
+
+// TestProviderArgumentsMatchCodec holds a provider call's arguments, which
+// C encodes (json_text, the codec's plain-data writer) where they are plain
+// data, to the runtime's codec (stringifyForDispatch), which encodes the
+// rest: each value sent as {x: v} and as {get x() {...}}, whose accessor
+// sends the whole argument to the codec, must reach the dispatch as the
+// same text, with the same logs.
+func TestProviderArgumentsMatchCodec(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t)
+	exprs := append(slices.Clone(plainExprs),
+		`{b: new Uint16Array([1]).buffer, d: new DataView(new ArrayBuffer(2))}`,
+		`{f() {}, g: [() => 1]}`, `[function named() {}]`,
+		`{[Symbol.toStringTag]: "ArrayBuffer", a: 1}`, `{a: {get [Symbol.toStringTag]() { console.log("own tag read"); return "T" }}}`,
+		`(new Uint8Array(0), {a: [1, {b: "c"}]})`, `(new Uint8Array(0), {a: {[Symbol.toStringTag]: "ArrayBuffer"}})`,
+	)
+	type outcome struct {
+		Args   string
+		Result string
+		Error  string
+		Logs   []string
+	}
+	run := func(code string, object bool) outcome {
+		var args string
+		res := e.Execute(context.Background(), Request{Code: code, Providers: []Provider{{Name: "store", ObjectArgs: object}},
+			Dispatch: func(_ context.Context, _, _, a string) (string, error) { args = a; return `{"result":1}`, nil }})
+		return outcome{args, string(res.Result), res.Error, res.Logs}
+	}
+	for _, x := range exprs {
+		for _, object := range []bool{false, true} {
+			plain := run(fmt.Sprintf("async () => { const v = (%s); return await store.x({x: v}) }", x), object)
+			codec := run(fmt.Sprintf("async () => { const v = (%s); return await store.x({get x() { return v }}) }", x), object)
+			assert.Equal(t, codec, plain, "arguments %s (options object: %v)", x, object)
+		}
+	}
+	// What a call sends when its payload has no JSON (an options object
+	// that is a symbol): the text of undefined, as the reference's
+	// template literal gives it.
+	want := outcome{Args: "undefined", Result: "1", Logs: []string{}}
+	assert.Equal(t, want, run("async () => await store.x(Symbol())", true))
+	want.Args = "[null,1]"
+	assert.Equal(t, want, run("async () => await store.x(Symbol(), 1)", false))
+	want.Args = "{}"
+	assert.Equal(t, want, run("async () => await store.x()", true))
 }
 
 func TestEnvelopeDispatch(t *testing.T) {

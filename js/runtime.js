@@ -171,11 +171,11 @@
 
 	const dispatch = async (provider, tool, argsJson) => native.dispatch(`${provider}`, `${tool}`, `${argsJson}`);
 
+	// A provider tool: native.call encodes the payload as
+	// stringifyForDispatch does and settles with the answer opened as open
+	// does (bridge_host.c), handing text that needs the reviver to open.
 	function tool(provider, name, positional) {
-		return async (...args) => {
-			const payload = positional ? args : args[0] === undefined ? {} : args[0];
-			return open(await native.dispatch(provider, name, stringifyForDispatch(payload)), provider, name);
-		};
+		return async (...args) => await native.call(provider, name, positional ? args : args[0] === undefined ? {} : args[0]);
 	}
 
 	// A provider: a Proxy over an empty object whose get trap returns a tool
@@ -212,6 +212,7 @@
 		stringify: stringifyForDispatch,
 		parse: parseForDispatch,
 		provider,
+		open,
 		invoke,
 		encode: stringifyForDispatch,
 		console,
