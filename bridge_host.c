@@ -409,9 +409,6 @@ static JSValue js_call(JSContext *ctx, JSValueConst this_val, int argc, JSValueC
 {
 	(void)this_val;
 	bridge_slot *s = JS_GetContextOpaque(ctx);
-	s->effects++;
-	if (program_settled(s))
-		return throw_completed(s);
 	if (argc < 3)
 		return JS_ThrowTypeError(ctx, "call expects a provider, a tool and the arguments");
 	const char *p[2] = {NULL, NULL};
@@ -420,10 +417,18 @@ static JSValue js_call(JSContext *ctx, JSValueConst this_val, int argc, JSValueC
 	for (int i = 0; i < 2; i++)
 		if (!(p[i] = JS_ToCStringLen(ctx, &n[i], argv[i])))
 			goto cleanup;
+	/* Encoded first, as runtime.js encoded before it called dispatch (its
+	 * getters and toJSON run, and log, even for a call refused below). A
+	 * bound of at least 1: the writer's 0 is none. */
 	size_t names = n[0] + n[1], len = 0;
-	int kind = json_text(s, argv[2], names < s->payload ? s->payload - names : 0, JSON_CODEC, &len);
+	int kind = json_text(s, argv[2], names < s->payload ? s->payload - names : 1, JSON_CODEC, &len);
 	if (kind == JSON_THREW)
 		goto cleanup;
+	s->effects++;
+	if (program_settled(s)) {
+		ret = throw_completed(s);
+		goto cleanup;
+	}
 	const char *args = s->json.p;
 	if (kind == JSON_NONE) { /* what `${undefined}` gives, as runtime.js's dispatch sends it */
 		args = "undefined";
@@ -482,24 +487,81 @@ static JSValue js_fail(JSContext *ctx, JSValueConst this_val, int argc, JSValueC
 	return ret;
 }
 
+/* Whether p[0..n) is UTF-8 as RFC 3629 has it: no overlong form, no
+ * surrogate, nothing past U+10FFFF. What is not reads differently as a
+ * JS string (each bad byte U+FFFD) and as JS_ParseJSON's input. */
+static bool utf8_strict(const uint8_t *p, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		uint8_t c = p[i];
+		if (c < 0x80) {
+			i++;
+			continue;
+		}
+		size_t k;
+		uint32_t cp, min;
+		if ((c & 0xE0) == 0xC0) {
+			k = 1, cp = c & 0x1F, min = 0x80;
+		} else if ((c & 0xF0) == 0xE0) {
+			k = 2, cp = c & 0x0F, min = 0x800;
+		} else if ((c & 0xF8) == 0xF0) {
+			k = 3, cp = c & 0x07, min = 0x10000;
+		} else {
+			return false;
+		}
+		if (n - i <= k)
+			return false;
+		for (size_t j = 1; j <= k; j++) {
+			if ((p[i + j] & 0xC0) != 0x80)
+				return false;
+			cp = cp << 6 | (p[i + j] & 0x3F);
+		}
+		if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+			return false;
+		i += k + 1;
+	}
+	return true;
+}
+
+/* A provider tool's answer v in a box of no prototype, {v}: the call's
+ * promise settles with it, and the tool (runtime.js) returns box.v. A
+ * promise resolved with an object reads its then; the tool's own return
+ * reads v's, as it always did, and the box's has none to read. */
+static JSValue boxed(JSContext *ctx, JSValue v)
+{
+	if (JS_IsException(v))
+		return v;
+	JSValue box = JS_NewObjectProto(ctx, JS_NULL);
+	if (JS_IsException(box) || JS_DefinePropertyValueStr(ctx, box, "v", v, JS_PROP_C_W_E) < 0) {
+		if (JS_IsException(box))
+			JS_FreeValue(ctx, v);
+		JS_FreeValue(ctx, box);
+		return JS_EXCEPTION;
+	}
+	return box;
+}
+
 /* Opens a provider tool's answer as runtime.js's open does: {"result": v}
- * gives v; {"error": e} with e truthy fails with e's text; anything else
- * (not JSON, not an object, an array) fails as the dispatch's defect
- * (MSG_OUTSIDE). Text naming the codec's binary or handle tag goes to
- * runtime.js's open itself, whose reviver rebuilds what they name. Returns
- * the value to settle with, *failed saying whether it rejects; JS_EXCEPTION
- * with the exception pending when something threw. */
+ * gives v; {"error": e} with e truthy fails with `${e}` (e read again, as
+ * open reads it twice); anything else (not JSON, not an object, an array)
+ * fails as the dispatch's defect (MSG_OUTSIDE). Text naming the codec's
+ * binary or handle tag, or not strict UTF-8, goes to runtime.js's open
+ * itself (the reviver rebuilds what the tags name; a JS string is what it
+ * parses). Returns the value to settle with (a success boxed), *failed
+ * saying whether it rejects; JS_EXCEPTION with the exception pending when
+ * something threw. */
 static JSValue open_envelope(bridge_slot *s, const host_call *c, const char *data, size_t len, bool *failed)
 {
 	static const char binary[] = "__executor_binary_v1__", handle[] = "__executor_handle_v1__";
 	JSContext *ctx = s->ctx;
-	if (memmem(data, len, binary, sizeof(binary) - 1) || memmem(data, len, handle, sizeof(handle) - 1)) {
+	if (memmem(data, len, binary, sizeof(binary) - 1) || memmem(data, len, handle, sizeof(handle) - 1) ||
+	    !utf8_strict((const uint8_t *)data, len)) {
 		JSValue a[3] = {JS_NewStringLen(ctx, data, len), c->provider, c->tool};
 		if (JS_IsException(a[0]))
 			return a[0];
 		JSValue v = rt_call(s, "open", 3, a);
 		JS_FreeValue(ctx, a[0]);
-		return v;
+		return boxed(ctx, v);
 	}
 	JSValue env = JS_ParseJSON(ctx, data, len, "<dispatch>");
 	if (JS_IsException(env)) {
@@ -512,15 +574,19 @@ static JSValue open_envelope(bridge_slot *s, const host_call *c, const char *dat
 			JSValue r = e;
 			if (!JS_IsException(e)) {
 				JS_FreeValue(ctx, e);
-				r = JS_GetPropertyStr(ctx, env, "result");
+				r = boxed(ctx, JS_GetPropertyStr(ctx, env, "result"));
 			}
 			JS_FreeValue(ctx, env);
 			return r;
 		}
-		JS_FreeValue(ctx, env);
-		size_t n = 0;
-		const char *msg = JS_ToCStringLen(ctx, &n, e); /* `${e}`: may throw */
 		JS_FreeValue(ctx, e);
+		e = JS_GetPropertyStr(ctx, env, "error");
+		JS_FreeValue(ctx, env);
+		JSValue text = JS_IsException(e) ? e : JS_ToString(ctx, e); /* `${e}` */
+		JS_FreeValue(ctx, e);
+		size_t n = 0;
+		const char *msg = JS_IsException(text) ? NULL : JS_ToCStringLen(ctx, &n, text);
+		JS_FreeValue(ctx, text);
 		if (!msg)
 			return JS_EXCEPTION;
 		JSValue err = tool_failure(s, c->provider, c->tool, msg, n);

@@ -382,10 +382,7 @@ func (c *call) loop(ctx context.Context) C.int32_t {
 			if st, ok := c.ended(ctx); ok {
 				return c.abandon(st)
 			}
-			for _, d := range c.host.take() {
-				c.settle(d)
-			}
-			if st := c.step(); st != C.BRIDGE_PENDING {
+			if st := c.step(c.host.take()); st != C.BRIDGE_PENDING {
 				return st
 			}
 			continue
@@ -411,21 +408,22 @@ func (c *call) loop(ctx context.Context) C.int32_t {
 		if st, ok := c.ended(ctx); ok {
 			return c.abandon(st)
 		}
+		var done []completion
 		if c.host != nil {
-			for _, d := range c.host.take() {
-				c.settle(d)
-			}
+			done = c.host.take()
 		}
-		if st := c.step(); st != C.BRIDGE_PENDING {
+		if st := c.step(done); st != C.BRIDGE_PENDING {
 			return st
 		}
 	}
 }
 
-// step lets C fire due timers and run jobs, holding an execution right
-// for it; a run that cannot get one by its deadline (or before its context
-// or the executor ends) is abandoned with that outcome.
-func (c *call) step() C.int32_t {
+// step hands C the completions done, then lets it fire due timers and run
+// jobs, holding an execution right for all of it (settling runs program
+// code: an envelope's or a result's getters, a revived value's then); a
+// run that cannot get one by its deadline (or before its context or the
+// executor ends) is abandoned with that outcome.
+func (c *call) step(done []completion) C.int32_t {
 	if err := c.enter(); err != nil {
 		if err == errWaitDeadline {
 			return c.abandon(C.BRIDGE_TIMEOUT)
@@ -438,6 +436,12 @@ func (c *call) step() C.int32_t {
 			c.leave()
 			return c.abandon(C.BRIDGE_TIMEOUT)
 		}
+		if len(done) > 0 {
+			C.bridge_slot_rearm(c.slot.c, C.int64_t(budget))
+		}
+	}
+	for _, d := range done {
+		c.settle(d)
 	}
 	st := C.bridge_slot_step(c.slot.c, C.int64_t(budget), &c.slot.io.out)
 	c.leave()

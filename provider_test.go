@@ -213,6 +213,50 @@ func TestEnvelopeOpenedInC(t *testing.T) {
 	assert.Equal(t, `["the row is locked","[object Object]","1,2,3","true"]`, result(t, res))
 }
 
+// TestProviderCallKeepsRuntimeSemantics pins what a provider tool's call
+// gave when runtime.js encoded its arguments and opened its answer (the
+// outcomes below are the ones 5bdb59a gives, where no C was involved):
+// answers that are not strict UTF-8 read as JS strings read them (each bad
+// byte U+FFFD, an encoded surrogate kept), `${e}` of an error calls its
+// toString, "error" is read twice on a failure and once otherwise, then
+// once on an object result and never on a primitive, the call's promise
+// resolves after the same number of microtask turns, and names that reach
+// the payload bound do not move the argument's encoding out of the
+// sandbox's memory.
+func TestProviderCallKeepsRuntimeSemantics(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t)
+	const countThen = `let n = 0; Object.defineProperty(Object.prototype, 'then', {get() { n++; return undefined }, configurable: true});
+		const r = await store.x(); delete Object.prototype.then; `
+	tests := []struct{ name, answer, code, result, err string }{
+		{"bad utf-8 result", "{\"result\":\"\xff\xfe\"}", `return [...(await store.x())].map(c => c.charCodeAt(0))`, `[65533,65533]`, ""},
+		{"bad utf-8 error", "{\"error\":\"\xff\"}", `try { await store.x() } catch (e) { return [...e.message].map(c => c.charCodeAt(0)) }`, `[65533]`, ""},
+		{"overlong", "{\"result\":\"\xc0\x80\"}", `return [...(await store.x())].map(c => c.charCodeAt(0))`, `[65533,65533]`, ""},
+		{"encoded surrogate", "{\"result\":\"\xed\xa0\x80\"}", `return [...(await store.x())].map(c => c.charCodeAt(0))`, `[55296]`, ""},
+		{"utf-8", "{\"result\":\"é✓😀\"}", `return [...(await store.x())].map(c => c.codePointAt(0))`, `[233,10003,128512]`, ""},
+		{"toString throws", `{}`, `Object.defineProperty(Object.prototype, 'error', {get() { const e = new Error('msg'); e.toString = () => { throw new RangeError('tostr threw') }; return e }, configurable: true});
+			try { await store.x(); return 'no' } catch (e) { return [e.constructor.name, e.message] }`, `["RangeError","tostr threw"]`, ""},
+		{"error read twice on a failure", `{}`, `let n = 0; Object.defineProperty(Object.prototype, 'error', {get() { n++; return 'boom' }, configurable: true});
+			try { await store.x() } catch (e) { delete Object.prototype.error; return [n, e.message] }`, `[2,"boom"]`, ""},
+		{"error read once otherwise", `{"result":1}`, `let n = 0; Object.defineProperty(Object.prototype, 'error', {get() { n++; return undefined }, configurable: true});
+			const r = await store.x(); delete Object.prototype.error; return [n, r]`, `[1,1]`, ""},
+		{"then of an object", `{"result":{"a":1}}`, countThen + `return [n, r]`, `[1,{"a":1}]`, ""},
+		{"then of a primitive", `{"result":5}`, countThen + `return [n, r]`, `[0,5]`, ""},
+		{"then of a revived object", `{"result":{"b":{"__executor_binary_v1__":"Uint8Array","data":"AQI="}}}`, countThen + `return [n, [...r.b]]`, `[1,[1,2]]`, ""},
+		{"microtask turns", `{"result":1}`, `const log = []; const p = store.x().then(() => log.push('tool'));
+			Promise.resolve().then(() => log.push('a')).then(() => log.push('b')).then(() => log.push('c')).then(() => log.push('d'));
+			await p; await null; await null; return log`, `["a","b","c","d","tool"]`, ""},
+		{"names at the payload bound", `{"result":1}`, `const big = '\x01'.repeat(2e7); return await store['y'.repeat(1 << 20)](big)`,
+			"", "The program exceeded the memory limit of 33554432 bytes."},
+	}
+	for _, tt := range tests {
+		res := e.Execute(context.Background(), Request{Code: "async () => { " + tt.code + " }", Providers: []Provider{{Name: "store"}},
+			Dispatch: func(context.Context, string, string, string) (string, error) { return tt.answer, nil }})
+		assert.Equal(t, tt.err, res.Error, tt.name)
+		assert.Equal(t, tt.result, string(res.Result), tt.name)
+	}
+}
+
 // TestEnvelopeOpenKilled: a getter the opening reaches on Object.prototype
 // that spins or grows ends the run at its limit, as any program code does.
 func TestEnvelopeOpenKilled(t *testing.T) {

@@ -173,9 +173,11 @@
 
 	// A provider tool: native.call encodes the payload as
 	// stringifyForDispatch does and settles with the answer opened as open
-	// does (bridge_host.c), handing text that needs the reviver to open.
+	// does (bridge_host.c), handing text that needs the reviver to open; a
+	// success comes boxed, {v}, so that only the tool's return reads v's
+	// then.
 	function tool(provider, name, positional) {
-		return async (...args) => await native.call(provider, name, positional ? args : args[0] === undefined ? {} : args[0]);
+		return async (...args) => (await native.call(provider, name, positional ? args : args[0] === undefined ? {} : args[0])).v;
 	}
 
 	// A provider: a Proxy over an empty object whose get trap returns a tool
