@@ -119,11 +119,14 @@ func TestMemoryBudgetBurst(t *testing.T) {
 	t.Logf("growers: %v; %d small programs beside them; budget peak %d MiB; RSS %d MiB before, %d MiB at the peak; stopped %d",
 		count, small.Load(), peakCharge.Load()>>20, before>>20, peakRSS.Load()>>20, st.Stopped)
 	assert.Equal(t, growers, count[KindMemoryExceeded]+count[KindMemoryBudget], "every grower ends at a limit: %v", count)
-	assert.Positive(t, count[KindMemoryBudget], "the budget stopped some")
-	// Whether a grower of the burst reaches its own limit before the
-	// budget stops it depends on scheduling (all of them may ask for room
-	// in the same instant, and then the budget stops every one); a lone
-	// grower after the burst, with the budget's room, always does.
+	// Which limit a grower of the burst meets depends on scheduling: all
+	// of them may ask for room in the same instant, and the budget stops
+	// every one; or, slowed (a sanitized, checked build), few overlap and
+	// each reaches its own limit before the budget fills (CI saw both).
+	// Every one ending at one of the two is the burst's assertion;
+	// TestMemoryBudgetError holds that the budget stops a run with no
+	// room, and a lone grower after the burst, with the budget's room,
+	// always reaches its own limit.
 	_, err = e.Run(context.Background(), grower)
 	var ee *ExecError
 	if assert.ErrorAs(t, err, &ee) {
