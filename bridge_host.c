@@ -523,8 +523,8 @@ static bool utf8_strict(const uint8_t *p, size_t n)
 	return true;
 }
 
-/* A provider tool's answer v in a box of no prototype, {v}: the call's
- * promise settles with it, and the tool (runtime.js) returns box.v. A
+/* A provider tool's answer v in a box of no prototype, {0: v}: the call's
+ * promise settles with it, and the tool (runtime.js) returns box[0]. A
  * promise resolved with an object reads its then; the tool's own return
  * reads v's, as it always did, and the box's has none to read. */
 static JSValue boxed(JSContext *ctx, JSValue v)
@@ -532,7 +532,7 @@ static JSValue boxed(JSContext *ctx, JSValue v)
 	if (JS_IsException(v))
 		return v;
 	JSValue box = JS_NewObjectProto(ctx, JS_NULL);
-	if (JS_IsException(box) || JS_DefinePropertyValueStr(ctx, box, "v", v, JS_PROP_C_W_E) < 0) {
+	if (JS_IsException(box) || JS_DefinePropertyValueUint32(ctx, box, 0, v, JS_PROP_C_W_E) < 0) {
 		if (JS_IsException(box))
 			JS_FreeValue(ctx, v);
 		JS_FreeValue(ctx, box);
@@ -552,9 +552,8 @@ static JSValue boxed(JSContext *ctx, JSValue v)
  * something threw. */
 static JSValue open_envelope(bridge_slot *s, const host_call *c, const char *data, size_t len, bool *failed)
 {
-	static const char binary[] = "__executor_binary_v1__", handle[] = "__executor_handle_v1__";
 	JSContext *ctx = s->ctx;
-	if (memmem(data, len, binary, sizeof(binary) - 1) || memmem(data, len, handle, sizeof(handle) - 1) ||
+	if (memmem(data, len, BINARY_TAG, sizeof(BINARY_TAG) - 1) || memmem(data, len, HANDLE_TAG, sizeof(HANDLE_TAG) - 1) ||
 	    !utf8_strict((const uint8_t *)data, len)) {
 		JSValue a[3] = {JS_NewStringLen(ctx, data, len), c->provider, c->tool};
 		if (JS_IsException(a[0]))
@@ -671,7 +670,13 @@ JSValue load_runtime(bridge_slot *s, const bridge_config *cfg)
 	    set_native(ctx, &native, "fail", js_fail, 3) == 0 && set_native(ctx, &native, "typed", js_typed_make, 0) == 0) {
 		/* Named dispatch, as the call a stack trace shows always was. */
 		JSValue f = JS_NewCFunction2(ctx, js_call, "dispatch", 3, JS_CFUNC_generic, 0);
-		if (JS_IsException(f) || JS_DefinePropertyValueStr(ctx, native, "call", f, JS_PROP_C_W_E) < 0) {
+		int rc = JS_IsException(f) ? -1 : JS_DefinePropertyValueStr(ctx, native, "call", f, JS_PROP_C_W_E);
+		if (rc >= 0) {
+			JSValue outside = JS_NewStringLen(ctx, MSG_OUTSIDE, sizeof(MSG_OUTSIDE) - 1);
+			rc = JS_IsException(outside) ? -1
+			                             : JS_DefinePropertyValueStr(ctx, native, "outside", outside, JS_PROP_C_W_E);
+		}
+		if (rc < 0) {
 			JS_FreeValue(ctx, native);
 			native = JS_EXCEPTION;
 		}

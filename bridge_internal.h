@@ -60,8 +60,13 @@ typedef struct host_call {
 #define MSG_COMPLETED "Execution has already completed."
 
 /* What a provider tool's call meets when the dispatch answers outside the
- * result envelope (runtime.js's OUTSIDE: the same text). */
+ * result envelope (runtime.js has it as native.outside). */
 #define MSG_OUTSIDE "The dispatch answered outside the result envelope."
+
+/* The codec's tags (codec.go's BinaryTag and HandleTag): a binary value's
+ * envelope key and a function handle's. */
+#define BINARY_TAG "__executor_binary_v1__"
+#define HANDLE_TAG "__executor_handle_v1__"
 
 /* A setTimeout/setInterval registration. */
 typedef struct js_timer {

@@ -357,7 +357,7 @@ static strbuf *json_scratch(bridge_slot *s, uint64_t max)
  * "<base64>"} (a view's visible bytes), and an envelope in a capability's
  * result revives as what it names. */
 
-static const char binary_tag[] = "__executor_binary_v1__";
+static const char binary_tag[] = BINARY_TAG;
 
 /* JSTypedArrayEnum order. */
 static const char *const typed_names[] = {

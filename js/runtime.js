@@ -16,7 +16,7 @@
 
 	const BINARY = '__executor_binary_v1__';
 	const HANDLE = '__executor_handle_v1__';
-	const OUTSIDE = 'The dispatch answered outside the result envelope.';
+	const OUTSIDE = native.outside; // bridge_internal.h's MSG_OUTSIDE
 
 	const uncurry = (fn) => Function.prototype.call.bind(fn);
 	const apply = Reflect.apply;
@@ -174,10 +174,10 @@
 	// A provider tool: native.call encodes the payload as
 	// stringifyForDispatch does and settles with the answer opened as open
 	// does (bridge_host.c), handing text that needs the reviver to open; a
-	// success comes boxed, {v}, so that only the tool's return reads v's
+	// success comes boxed, {0: v}, so that only the tool's return reads v's
 	// then.
 	function tool(provider, name, positional) {
-		return async (...args) => (await native.call(provider, name, positional ? args : args[0] === undefined ? {} : args[0])).v;
+		return async (...args) => (await native.call(provider, name, positional ? args : args[0] === undefined ? {} : args[0]))[0];
 	}
 
 	// A provider: a Proxy over an empty object whose get trap returns a tool
