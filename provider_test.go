@@ -225,7 +225,9 @@ func TestEnvelopeOpenedInC(t *testing.T) {
 // sandbox's memory.
 func TestProviderCallKeepsRuntimeSemantics(t *testing.T) {
 	t.Parallel()
-	e := newExecutor(t)
+	// The payload-bound case grows its argument's JSON to the memory
+	// limit: a deadline no loaded or sanitized machine comes near.
+	e := newExecutor(t, WithLimits(Limits{Deadline: 20 * time.Second}))
 	const countThen = `let n = 0; Object.defineProperty(Object.prototype, 'then', {get() { n++; return undefined }, configurable: true});
 		const r = await store.x(); delete Object.prototype.then; `
 	tests := []struct{ name, answer, code, result, err string }{
