@@ -125,16 +125,11 @@ func TestPlainJSONMatchesEngine(t *testing.T) {
 	plainVersusEngine(t, e, r, plainExprs)
 }
 
-// TestCodecPlainMatchesEngine holds an Execute result's JSON to the
-// runtime's codec (runtime.js, stringifyForDispatch): each value returned
-// as {x: v}, which the plain-data writer takes when v is plain, and as
-// {get x() {...}}, whose accessor sends the whole value to the codec. Both
-// give the same result, error and logs: binary values and functions cross
-// tagged, and a toStringTag the codec's replacer reads (an accessor, which
-// may log) is read.
-func TestCodecPlainMatchesEngine(t *testing.T) {
-	t.Parallel()
-	e := newExecutor(t)
+// codecExprs is the plain-data corpus with what the codec tags or reads
+// beyond it: binary values, functions, toStringTag (own, an accessor that
+// logs, on the prototypes), each read before and after the sandbox made
+// its typed arrays.
+func codecExprs() []string {
 	exprs := append(slices.Clone(plainExprs),
 		`{b: new Uint16Array([1]).buffer, d: new DataView(new ArrayBuffer(2))}`,
 		`{f() {}, g: [() => 1]}`, `[function named() {}]`,
@@ -153,6 +148,20 @@ func TestCodecPlainMatchesEngine(t *testing.T) {
 	} {
 		exprs = append(exprs, "(new Uint8Array(0), "+x+")")
 	}
+	return exprs
+}
+
+// TestCodecPlainMatchesEngine holds an Execute result's JSON to the
+// runtime's codec (runtime.js, stringifyForDispatch): each value returned
+// as {x: v}, which the plain-data writer takes when v is plain, and as
+// {get x() {...}}, whose accessor sends the whole value to the codec. Both
+// give the same result, error and logs: binary values and functions cross
+// tagged, and a toStringTag the codec's replacer reads (an accessor, which
+// may log) is read.
+func TestCodecPlainMatchesEngine(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t)
+	exprs := codecExprs()
 	type outcome struct {
 		Result string
 		Error  string
