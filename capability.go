@@ -476,10 +476,12 @@ func (h *hostRun) dispatchContext() context.Context {
 	return h.dctx
 }
 
-// close ends the run's host side: queued calls are dropped, started ones
-// have entered their handlers, later completions are ignored, handlers see
-// their context end.
+// close ends the run's host side: queued calls are dropped (and so are
+// governed calls still waiting for their approval or their place in
+// flight), started ones have entered their handlers, later completions
+// are ignored, handlers see their context end.
 func (h *hostRun) close() {
+	h.gov.end() // a call still waiting for its approval never runs
 	h.mu.Lock()
 	h.closed = true
 	h.queue = nil

@@ -41,11 +41,15 @@ const (
 // continuationBody is what a continuation holds: the program and what it
 // ran with, and its record of tool calls up to the one that paused it.
 type continuationBody struct {
-	V         int          `json:"v"`
-	ID        string       `json:"id"`
-	Created   int64        `json:"created"` // Unix seconds
-	Expires   int64        `json:"expires"` // Unix seconds
-	Mode      string       `json:"mode"`    // "run" or "execute"
+	V       int    `json:"v"`
+	ID      string `json:"id"`
+	Created int64  `json:"created"` // Unix seconds
+	Expires int64  `json:"expires"` // Unix seconds, rounded up: what a reader older than ExpiresNs goes by
+	// ExpiresNs is the expiry exactly (Unix nanoseconds): the TTL as given,
+	// not rounded to a second. A body without it (made before it was
+	// added) expires at Expires.
+	ExpiresNs int64        `json:"expiresNs,omitempty"`
+	Mode      string       `json:"mode"` // "run" or "execute"
 	Code      string       `json:"code"`
 	Providers []Provider   `json:"providers,omitempty"`
 	Limits    Limits       `json:"limits"`
@@ -218,11 +222,19 @@ func openWith(g *Governance, c []byte, now time.Time) (*continuationBody, error)
 		return nil, refuse("unknown mode %q", b.Mode)
 	case b.Pending < 0 || b.Pending >= len(b.Calls) || b.Calls[b.Pending].answered():
 		return nil, refuse("it has no call waiting for a decision")
-	case !now.Before(time.Unix(b.Expires, 0)):
-		return nil, &ContinuationError{Reason: "it expired at " + time.Unix(b.Expires, 0).UTC().Format(time.RFC3339),
+	case !now.Before(b.expiry()):
+		return nil, &ContinuationError{Reason: "it expired at " + b.expiry().UTC().Format(time.RFC3339Nano),
 			cause: ErrContinuationExpired}
 	}
 	return &b, nil
+}
+
+// expiry is when b stops being accepted.
+func (b *continuationBody) expiry() time.Time {
+	if b.ExpiresNs != 0 {
+		return time.Unix(0, b.ExpiresNs)
+	}
+	return time.Unix(b.Expires, 0)
 }
 
 // SingleUse is a Governance.Redeem that lets each continuation resume once
@@ -279,7 +291,7 @@ func InspectContinuation(key, continuation []byte) (*ContinuationInfo, error) {
 	}
 	info := &ContinuationInfo{ID: b.ID, Execute: b.Mode == modeExecute, Tool: b.Calls[b.Pending].Tool,
 		Args: json.RawMessage(b.Calls[b.Pending].Args), Limits: b.Limits,
-		Created: time.Unix(b.Created, 0), Expires: time.Unix(b.Expires, 0)}
+		Created: time.Unix(b.Created, 0), Expires: b.expiry()}
 	for i := range b.Calls {
 		if b.Calls[i].answered() {
 			info.Completed++

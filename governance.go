@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 )
 
 // ToolPolicy governs the calls of one tool within one run. The zero value
@@ -61,7 +62,8 @@ type Decision struct {
 	Reason string
 	// Args, when set on an approval, replace the call's arguments (the
 	// tool runs with them; the program is not told). Same form as
-	// [ToolCall].Args.
+	// [ToolCall].Args: JSON text, an array or an object where the call's
+	// are ([Decision.Check]); other arguments never reach the tool.
 	Args json.RawMessage
 }
 
@@ -78,7 +80,10 @@ func Reject(reason string) Decision { return Decision{Reason: reason} }
 // it, with the call's context (it carries the run's deadline; the
 // program goes on meanwhile, as it does while any tool runs). An error
 // fails the call inside the program with the error's text, as a rejection
-// does.
+// does, and so does a decision that fails [Decision.Check]. A decision
+// that comes after the run has ended (its deadline passed, its caller's
+// context ended, or the program settled without awaiting the call) is
+// void: the tool never runs, whatever the Approver decided.
 type Approver func(ctx context.Context, call ToolCall) (Decision, error)
 
 // Governance is the host's policy over the tool calls of an executor's
@@ -107,7 +112,9 @@ type Governance struct {
 	// Encrypt seals a continuation's contents (AES-256-GCM, key derived
 	// from Key), so that its bytes reveal nothing to whoever carries them.
 	Encrypt bool
-	// TTL is how long a continuation can be resumed (default 24 h).
+	// TTL is how long a continuation can be resumed (default 24 h),
+	// exactly: a continuation made at t is refused from t+TTL on (to the
+	// nanosecond, by the resuming process's clock).
 	TTL time.Duration
 	// Redeem, when set, is asked before a continuation resumes, with the
 	// continuation's id (unique per pause) and its expiry: an error
@@ -279,6 +286,7 @@ type govRun struct {
 	counts   map[string]int
 	slots    map[string]chan struct{}
 
+	ended    atomic.Bool // the run has settled (end)
 	claimed  atomic.Bool // a resumed run's: taken by the run Resume starts
 	from     string      // a resumed run's: the continuation's id
 	stop     error       // why the run was stopped at a call: errPausedHere or a divergence
@@ -479,6 +487,14 @@ func (r *govRun) governed(ctx context.Context, v verdict, tool string, args []by
 		d.why, d.policy = noteRejected, noteRejected
 		return d, ran
 	}
+	// A call whose run ended while it waited for its decision never runs:
+	// a decision that comes after the run settled (or after its deadline,
+	// or its caller's context ended) is void.
+	void := func(policy callNote) (completion, bool) {
+		d, ran := fail(fmt.Sprintf("tool %q: the run ended before its approval", tool))
+		d.why, d.policy = noteTimeout, policy
+		return d, ran
+	}
 	policy := noteNone
 	if v.decided {
 		policy = noteApproved
@@ -498,7 +514,14 @@ func (r *govRun) governed(ctx context.Context, v verdict, tool string, args []by
 		if r.g.Approver == nil {
 			return fail(fmt.Sprintf("tool %q requires approval, and this executor has no Approver", tool))
 		}
-		d, err := safeApprove(ctx, r.g.Approver, ToolCall{Tool: tool, Args: json.RawMessage(args)})
+		if r.over(ctx) { // nobody is asked for a run that has ended
+			return void(noteNone)
+		}
+		call := ToolCall{Tool: tool, Args: json.RawMessage(args)}
+		d, err := safeApprove(ctx, r.g.Approver, call)
+		if err == nil {
+			err = d.Check(call)
+		}
 		switch {
 		case err != nil:
 			return rejected(fmt.Sprintf("tool %q was not approved: %v", tool, err))
@@ -509,8 +532,15 @@ func (r *govRun) governed(ctx context.Context, v verdict, tool string, args []by
 		default:
 			policy = noteApproved
 		}
+		if r.over(ctx) {
+			return void(policy)
+		}
 	}
 	release, err := r.slot(ctx, tool, v.policy.MaxInFlight)
+	if err == nil && r.over(ctx) { // its run ended while it waited: dropped, as a queued call is
+		release()
+		err = context.Canceled
+	}
 	if err != nil {
 		return fail(fmt.Sprintf("tool %q: no place in flight before the run ended", tool))
 	}
@@ -540,6 +570,69 @@ func (r *govRun) governed(ctx context.Context, v verdict, tool string, args []by
 		d.why, d.policy = noteTimeout, policy
 		return d, true // the handler did start
 	}
+}
+
+// end marks the run settled: a call still waiting for its approval or its
+// in-flight place never starts. Safe to call on a nil govRun.
+func (r *govRun) end() {
+	if r != nil {
+		r.ended.Store(true)
+	}
+}
+
+// over reports whether a call that waited (for a decision, a place in
+// flight) may no longer start: the run has settled, or ctx, the call's
+// (the run's deadline, the caller's context), has ended or passed its
+// deadline.
+func (r *govRun) over(ctx context.Context) bool {
+	if r.ended.Load() || ctx.Err() != nil {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	return ok && !time.Now().Before(d)
+}
+
+// ErrInvalidDecision is matched by the error of a [Decision] whose edited
+// arguments cannot stand for the call's: they must be JSON text (RFC 8259,
+// so valid UTF-8) and, where the call's arguments are an array (a provider
+// tool's, by default) or an object (ObjectArgs, a capability's argument
+// object), the same.
+var ErrInvalidDecision = errors.New("codemode: invalid decision")
+
+// decisionError is a Decision refused; it matches ErrInvalidDecision.
+type decisionError struct{ reason string }
+
+func (e *decisionError) Error() string        { return "codemode: invalid decision: " + e.reason }
+func (e *decisionError) Is(target error) bool { return target == ErrInvalidDecision }
+
+// Check reports whether d can decide call (the call it is for: a
+// [Paused]'s or [ContinuationInfo]'s Tool and Args, an [Approver]'s
+// ToolCall): an approval's edited arguments must be JSON text, and an
+// array or an object where call's arguments are. Its error matches
+// [ErrInvalidDecision]. [Executor.Resume] refuses a decision that fails it
+// before anything runs; an Approver's that fails it rejects the call (the
+// tool does not run).
+func (d Decision) Check(call ToolCall) error {
+	if !d.Approve || d.Args == nil {
+		return nil
+	}
+	if !utf8.Valid(d.Args) || !json.Valid(d.Args) {
+		return &decisionError{"the edited arguments are not JSON: " + clip(string(d.Args), 64)}
+	}
+	if want := jsonForm(call.Args); want != 0 && jsonForm(d.Args) != want {
+		return &decisionError{fmt.Sprintf("the edited arguments must be a JSON %s, as the call's are: %s",
+			map[byte]string{'[': "array", '{': "object"}[want], clip(string(d.Args), 64))}
+	}
+	return nil
+}
+
+// jsonForm is '[' or '{' for JSON text that is an array or an object, else 0.
+func jsonForm(b []byte) byte {
+	b = bytes.TrimLeft(b, " \t\r\n")
+	if len(b) > 0 && (b[0] == '[' || b[0] == '{') {
+		return b[0]
+	}
+	return 0
 }
 
 // safeApprove calls the Approver, a panic being its error.
@@ -634,7 +727,7 @@ func (r *govRun) pause(ex *Executor) (*Paused, error) {
 	b.V, b.ID = 1, newContinuationID()
 	now := time.Now()
 	exp := now.Add(r.g.TTL)
-	b.Created, b.Expires = now.Unix(), exp.Add(time.Second-1).Unix() // whole seconds, never before the TTL
+	b.Created, b.Expires, b.ExpiresNs = now.Unix(), exp.Add(time.Second-1).Unix(), exp.UnixNano()
 	b.Limits = ex.limits
 	b.Calls = append([]callRecord(nil), r.calls[:r.paused+1]...)
 	b.Calls[r.paused].Result, b.Calls[r.paused].Error = nil, nil
@@ -652,7 +745,7 @@ func (r *govRun) pause(ex *Executor) (*Paused, error) {
 		}
 	}
 	return &Paused{Continuation: cont, ID: b.ID, Tool: pending.Tool, Args: json.RawMessage(pending.Args),
-		Completed: completed, Expires: time.Unix(b.Expires, 0)}, nil
+		Completed: completed, Expires: b.expiry()}, nil
 }
 
 // resumeKey carries a resumed run's governed side from Resume to Run or
@@ -707,7 +800,9 @@ func (e *Executor) govern(ctx context.Context, origin continuationBody) (context
 // The executor must have the Governance Key the continuation was made
 // with, and the limits it recorded (memory, stack, payload and logs: the
 // run must compute what it computed); the deadline is this executor's,
-// counted from this call. A Run program's outcome comes back in the
+// counted from this call. A decision that fails [Decision.Check] against
+// the paused call is refused before anything runs (and before Redeem),
+// kind [KindInvalidArgs], matching [ErrInvalidDecision]. A Run program's outcome comes back in the
 // ExecuteResult's form: Result, Logs, Err (Error its text).
 func (e *Executor) Resume(ctx context.Context, continuation []byte, d Decision, dispatch DispatchFunc) ExecuteResult {
 	if ctx == nil {
@@ -719,6 +814,12 @@ func (e *Executor) Resume(ctx context.Context, continuation []byte, d Decision, 
 	}
 	b, err := openWith(e.gov, continuation, time.Now())
 	if err == nil {
+		// Before admit: a Redeem that lets a continuation resume once must
+		// not spend it on a decision refused here.
+		pending := &b.Calls[b.Pending]
+		if err := d.Check(ToolCall{Tool: pending.Tool, Args: json.RawMessage(pending.Args)}); err != nil {
+			return refusedResult(&ExecError{Kind: KindInvalidArgs, Name: ExecuteName, Reason: err.(*decisionError).reason, cause: err})
+		}
 		err = e.admit(b)
 	}
 	if err != nil {
@@ -764,7 +865,7 @@ func (e *Executor) admit(b *continuationBody) error {
 			l.Memory, l.Stack, l.Payload, l.Logs, m.Memory, m.Stack, m.Payload, m.Logs)
 	}
 	if e.gov.Redeem != nil {
-		if err := e.gov.Redeem(b.ID, time.Unix(b.Expires, 0)); err != nil {
+		if err := e.gov.Redeem(b.ID, b.expiry()); err != nil {
 			return &ContinuationError{Reason: "Redeem refused it: " + err.Error(), cause: err}
 		}
 	}

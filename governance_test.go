@@ -631,3 +631,158 @@ func TestResumeThatThrowsEarlyDiverged(t *testing.T) {
 	require.NotNil(t, res.Err)
 	assert.Equal(t, KindDiverged, res.Err.Kind)
 }
+
+// TestLateApprovalIsVoid: a decision that arrives after the run has
+// ended (its deadline, or the program settling without awaiting the
+// call) is void: the gated tool never runs. The Approver ignores its
+// context and decides only once the run has returned; an Observer says
+// when the call is over.
+func TestLateApprovalIsVoid(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		name string
+		code string
+		run  bool // through Run and an async capability
+		kind ErrorKind
+	}{
+		{"deadline/execute", `async () => { await store.write({amount: 100}); return "wrote" }`, false, KindTimeout},
+		{"settled/execute", `async () => { store.write({amount: 100}); return "returned" }`, false, ""},
+		{"deadline/run", `await put({amount: 100}); return "wrote"`, true, KindTimeout},
+		{"settled/run", `put({amount: 100}); return "returned"`, true, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			release := make(chan struct{})
+			ended := make(chan ToolCallEnd, 1)
+			var ran atomic.Int32
+			deadline := 200 * time.Millisecond
+			if tt.kind == "" {
+				deadline = 20 * time.Second // the program settles on its own, at once
+			}
+			e := newExecutor(t, WithLimits(Limits{Deadline: deadline}),
+				WithCapability(Capability{Name: "put", Async: true, Func: func(context.Context, json.RawMessage) (any, error) {
+					ran.Add(1)
+					return "put", nil
+				}}),
+				WithObserver(observerFuncs{run: func(RunEnd) {}, tool: func(_ ToolCallInfo, end ToolCallEnd) { ended <- end }}),
+				WithGovernance(Governance{
+					Tools: map[string]ToolPolicy{"store.write": {RequiresApproval: true}, "put": {RequiresApproval: true}},
+					Approver: func(context.Context, ToolCall) (Decision, error) {
+						<-release // deaf to its context
+						return Approve(), nil
+					},
+				}))
+			s := &store{}
+			var errKind ErrorKind
+			var value string
+			if tt.run {
+				res, err := e.Run(context.Background(), tt.code)
+				var ee *ExecError
+				if errors.As(err, &ee) {
+					errKind = ee.Kind
+				} else {
+					require.NoError(t, err)
+					value = string(res.Value)
+				}
+			} else {
+				res := e.Execute(context.Background(), Request{Code: tt.code, Providers: storeProviders, Dispatch: s.dispatch})
+				if res.Err != nil {
+					errKind = res.Err.Kind
+				}
+				value = string(res.Result)
+			}
+			assert.Equal(t, tt.kind, errKind)
+			if tt.kind == "" {
+				assert.Equal(t, `"returned"`, value)
+			}
+			close(release)
+			end := <-ended
+			assert.Equal(t, "timeout", end.Outcome, "the call ended with its run")
+			if tt.kind == KindTimeout { // asked before the deadline, approved after it
+				assert.Equal(t, "approved", end.Policy)
+			}
+			assert.Equal(t, 0, s.count("write"), "a decision after the run ended is void")
+			assert.Zero(t, ran.Load(), "a decision after the run ended is void")
+		})
+	}
+}
+
+// TestDecisionArgumentsChecked: edited arguments that are not JSON, or not
+// of the call's form, are refused before anything runs (Resume), or
+// reject the call (an Approver's): the tool never sees them.
+func TestDecisionArgumentsChecked(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		args, why string
+	}{
+		{"not json", "are not JSON"},
+		{`[1,`, "are not JSON"},
+		{"\"\xff\"", "are not JSON"},
+		{`{"sum":29}`, "must be a JSON array"},
+		{`29`, "must be a JSON array"},
+		{"", "are not JSON"},
+	} {
+		t.Run(tt.args, func(t *testing.T) {
+			t.Parallel()
+			d := ApproveWith(json.RawMessage(tt.args))
+			e := newExecutor(t, gatedWrites(func(g *Governance) { g.Redeem = SingleUse() }))
+			s := &store{}
+			p := pauseAtWrite(t, e, s)
+			res := e.Resume(context.Background(), p.Continuation, d, s.dispatch)
+			require.NotNil(t, res.Err)
+			assert.Equal(t, KindInvalidArgs, res.Err.Kind)
+			assert.ErrorIs(t, res.Err, ErrInvalidDecision)
+			assert.Contains(t, res.Error, tt.why)
+			assert.Equal(t, 3, s.count("read"), "nothing ran again")
+			assert.Empty(t, s.writes)
+			// Refused before Redeem: the continuation is not spent.
+			assert.Equal(t, `{"sum":30,"wrote":"written"}`, result(t, e.Resume(context.Background(), p.Continuation, Approve(), s.dispatch)))
+
+			approving := newExecutor(t, WithGovernance(Governance{
+				Tools:    map[string]ToolPolicy{"store.write": {RequiresApproval: true}},
+				Approver: func(context.Context, ToolCall) (Decision, error) { return d, nil },
+			}))
+			s = &store{}
+			out := result(t, approving.Execute(context.Background(), Request{Code: readsThenWrite, Providers: storeProviders, Dispatch: s.dispatch}))
+			assert.Contains(t, out, `"refused":"tool \"store.write\" was not approved: codemode: invalid decision: the edited arguments `)
+			assert.Empty(t, s.writes)
+		})
+	}
+	call := ToolCall{Tool: "put", Args: json.RawMessage(`{"a":1}`)}
+	assert.NoError(t, ApproveWith(json.RawMessage(` {"a":2}`)).Check(call))
+	assert.NoError(t, Reject("no").Check(call))
+	assert.NoError(t, Approve().Check(call))
+	assert.ErrorIs(t, ApproveWith(json.RawMessage(`[{"a":2}]`)).Check(call), ErrInvalidDecision)
+	assert.ErrorIs(t, ApproveWith(json.RawMessage(`{`)).Check(ToolCall{Args: json.RawMessage(`5`)}), ErrInvalidDecision)
+	assert.NoError(t, ApproveWith(json.RawMessage(`"six"`)).Check(ToolCall{Args: json.RawMessage(`5`)}))
+}
+
+// TestContinuationTTLExact: a continuation lasts its TTL, not a second
+// rounded up: resumable just before, refused from the expiry on.
+func TestContinuationTTLExact(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t, gatedWrites(func(g *Governance) { g.TTL = 300 * time.Millisecond }))
+	before := time.Now()
+	p := pauseAtWrite(t, e, &store{})
+	after := time.Now()
+	assert.False(t, p.Expires.Before(before.Add(300*time.Millisecond)))
+	assert.False(t, p.Expires.After(after.Add(300*time.Millisecond)), "Expires %v is past the TTL", p.Expires)
+	_, err := openContinuation(testKey, p.Continuation, p.Expires.Add(-time.Nanosecond))
+	assert.NoError(t, err)
+	_, err = openContinuation(testKey, p.Continuation, p.Expires)
+	assert.ErrorIs(t, err, ErrContinuationExpired)
+	info, err := InspectContinuation(testKey, p.Continuation)
+	require.NoError(t, err)
+	assert.Equal(t, p.Expires, info.Expires)
+
+	// A body made before ExpiresNs existed expires at its whole second.
+	b, err := openContinuation(testKey, p.Continuation, before)
+	require.NoError(t, err)
+	b.ExpiresNs = 0
+	old, err := sealContinuation(e.gov, b)
+	require.NoError(t, err)
+	_, err = openContinuation(testKey, old, time.Unix(b.Expires, 0).Add(-time.Nanosecond))
+	assert.NoError(t, err)
+	_, err = openContinuation(testKey, old, time.Unix(b.Expires, 0))
+	assert.ErrorIs(t, err, ErrContinuationExpired)
+}
