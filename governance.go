@@ -286,11 +286,12 @@ type govRun struct {
 	counts   map[string]int
 	slots    map[string]chan struct{}
 
-	ended    atomic.Bool // the run has settled (end)
-	claimed  atomic.Bool // a resumed run's: taken by the run Resume starts
-	from     string      // a resumed run's: the continuation's id
-	stop     error       // why the run was stopped at a call: errPausedHere or a divergence
-	paused   int         // the call it paused at
+	ended    atomic.Bool   // the run has settled (end)
+	done     chan struct{} // closed as ended is set
+	claimed  atomic.Bool   // a resumed run's: taken by the run Resume starts
+	from     string        // a resumed run's: the continuation's id
+	stop     error         // why the run was stopped at a call: errPausedHere or a divergence
+	paused   int           // the call it paused at
 	diverged string
 }
 
@@ -299,7 +300,7 @@ var errPausedHere = errors.New("paused")
 
 // newGovRun starts the governed side of a run.
 func newGovRun(g *Governance, origin continuationBody) *govRun {
-	return &govRun{g: g, origin: origin, pending: -1}
+	return &govRun{g: g, origin: origin, pending: -1, done: make(chan struct{})}
 }
 
 // action is what a governed call does.
@@ -518,11 +519,13 @@ func (r *govRun) governed(ctx context.Context, v verdict, tool string, args []by
 			return void(noteNone)
 		}
 		call := ToolCall{Tool: tool, Args: json.RawMessage(args)}
-		d, err := safeApprove(ctx, r.g.Approver, call)
+		d, err := r.safeApprove(ctx, call)
 		if err == nil {
 			err = d.Check(call)
 		}
 		switch {
+		case err == errRunEnded:
+			return void(noteNone)
 		case err != nil:
 			return rejected(fmt.Sprintf("tool %q was not approved: %v", tool, err))
 		case !d.Approve:
@@ -575,8 +578,8 @@ func (r *govRun) governed(ctx context.Context, v verdict, tool string, args []by
 // end marks the run settled: a call still waiting for its approval or its
 // in-flight place never starts. Safe to call on a nil govRun.
 func (r *govRun) end() {
-	if r != nil {
-		r.ended.Store(true)
+	if r != nil && r.ended.CompareAndSwap(false, true) {
+		close(r.done)
 	}
 }
 
@@ -635,15 +638,39 @@ func jsonForm(b []byte) byte {
 	return 0
 }
 
-// safeApprove calls the Approver, a panic being its error.
-func safeApprove(ctx context.Context, a Approver, call ToolCall) (d Decision, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			d, err = Decision{}, fmt.Errorf("panic: %v", r)
-		}
+// safeApprove asks the Approver, a panic being its error, and waits for
+// its decision only while the call may still run: until ctx ends or the
+// run settles (the decision, when it comes, is dropped), so that an
+// Approver deaf to its context holds neither a synchronous call's run nor
+// an async call's goroutine past the run.
+func (r *govRun) safeApprove(ctx context.Context, call ToolCall) (Decision, error) {
+	type decided struct {
+		d   Decision
+		err error
+	}
+	ch := make(chan decided, 1)
+	go func() {
+		var out decided
+		defer func() {
+			if p := recover(); p != nil {
+				out = decided{err: fmt.Errorf("panic: %v", p)}
+			}
+			ch <- out
+		}()
+		out.d, out.err = r.g.Approver(ctx, call)
 	}()
-	return a(ctx, call)
+	select {
+	case out := <-ch:
+		return out.d, out.err
+	case <-ctx.Done():
+	case <-r.done:
+	}
+	return Decision{}, errRunEnded
 }
+
+// errRunEnded is the decision of a call whose run ended while its
+// Approver decided.
+var errRunEnded = errors.New("the run ended before the decision")
 
 // newContinuationID is a fresh random id.
 func newContinuationID() string {

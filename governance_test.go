@@ -634,39 +634,45 @@ func TestResumeThatThrowsEarlyDiverged(t *testing.T) {
 
 // TestLateApprovalIsVoid: a decision that arrives after the run has
 // ended (its deadline, or the program settling without awaiting the
-// call) is void: the gated tool never runs. The Approver ignores its
-// context and decides only once the run has returned; an Observer says
-// when the call is over.
+// call) is void: the gated tool never runs, and the run does not wait for
+// it. The Approver ignores its context and decides only once the run has
+// returned; an Observer says when the call is over.
 func TestLateApprovalIsVoid(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
 		name string
 		code string
-		run  bool // through Run and an async capability
+		run  bool // through Run and capabilities
 		kind ErrorKind
 	}{
 		{"deadline/execute", `async () => { await store.write({amount: 100}); return "wrote" }`, false, KindTimeout},
 		{"settled/execute", `async () => { store.write({amount: 100}); return "returned" }`, false, ""},
 		{"deadline/run", `await put({amount: 100}); return "wrote"`, true, KindTimeout},
+		{"deadline/run-sync", `putSync({amount: 100}); return "wrote"`, true, KindTimeout},
 		{"settled/run", `put({amount: 100}); return "returned"`, true, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			release := make(chan struct{})
+			var released atomic.Bool
+			release, once := make(chan struct{}), sync.Once{}
+			free := func() { once.Do(func() { released.Store(true); close(release) }) }
+			defer time.AfterFunc(30*time.Second, free).Stop() // a run that waits for its Approver returns, late
 			ended := make(chan ToolCallEnd, 1)
 			var ran atomic.Int32
+			put := func(context.Context, json.RawMessage) (any, error) {
+				ran.Add(1)
+				return "put", nil
+			}
 			deadline := 200 * time.Millisecond
 			if tt.kind == "" {
 				deadline = 20 * time.Second // the program settles on its own, at once
 			}
 			e := newExecutor(t, WithLimits(Limits{Deadline: deadline}),
-				WithCapability(Capability{Name: "put", Async: true, Func: func(context.Context, json.RawMessage) (any, error) {
-					ran.Add(1)
-					return "put", nil
-				}}),
+				WithCapability(Capability{Name: "put", Async: true, Func: put}),
+				WithCapability(Capability{Name: "putSync", Func: put}),
 				WithObserver(observerFuncs{run: func(RunEnd) {}, tool: func(_ ToolCallInfo, end ToolCallEnd) { ended <- end }}),
 				WithGovernance(Governance{
-					Tools: map[string]ToolPolicy{"store.write": {RequiresApproval: true}, "put": {RequiresApproval: true}},
+					Tools: map[string]ToolPolicy{"*": {RequiresApproval: true}},
 					Approver: func(context.Context, ToolCall) (Decision, error) {
 						<-release // deaf to its context
 						return Approve(), nil
@@ -691,16 +697,15 @@ func TestLateApprovalIsVoid(t *testing.T) {
 				}
 				value = string(res.Result)
 			}
+			assert.False(t, released.Load(), "the run waited for its Approver")
 			assert.Equal(t, tt.kind, errKind)
 			if tt.kind == "" {
 				assert.Equal(t, `"returned"`, value)
 			}
-			close(release)
+			free()
 			end := <-ended
 			assert.Equal(t, "timeout", end.Outcome, "the call ended with its run")
-			if tt.kind == KindTimeout { // asked before the deadline, approved after it
-				assert.Equal(t, "approved", end.Policy)
-			}
+			assert.Empty(t, end.Policy, "no decision came in time")
 			assert.Equal(t, 0, s.count("write"), "a decision after the run ended is void")
 			assert.Zero(t, ran.Load(), "a decision after the run ended is void")
 		})
