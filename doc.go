@@ -173,9 +173,14 @@
 // A source that is JavaScript in no shape is TypeScript when the executor
 // has a stripper: import github.com/codemode-go/codemode/typescript (its
 // own module, esbuild; see [TypeScript]) and every executor strips type
-// annotations, interfaces, generics, as, satisfies, declare, access
-// modifiers and import type, compiles enum and namespace, and places every
-// error at the TypeScript source's line and column. JavaScript never
+// annotations, interfaces, generics, as, satisfies, declare and access
+// modifiers, compiles enum and namespace, and places every error at the
+// TypeScript source's line and column. Type-only imports and exports
+// (import type, import { type A }, export type, export interface) are
+// erased, as any compiler erases them, and the program runs as the script
+// it is (top-level return and await included); so is, as in TypeScript,
+// an import none of whose names the program uses as a value. An import
+// whose value it uses is refused as above. JavaScript that parses never
 // reaches the stripper.
 //
 // Binary data crosses as the envelope of Execute's codec: a typed array,
@@ -457,9 +462,9 @@
 //     [WithIdleMemory] (default [DefaultIdleMemory], 32 MiB), so the next
 //     burst reuses them without the kernel making a page again; beyond
 //     that, a few warm ones (twice the concurrency, at least 4) give the
-//     pages above their images back and the rest are freed. After a burst
-//     of a thousand runs that each touched 4 MiB, an idle executor holds
-//     the budget and a few MiB.
+//     pages above their images back (keeping those while they fit) and
+//     the rest are freed. After a burst of a thousand runs that each
+//     touched 4 MiB, an idle executor holds the budget and a few MiB.
 //   - The right to execute JavaScript, only while the engine runs
 //     (evaluating, running jobs, settling a host call's result, firing a
 //     timer): at most [WithConcurrency] runs at once (default GOMAXPROCS).
@@ -492,10 +497,11 @@
 // or else the machine's memory — unless [WithMemoryBudget] gives it
 // another (one budget may serve several executors; nil bounds nothing).
 // A budget is charged for what sandboxes hold resident, as they grow, not
-// for the sum of their limits: their pages and images, in 256 KiB chunks,
-// given back as runs end and as idle sandboxes return their pages (idle
-// pages count until then; a run waiting for room asks idle sandboxes for
-// theirs first). A run that finds no room to open its sandbox waits for
+// for the sum of their limits: their pages and images, in 256 KiB chunks
+// as they grow and to the page once a run ends, given back as runs end
+// and as idle sandboxes return their pages (idle pages count until then;
+// a run waiting for room to start, or whose sandbox cannot grow, has idle
+// sandboxes give theirs back first). A run that finds no room to open its sandbox waits for
 // some within its deadline ([WithMemoryWait] bounds the wait; zero
 // refuses at once) and otherwise fails with kind [KindMemoryBudget],
 // matching [ErrMemoryBudget] and [ErrBusy]: no code of it ran. A run

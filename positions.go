@@ -85,20 +85,33 @@ type importDecl struct {
 
 // instrument instruments src as shape; a source that parses in no shape
 // is stripped of TypeScript when ts is set, and its JavaScript used when
-// that parses. When neither reads it, the parser that read further says
-// where it went wrong; and when it holds an import declaration, that is
-// the error to report: a program is a script, with no module to import.
+// that parses (a type-only import is erased then). When neither reads it,
+// and it holds an import declaration, that is the error to report: a
+// program is a script, with no module to import; otherwise the parser
+// that read further says where it went wrong.
 func instrument(src string, shape jspos.Shape, ts TypeScript) *instrumented {
 	m := jspos.Instrument(src, shape)
 	if m.Form() == jspos.Unread {
 		return &instrumented{m: m, note: "codemode compiled the source without reading it first: " + m.Why()}
 	}
-	if m.Form() == jspos.Invalid {
-		if module, off, ok := jspos.StaticImport(m.Original()); ok {
-			return &instrumented{m: m, imported: &importDecl{module: module, off: off}}
-		}
+	if m.Form() != jspos.Invalid {
+		return &instrumented{m: m}
 	}
-	if m.Form() != jspos.Invalid || ts == nil {
+	in := stripped(m, shape, ts)
+	if in.m != m { // its JavaScript parses
+		return in
+	}
+	if module, off, ok := jspos.StaticImport(m.Original()); ok {
+		return &instrumented{m: m, imported: &importDecl{module: module, off: off}}
+	}
+	return in
+}
+
+// stripped is the instrumented JavaScript of m's source (which parses in
+// no shape) stripped of TypeScript by ts; when it cannot be, m with the
+// error to report, if the stripper's is the better one.
+func stripped(m *jspos.Map, shape jspos.Shape, ts TypeScript) *instrumented {
+	if ts == nil {
 		return &instrumented{m: m}
 	}
 	if ok, r := jspos.TypeScriptReadable(m.Original()); !ok {

@@ -7,8 +7,13 @@
 // The stripping is esbuild's (github.com/evanw/esbuild, pkg/api Transform
 // with the TS loader): type annotations, interface and type declarations,
 // generics, as, satisfies, non-null !, declare, optional parameters,
-// access modifiers and import type are removed; enum and namespace are
-// compiled to JavaScript objects, and work. An executor asks only for a
+// access modifiers and type-only imports and exports (import type,
+// import { type A }, export type, export interface) are removed; enum
+// and namespace are compiled to JavaScript objects, and work. A source
+// that a type-only import or export would make a module (where its
+// top-level return is not allowed) is stripped as the script it is: each
+// such declaration esbuild's parser names is blanked first (eraseTypeOnly),
+// so every position holds. An executor asks only for a
 // source that parses as JavaScript in none of its input shapes, so
 // JavaScript never pays for it; the bytecode cache keeps the compiled
 // result under the original source.
@@ -46,16 +51,110 @@ func (Stripper) Strip(src string) (string, func(line, col int) (int, int), error
 		return "", nil, &codemode.TypeScriptError{Line: 1, Column: 1,
 			Message: "codemode did not strip the source as TypeScript: " + r.Why()}
 	}
-	js, back, err := strip(src, "")
-	var te *codemode.TypeScriptError
-	if errors.As(err, &te) && strings.HasPrefix(te.Message, "Top-level return cannot be used") {
-		// Top-level await made the source a module, where return is not
-		// allowed: strip it as the body of an async function instead.
-		if wjs, wback, werr := strip(src, wrapHead); werr == nil {
-			return wjs, wback, nil
+	js, back, err := strip(src, src, "")
+	if !topLevelReturn(err) {
+		return js, back, unwrap(err)
+	}
+	// A type-only import or export (import type, export type, export
+	// interface) made the source a module, where return is not allowed:
+	// it is erased, as any compiler erases it, and the source stripped as
+	// the script it is.
+	erased := eraseModuleSyntax(src, err)
+	if erased != src {
+		ejs, eback, eerr := strip(erased, src, "")
+		if !topLevelReturn(eerr) {
+			return ejs, eback, unwrap(eerr)
 		}
 	}
-	return js, back, err
+	// Top-level await made the source a module: strip it as the body of
+	// an async function instead.
+	if wjs, wback, werr := strip(erased, src, wrapHead); werr == nil {
+		return wjs, wback, nil
+	}
+	return "", nil, unwrap(err)
+}
+
+// unwrap is err as Strip returns it: a stripError's TypeScriptError.
+func unwrap(err error) error {
+	if se, ok := err.(*stripError); ok {
+		return se.te
+	}
+	return err
+}
+
+// eraseModuleSyntax is src with every type-only import and export
+// declaration blanked (eraseTypeOnly), given err, esbuild's refusal of a
+// top-level return in it. esbuild's note says which keyword made the
+// source a module, so only declarations its parser saw are touched: each
+// one found is erased from a probe copy, and so is a top-level await
+// (which esbuild names first), and the probe parsed again for the next,
+// until nothing makes it a module or something other than a type-only
+// declaration does.
+func eraseModuleSyntax(src string, err error) string {
+	erased, probe := src, src
+	for i := 0; i < maxErased && topLevelReturn(err); i++ {
+		off, ok := moduleKeyword(err.(*stripError).msg, probe)
+		if !ok {
+			break
+		}
+		if strings.HasPrefix(probe[off:], "await") {
+			probe = blank(probe, off, off+len("await"))
+		} else {
+			next, ok := eraseTypeOnly(probe, off)
+			if !ok {
+				break
+			}
+			probe = next
+			erased, _ = eraseTypeOnly(erased, off) // the same declaration: only awaits differ
+		}
+		_, _, err = strip(probe, src, "")
+	}
+	return erased
+}
+
+// maxErased bounds the type-only declarations erased from one source
+// (each costs a parse).
+const maxErased = 64
+
+// stripError is esbuild's first error, as a TypeScriptError and as
+// esbuild gave it (its notes say why a source is a module).
+type stripError struct {
+	te  *codemode.TypeScriptError
+	msg api.Message
+}
+
+func (e *stripError) Error() string { return e.te.Error() }
+
+// topLevelReturn reports whether err is esbuild's refusal of a return at
+// the top level of a module.
+func topLevelReturn(err error) bool {
+	se, ok := err.(*stripError)
+	return ok && strings.HasPrefix(se.msg.Text, "Top-level return cannot be used")
+}
+
+// moduleKeyword is the byte offset in src of the import, export or await
+// keyword that esbuild's note on m says made src a module.
+func moduleKeyword(m api.Message, src string) (int, bool) {
+	for _, n := range m.Notes {
+		l := n.Location
+		if l == nil || !strings.HasPrefix(n.Text, "This file is considered to be an ECMAScript module") {
+			continue
+		}
+		off := 0
+		for line := 1; line < l.Line; line++ {
+			i := strings.IndexByte(src[off:], '\n')
+			if i < 0 {
+				return 0, false
+			}
+			off += i + 1
+		}
+		off += l.Column
+		if rest := src[min(off, len(src)):]; strings.HasPrefix(rest, "import") || strings.HasPrefix(rest, "export") ||
+			strings.HasPrefix(rest, "await") {
+			return off, true
+		}
+	}
+	return 0, false
 }
 
 // wrapHead makes a body an async function's for esbuild; it shares the
@@ -63,8 +162,10 @@ func (Stripper) Strip(src string) (string, func(line, col int) (int, int), error
 const wrapHead = "async function __codemode_ts() {"
 
 // strip runs esbuild over src, inside an async function when head is set
-// (the function is taken off the output again).
-func strip(src, head string) (string, func(line, col int) (int, int), error) {
+// (the function is taken off the output again). orig is the source src
+// was made from by blanking (the same lines, and the same UTF-16 length
+// up to every position): positions are the original's.
+func strip(src, orig, head string) (string, func(line, col int) (int, int), error) {
 	in := src
 	if head != "" {
 		in = head + src + "\n}"
@@ -81,12 +182,16 @@ func strip(src, head string) (string, func(line, col int) (int, int), error) {
 		te := &codemode.TypeScriptError{Line: 1, Column: 1, Message: e.Text}
 		if e.Location != nil {
 			te.Line = e.Location.Line
-			te.Column = 1 + utf8.RuneCountInString(prefix(e.Location.LineText, e.Location.Column))
+			before := prefix(e.Location.LineText, e.Location.Column)
 			if te.Line == 1 && head != "" {
-				te.Column = max(te.Column-len(head), 1)
+				before = before[min(len(head), len(before)):]
+			}
+			te.Column = 1 + utf8.RuneCountInString(before)
+			if origLines := strings.Split(orig, "\n"); src != orig && te.Line <= len(origLines) {
+				te.Column = 1 + runeIndex(origLines[te.Line-1], utf16Len(before))
 			}
 		}
-		return "", nil, te
+		return "", nil, &stripError{te: te, msg: e}
 	}
 	sm, err := sourcemap.Parse("", r.Map)
 	if err != nil {
@@ -105,7 +210,7 @@ func strip(src, head string) (string, func(line, col int) (int, int), error) {
 		}
 		jsLines, skip = jsLines[1:end], 1
 	}
-	srcLines := strings.Split(src, "\n")
+	srcLines := strings.Split(orig, "\n")
 	back := func(line, col int) (int, int) {
 		if line < 1 || line > len(jsLines) {
 			return line, col

@@ -46,6 +46,16 @@ func TestTypeScript(t *testing.T) {
 		{"export default typed arrow", "export default async (): Promise<number> => 1", "1"},
 		{"ts fence with prose", "Here you go:\n```ts\nconst total: number = [1, 2, 3].reduce((a: number, b: number) => a + b, 0);\ntotal\n```\nIt sums them.", "6"},
 		{"top-level await", "const v: number = await Promise.resolve(41);\nreturn v + 1", "42"},
+		// Type-only imports and exports are erased, and the program runs
+		// as the script it is (top-level return and all).
+		{"import type and return", "import type { Foo } from \"./foo\"\nconst x: Foo = 1\nreturn x", "1"},
+		{"import type default, star, multiline", "import type Foo from './foo';\nimport type * as NS from \"./ns\" with { type: \"json\" };\n" +
+			"import type {\n  A, // the first\n  B as C,\n} from './ab'\nconst n: Foo | A | C | NS.T = 2;\nreturn n", "2"},
+		{"import of types only", "import { type A, type B as BB } from './ab'\nconst a: A | BB = 3\nreturn a", "3"},
+		{"export type and interface", "export type Row = { id: number }\nexport interface Page { rows: Row[] }\n" +
+			"export type { Row as R2 };\nconst p: Page = { rows: [{ id: 4 }] };\nreturn p.rows[0].id", "4"},
+		{"import type and await", "import type { Foo } from './foo'\nconst v: Foo = await Promise.resolve(5);\nreturn v", "5"},
+		{"import type after code", "const a: number = 1\nimport type { Foo } from './foo'\nreturn a + 5", "6"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -77,6 +87,10 @@ func TestTypeScriptPositions(t *testing.T) {
 			"function f(o) {\n  return o.x\n}\nf(null)", ""},
 		{"after top-level await", "const v: number = await Promise.resolve(1);\nreturn (null as any).x",
 			"const v = await Promise.resolve(1);\nreturn (null).x", ""},
+		{"after an erased import", "import type { Ü, \"😀\" as E } from './foo'; const u: Ü = 1; return (null as any).x",
+			strings.Repeat(" ", 41) + " const u    = 1; return (null       ).x", ""},
+		{"a syntax error after an erased import", "import type { A } from './a'; const a: number = ;\nreturn 1", "",
+			"SyntaxError: Unexpected \";\"\n    at script.js:1:49"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -92,6 +106,24 @@ func TestTypeScriptPositions(t *testing.T) {
 			require.ErrorAs(t, err, &ee, "Run(%q)", tt.code)
 			assert.Equal(t, want, ee.Message, "Run(%q)", tt.code)
 		})
+	}
+}
+
+// TestValueImportsRefused: an import that is not type-only is not
+// erased: the program is a script, with no module to load.
+func TestValueImportsRefused(t *testing.T) {
+	t.Parallel()
+	e := executor(t)
+	for _, code := range []string{
+		"import { readFile } from 'fs'\nconst s: string = readFile('x')\nreturn s",
+		"import { type A, b } from './ab'\nconst a: A = b\nreturn a",
+		"import type from './t'\nconst a: number = 1\nreturn a",
+		"import * as fs from 'fs'\nconst a: number = 1\nreturn a",
+	} {
+		_, err := e.Run(context.Background(), code)
+		var ee *codemode.ExecError
+		require.ErrorAs(t, err, &ee, "Run(%q)", code)
+		assert.Equal(t, codemode.KindJS, ee.Kind, "Run(%q): %s", code, ee.LLMJSON())
 	}
 }
 
