@@ -219,6 +219,12 @@ typedef struct bridge_membudget {
 	int64_t entry;   /* the most a new slot held once its sandbox was open (learnt) */
 } bridge_membudget;
 
+/* Called back (//export, in memory.go) when a running sandbox's budget
+ * has no room for it to grow, need bytes short: the idle sandboxes of the
+ * executors sharing mb give that much back, if they hold it. 1 if they
+ * gave any (try the charge again), else 0. */
+int32_t go_membudget_reclaim(bridge_membudget *mb, int64_t need);
+
 /* A new slot charging mb (NULL: none; mb outlives the slot). */
 bridge_slot *bridge_slot_new(bridge_membudget *mb);
 void bridge_slot_free(bridge_slot *s);

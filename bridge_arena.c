@@ -56,6 +56,8 @@ void sb_grow_put(strbuf *b, const char *s, size_t n)
  * inside the engine, where we could not see it). usable_size is exact, so
  * the engine's own accounting and GC triggers keep working. */
 
+static bool mb_grow(bridge_slot *s, size_t extra);
+
 static bool heap_admit(bridge_slot *s, size_t n)
 {
 	if (n > s->heap_limit || s->heap_used > s->heap_limit - n) {
@@ -76,7 +78,7 @@ static inline void note_peak(bridge_slot *s)
  * budget covers the heap, else freed, and the run killed. */
 static void *heap_covered(bridge_slot *s, void *p)
 {
-	if (s->heap_used <= s->cover || mb_charge(s, 0))
+	if (s->heap_used <= s->cover || mb_grow(s, 0))
 		return p;
 	s->heap_used -= malloc_usable_size(p);
 	free(p);
@@ -129,7 +131,7 @@ static void *heap_realloc(void *opaque, void *ptr, size_t size)
 	if (size > old && s->heap_used + (size - old) > s->cover) {
 		/* Charged before it grows: once moved, the old block is gone. */
 		s->heap_used += size - old;
-		bool ok = mb_charge(s, 0);
+		bool ok = mb_grow(s, 0);
 		s->heap_used -= size - old;
 		if (!ok) {
 			slot_kill(s, BRIDGE_BUDGET);
@@ -408,7 +410,7 @@ static void *ar_malloc(void *opaque, size_t size)
 		slot_kill(s, BRIDGE_MEMORY);
 		return NULL;
 	}
-	if (s->ar->hwm > s->cover && !mb_charge(s, 0)) {
+	if (s->ar->hwm > s->cover && !mb_grow(s, 0)) {
 		arena_free(s->ar, p);
 		s->ar->hwm = hwm; /* nothing was written past it */
 		slot_kill(s, BRIDGE_BUDGET);
@@ -462,7 +464,7 @@ static void *ar_realloc(void *opaque, void *ptr, size_t size)
 	/* Charged before it grows (in place or by a move, at most a block of
 	 * cs past the top): once moved, the old block is gone. */
 	size_t reach = s->ar->top + sizeof(arena_block) + cs;
-	if (cs > old && reach > s->cover && !mb_charge(s, reach > s->ar->hwm ? reach - s->ar->hwm : 0)) {
+	if (cs > old && reach > s->cover && !mb_grow(s, reach > s->ar->hwm ? reach - s->ar->hwm : 0)) {
 		slot_kill(s, BRIDGE_BUDGET);
 		return NULL;
 	}
@@ -490,7 +492,10 @@ const JSMallocFunctions *arena_allocator(void) { return &arena_funcs; }
  * a libc sandbox's heap), in chunks: before a run opens, as the sandbox
  * grows past what its charge covers (the allocators compare one field),
  * and it gives back what it no longer holds as the run ends and as its
- * pages go back. Caps, so runs that stay small are not starved by ones
+ * pages go back: then its charge is what it holds, to the page, not to
+ * the chunk (a thousand idle sandboxes holding a page or two each were
+ * charged a chunk each, 256 times what they held). A sandbox that cannot
+ * grow asks Go to take the idle sandboxes' pages first (mb_grow). Caps, so runs that stay small are not starved by ones
  * that grow: a sandbox larger than small grows only while the sum stays
  * below limit - reserve; a new run opens only below limit - reserve/2; a
  * small sandbox grows up to limit - reserve/4, and a tiny one (what a new
@@ -537,8 +542,9 @@ size_t slot_footprint(const bridge_slot *s)
  * charge covers past below (footprint's). */
 static void mb_cover(bridge_slot *s, size_t below) { s->cover = s->charged > below ? s->charged - below : 0; }
 
-/* Charges the slot for its footprint fp and extra bytes more. */
-static bool charge(bridge_slot *s, size_t fp, size_t below, size_t extra, bool admit)
+/* Charges the slot for its footprint fp and extra bytes more; when the
+ * budget refuses and short_by is not NULL, *short_by is the room missing. */
+static bool charge(bridge_slot *s, size_t fp, size_t below, size_t extra, bool admit, int64_t *short_by)
 {
 	bridge_membudget *b = s->mb;
 	size_t want = round_to(fp + extra, MB_CHUNK);
@@ -552,8 +558,11 @@ static bool charge(bridge_slot *s, size_t fp, size_t below, size_t extra, bool a
 		int64_t need = (int64_t)(want - s->charged);
 		int64_t used = mb_load(&b->used);
 		do {
-			if (used + need > cap)
+			if (used + need > cap) {
+				if (short_by)
+					*short_by = used + need - cap;
 				return false;
+			}
 		} while (!__atomic_compare_exchange_n(&b->used, &used, used + need, true, __ATOMIC_RELAXED,
 		                                      __ATOMIC_RELAXED));
 		s->charged = want;
@@ -567,7 +576,31 @@ bool mb_charge(bridge_slot *s, size_t extra)
 	if (!s->mb)
 		return true;
 	size_t below, fp = footprint(s, &below);
-	return charge(s, fp, below, extra, false);
+	return charge(s, fp, below, extra, false, NULL);
+}
+
+/* Charges a sandbox that grows, like mb_charge; when the budget has no
+ * room, the idle sandboxes of the executors sharing it give back the room
+ * missing, if they hold that much (go_membudget_reclaim: synchronously, on
+ * this thread, under no lock of ours; it never touches this slot, which is
+ * not idle), and the charge is tried once more. Not once the run was
+ * stopped: what it allocates on its way out fails at once, without asking
+ * again. */
+static bool mb_grow(bridge_slot *s, size_t extra)
+{
+	if (!s->mb)
+		return true;
+	size_t below, fp = footprint(s, &below);
+	int64_t short_by = 0;
+	if (charge(s, fp, below, extra, false, &short_by))
+		return true;
+	if (s->killed)
+		return false;
+#ifndef BRIDGE_LINT
+	if (!go_membudget_reclaim(s->mb, short_by))
+		return false;
+#endif
+	return charge(s, fp, below, extra, false, NULL);
 }
 
 bool mb_admit(bridge_slot *s, size_t *held)
@@ -578,7 +611,7 @@ bool mb_admit(bridge_slot *s, size_t *held)
 	size_t below, fp = footprint(s, &below);
 	size_t entry = (size_t)mb_load(&s->mb->entry);
 	*held = fp;
-	return charge(s, fp, below, entry > fp ? entry - fp : 0, true);
+	return charge(s, fp, below, entry > fp ? entry - fp : 0, true, NULL);
 }
 
 void mb_settle(bridge_slot *s)
@@ -586,10 +619,10 @@ void mb_settle(bridge_slot *s)
 	if (!s->mb)
 		return;
 	size_t below, fp = footprint(s, &below);
-	size_t want = round_to(fp, MB_CHUNK);
-	if (want < s->charged) {
-		__atomic_fetch_sub(&s->mb->used, (int64_t)(s->charged - want), __ATOMIC_SEQ_CST);
-		s->charged = want;
+	/* To the page: the next growth charges by the chunk again. */
+	if (fp < s->charged) {
+		__atomic_fetch_sub(&s->mb->used, (int64_t)(s->charged - fp), __ATOMIC_SEQ_CST);
+		s->charged = fp;
 	}
 	mb_cover(s, below);
 }

@@ -501,9 +501,9 @@
 // as they grow and to the page once a run ends, given back as runs end
 // and as idle sandboxes return their pages (idle pages count until then;
 // a run waiting for room to start, or whose sandbox cannot grow, has idle
-// sandboxes give theirs back first). A run that finds no room to open its sandbox waits for
-// some within its deadline ([WithMemoryWait] bounds the wait; zero
-// refuses at once) and otherwise fails with kind [KindMemoryBudget],
+// sandboxes give theirs back first). A run that finds no room to open its
+// sandbox waits for some within its deadline ([WithMemoryWait] bounds the
+// wait; zero refuses at once) and otherwise fails with kind [KindMemoryBudget],
 // matching [ErrMemoryBudget] and [ErrBusy]: no code of it ran. A run
 // whose sandbox cannot grow is stopped with the same kind (matching
 // ErrMemoryBudget only): not memory_exceeded, which is its own limit.

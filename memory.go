@@ -33,9 +33,14 @@ import (
 // A budget is charged for what sandboxes hold resident, as they grow, not
 // for the sum of their limits (most runs use a fraction of theirs): a
 // sandbox's arena pages up to the furthest it wrote since they were last
-// handed back, and its snapshot images, in chunks of 256 KiB. It is charged
-// before a run opens its sandbox, as the sandbox grows, and given back as
-// a run ends and as idle sandboxes return their pages. Caps keep small
+// handed back, and its snapshot images, in chunks of 256 KiB as it grows
+// and to the page once its run ended (so an idle sandbox is charged what
+// it holds). It is charged before a run opens its sandbox, as the sandbox
+// grows, and given back as a run ends and as idle sandboxes return their
+// pages: after a second idle, past the idle memory allowance
+// (WithIdleMemory); all of them for a run that waits for room to start;
+// as much as it lacks for a sandbox that cannot grow (C calls back
+// go_membudget_reclaim before it refuses the sandbox). Caps keep small
 // runs from being starved by large ones: a sandbox past
 // [MemoryStats].Small grows only while the sum stays below Budget −
 // Reserve; a new run opens only below Budget − Reserve/2; a small sandbox
@@ -47,7 +52,8 @@ var ErrMemoryBudget = errors.New("codemode: memory budget spent")
 
 // KindMemoryBudget is the outcome of a run the executor's [MemoryBudget]
 // stopped: its sandbox needed more memory while the runs beside it held
-// the rest of the budget (not its own limit: that is memory_exceeded), or
+// the rest of the budget, once idle sandboxes had given back what they
+// could (not its own limit: that is memory_exceeded), or
 // it waited for room to start until its deadline (then it also matches
 // [ErrBusy]: it never started, and no code of it ran). LimitBytes is the
 // budget.
@@ -78,7 +84,8 @@ type MemoryStats struct {
 	// Budget is the bytes the runs may hold at once.
 	Budget int64
 	// InUse is the bytes charged now: running sandboxes and idle ones
-	// that still hold their pages.
+	// that still hold their pages (an idle one is charged what it holds,
+	// to the page).
 	InUse int64
 	// Reserve is what a sandbox past Small may not take (Budget/8), and a
 	// new run not half of: room for runs that stay small.
@@ -327,10 +334,15 @@ func (b *MemoryBudget) cPtr() *C.bridge_membudget {
 }
 
 // join and leave register an executor's pool: a run that waits for
-// memory first asks idle sandboxes to give theirs back.
+// memory, or whose sandbox cannot grow, first asks idle sandboxes to give
+// theirs back. A budget with pools is in budgetsOf, where C's callback
+// finds it.
 func (b *MemoryBudget) join(p *slotPool) {
 	if b != nil {
 		b.mu.Lock()
+		if len(b.pools) == 0 {
+			budgetsOf.Store(b.c, b)
+		}
 		b.pools[p] = struct{}{}
 		b.mu.Unlock()
 	}
@@ -340,9 +352,39 @@ func (b *MemoryBudget) leave(p *slotPool) {
 	if b != nil {
 		b.mu.Lock()
 		delete(b.pools, p)
+		if len(b.pools) == 0 {
+			budgetsOf.Delete(b.c)
+		}
 		b.mu.Unlock()
 		b.released()
 	}
+}
+
+// budgetsOf maps the C side of each budget some executor uses
+// (*C.bridge_membudget) to the budget, for go_membudget_reclaim: a slot
+// knows only the C side of its budget.
+var budgetsOf sync.Map
+
+// go_membudget_reclaim is called by C (bridge_arena.c's mb_grow) when a
+// running sandbox's budget has no room for it to grow, need bytes short:
+// idle sandboxes of the executors sharing the budget give that much back
+// (reclaimFor), on the run's own goroutine, before the sandbox is
+// refused. It takes the budget's and the pools' locks, which no holder
+// keeps while it waits for anything (an execution right, a run), and
+// never touches the growing slot: it is in use, not idle. 1 if any idle
+// sandbox gave pages back.
+//
+//export go_membudget_reclaim
+func go_membudget_reclaim(c *C.bridge_membudget, need C.int64_t) (rc C.int32_t) {
+	defer func() {
+		if recover() != nil {
+			rc = 0 // the sandbox is refused, as it would have been
+		}
+	}()
+	if b, ok := budgetsOf.Load(c); ok && b.(*MemoryBudget).reclaimFor(int64(need)) {
+		return 1
+	}
+	return 0
 }
 
 // released wakes the runs waiting for memory: some came back.
@@ -365,17 +407,48 @@ func (b *MemoryBudget) room() bool {
 	return s.InUse+entry <= s.Budget-s.Reserve/2
 }
 
-// reclaim asks every idle sandbox of the budget's executors for its pages.
-func (b *MemoryBudget) reclaim() {
+// poolList is the budget's executors' pools.
+func (b *MemoryBudget) poolList() []*slotPool {
 	b.mu.Lock()
+	defer b.mu.Unlock()
 	pools := make([]*slotPool, 0, len(b.pools))
 	for p := range b.pools {
 		pools = append(pools, p)
 	}
-	b.mu.Unlock()
-	for _, p := range pools {
+	return pools
+}
+
+// reclaim asks every idle sandbox of the budget's executors for its pages
+// (a run waiting for room to start).
+func (b *MemoryBudget) reclaim() {
+	for _, p := range b.poolList() {
 		p.reclaim()
 	}
+}
+
+// reclaimFor gives back need bytes of what idle sandboxes of the budget's
+// executors are charged, for a sandbox that must grow: nothing when they
+// are charged less in all (the sandbox is refused either way, and the
+// next burst keeps them); else the least recently used first, the pages
+// above their images before whole sandboxes (see slotPool.reclaimSome),
+// until need came back. It reports whether any came back.
+func (b *MemoryBudget) reclaimFor(need int64) bool {
+	pools := b.poolList()
+	var idle int64
+	for _, p := range pools {
+		idle += p.idleCharge()
+	}
+	if need <= 0 || idle < need {
+		return false
+	}
+	var got int64
+	for _, p := range pools {
+		if got >= need {
+			break
+		}
+		got += p.reclaimSome(need - got)
+	}
+	return got > 0
 }
 
 // wait waits for room for a run the budget refused before it opened,

@@ -245,3 +245,126 @@ func TestMemoryBudgetWaits(t *testing.T) {
 	mb.released()
 	require.NoError(t, <-done)
 }
+
+// fillIdle runs n programs alive at once on e, each holding an array of
+// size bytes until all n have made their call, and ages the idle
+// sandboxes they leave past the idle release (trimIdle's pass, at once).
+func fillIdle(t *testing.T, e *Executor, n, size int) {
+	t.Helper()
+	script := fmt.Sprintf("const b = new Uint8Array(%d).fill(1); await gather({}); return b[0]", size)
+	require.Empty(t, failures(runMany(e, n, script)))
+	e.slots.ageIdle()
+}
+
+// idleState is what an executor's idle sandboxes hold (the arenas' own
+// accounting), what the budget charges them, and how many kept their
+// pages.
+func idleState(e *Executor) (held, charged int64, full int) {
+	p := &e.slots
+	held = p.held()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, is := range p.idle {
+		charged += is.s.charged()
+		if !is.released {
+			full++
+		}
+	}
+	return held, charged, full
+}
+
+// TestMemoryBudgetGrowthReclaimsIdle: idle sandboxes' pages are given back
+// to a run that grows, not only to one that starts. With the idle charge
+// so near the budget that a lone run cannot grow to its limit beside it
+// (nothing else runs), the run reaches its own limit (memory_exceeded),
+// not the budget, and only what it needed came back: most idle sandboxes
+// keep their pages. The idle sandboxes are the grower's executor's own,
+// or another's on the same budget.
+func TestMemoryBudgetGrowthReclaimsIdle(t *testing.T) {
+	if checkedMode {
+		t.Skip("checked mode frees every sandbox after its run: none is idle")
+	}
+	t.Parallel()
+	const (
+		budget = 256 << 20
+		limit  = 48 << 20
+		burst  = 60      // sandboxes left idle, each holding its array
+		array  = 3 << 20 // below the budget's Small (4 MiB): kept as they end
+	)
+	for _, shared := range []bool{false, true} {
+		t.Run(fmt.Sprintf("other executor %v", shared), func(t *testing.T) {
+			t.Parallel()
+			mb, err := NewMemoryBudget(budget)
+			require.NoError(t, err)
+			lim := Limits{Memory: limit, Deadline: time.Minute}
+			idle := newExecutor(t, WithMemoryBudget(mb), WithLimits(lim), WithIdleMemory(budget),
+				WithCapability(gatherAll(burst)))
+			grows := idle
+			if shared {
+				grows = newExecutor(t, WithMemoryBudget(mb), WithLimits(lim))
+			}
+			fillIdle(t, idle, burst, array)
+			held, charged, full := idleState(idle)
+			st := mb.Stats()
+			require.Equal(t, burst, full, "every idle sandbox kept its pages")
+			require.Equal(t, held, charged, "the idle sandboxes are charged what they hold")
+			require.Equal(t, charged, st.InUse)
+			// Not vacuous: beside this idle charge, a sandbox growing to
+			// the limit passes the cap of large sandboxes.
+			require.Greater(t, st.InUse+limit, st.Budget-st.Reserve)
+
+			_, err = grows.Run(context.Background(), grower)
+			var ee *ExecError
+			require.ErrorAs(t, err, &ee)
+			assert.Equal(t, KindMemoryExceeded, ee.Kind, "the lone grower reaches its own limit: %v", err)
+			assert.Zero(t, mb.Stats().Stopped)
+			_, _, kept := idleState(idle)
+			assert.Greater(t, kept, burst/2, "only what the grower needed came back (%d of %d sandboxes kept their pages)", kept, burst)
+			assert.Less(t, kept, burst, "some idle sandbox gave its pages back")
+		})
+	}
+}
+
+// TestIdleChargeWithinAllowance: once a burst is over and its sandboxes
+// have been idle past the release, the budget charges the idle sandboxes
+// exactly what they hold, within the idle memory allowance: sandboxes
+// that grew past Small give their pages back as they end and hold a page
+// or so each (they were charged a 256 KiB chunk each, six times the
+// allowance here); small ones keep their pages up to the allowance; none
+// keeps anything with an allowance of 0.
+func TestIdleChargeWithinAllowance(t *testing.T) {
+	if checkedMode {
+		t.Skip("checked mode frees every sandbox after its run: none is idle")
+	}
+	t.Parallel()
+	const burst = 24
+	for _, c := range []struct {
+		name  string
+		array int   // each run's array: Small is 2 MiB here
+		idle  int64 // WithIdleMemory
+	}{
+		{"grown", 5 << 19, 1 << 20},
+		{"small", 1 << 20, 8 << 20},
+		{"none", 1 << 20, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			mb, err := NewMemoryBudget(96 << 20)
+			require.NoError(t, err)
+			e := newExecutor(t, WithMemoryBudget(mb), WithIdleMemory(c.idle), WithLimits(Limits{Deadline: time.Minute}),
+				WithCapability(gatherAll(burst)))
+			fillIdle(t, e, burst, c.array)
+			held, charged, _ := idleState(e)
+			made, idle := e.slots.counts()
+			assert.Equal(t, made, idle, "nothing runs")
+			assert.Equal(t, held, charged, "charged what they hold")
+			assert.Equal(t, charged, mb.Stats().InUse)
+			assert.LessOrEqual(t, charged, c.idle, "within the allowance")
+			if c.idle == 0 {
+				assert.Zero(t, made, "no sandbox kept")
+			} else {
+				assert.Positive(t, charged, "some sandboxes kept")
+			}
+		})
+	}
+}

@@ -31,10 +31,12 @@ const DefaultSlots = 1024
 // Idle sandboxes: after idleRelease without a run, the most recently used
 // keep their pages while their sum stays within the idle memory budget
 // (WithIdleMemory); beyond it, warmSlots of them hand the arena pages
-// above their images back to the kernel and the rest are freed entirely.
+// above their images back to the kernel (keeping their images while the
+// sum stays within the budget) and the rest are freed entirely.
 const idleRelease = time.Second
 
-// warmSlots is how many idle sandboxes an executor keeps built.
+// warmSlots is how many idle sandboxes an executor keeps built, at most,
+// past the idle memory budget's full ones.
 func warmSlots(concurrency int) int { return max(2*concurrency, 4) }
 
 // slotPool hands out slots, one run each at a time. Slots are made on
@@ -188,8 +190,11 @@ func (p *slotPool) put(s *slot) {
 // budget (the next burst then finds its pages made: a sandbox made anew
 // costs the kernel a page fault and a zeroed page per page it touches);
 // past the budget, the warm ones give back the pages above their images
-// and the rest are freed. It re-arms itself while idle slots remain that
-// a later pass may trim.
+// and keep those while the sum stays within the budget, and the rest are
+// freed. What a slot holds is what the memory budget charges it, if more
+// (to the page, as its run ended): so the idle slots' charge stays within
+// the idle budget too. It re-arms itself while idle slots remain that a
+// later pass may trim.
 func (p *slotPool) trimIdle() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -207,18 +212,22 @@ func (p *slotPool) trimIdle() {
 			pending = true
 			continue
 		}
-		held := int64(C.bridge_slot_held(is.s.c))
-		switch {
-		case held > 0 && !is.released && resident+held <= p.budget:
+		held := is.s.holds()
+		if held > 0 && !is.released && resident+held <= p.budget {
 			resident += held
-		case len(p.idle)-i <= p.warm:
+			continue
+		}
+		if len(p.idle)-i <= p.warm {
 			if !is.released {
 				C.bridge_slot_release(is.s.c)
 				is.released = true
 			}
-		default:
-			free[i] = true
+			if held = is.s.holds(); resident+held <= p.budget {
+				resident += held
+				continue
+			}
 		}
+		free[i] = true
 	}
 	kept := p.idle[:0]
 	for i, is := range p.idle {
@@ -264,6 +273,55 @@ func (p *slotPool) reclaim() {
 	clear(p.idle[len(kept):])
 	p.idle = kept
 	p.memory.released()
+}
+
+// idleCharge is what the memory budget charges the pool's idle slots.
+func (p *slotPool) idleCharge() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var n int64
+	for _, is := range p.idle {
+		n += is.s.charged()
+	}
+	return n
+}
+
+// reclaimSome gives back need bytes of the idle slots' charge, or as much
+// as they have, for a sandbox that must grow: the least recently used
+// first, the pages above their images (the slot stays, warm), then, if
+// that was not enough, whole slots. It returns the bytes given back.
+func (p *slotPool) reclaimSome(need int64) int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return 0
+	}
+	var got int64
+	for i := 0; i < len(p.idle) && got < need; i++ {
+		if is := &p.idle[i]; !is.released {
+			had := is.s.charged()
+			C.bridge_slot_release(is.s.c)
+			is.released = true
+			got += had - is.s.charged()
+		}
+	}
+	n := 0
+	for ; n < len(p.idle) && got < need; n++ {
+		s := p.idle[n].s
+		got += s.charged()
+		delete(p.all, s)
+		p.made--
+		s.free()
+	}
+	if n > 0 {
+		rest := copy(p.idle, p.idle[n:])
+		clear(p.idle[rest:])
+		p.idle = p.idle[:rest]
+	}
+	if got > 0 {
+		p.memory.released()
+	}
+	return got
 }
 
 // detach takes s out of the pool for good (a retained sandbox keeps it):
@@ -432,4 +490,13 @@ func (g *gate) took() {
 		g.running++
 		g.peak = max(g.peak, g.running)
 	}
+}
+
+// charged is what the slot's memory budget charges it (0 without one).
+func (s *slot) charged() int64 { return int64(C.bridge_slot_charged(s.c)) }
+
+// holds is what an idle slot holds: the bytes that may be resident (its
+// arena's own accounting), or what its memory budget charges it, if more.
+func (s *slot) holds() int64 {
+	return max(int64(C.bridge_slot_held(s.c)), s.charged())
 }

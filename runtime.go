@@ -118,10 +118,13 @@ const DefaultIdleMemory = 32 << 20
 // have been idle for a second: the most recently used keep their pages
 // (the next burst reuses them without the kernel making a page again)
 // while their sum stays within n bytes; beyond it, a few warm ones keep
-// only their snapshot images and the rest are freed. A service that
-// expects bursts of a thousand runs awaiting I/O sets about 150 KiB per
-// sandbox of the burst. Zero keeps none (the pages of every idle sandbox
-// go back after a second); New refuses a negative n.
+// only their snapshot images, while those still fit, and the rest are
+// freed. Under a [MemoryBudget] idle sandboxes are charged what they hold,
+// so their charge stays within n too, and they give their pages back at
+// once to a run of the budget that needs the room, to start or to grow.
+// A service that expects bursts of a thousand runs awaiting I/O sets
+// about 150 KiB per sandbox of the burst. Zero keeps none (every idle
+// sandbox is freed after a second); New refuses a negative n.
 func WithIdleMemory(n int64) Option {
 	return func(c *config) error {
 		if n < 0 {
