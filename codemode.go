@@ -320,8 +320,13 @@ func scalarText(v *ordered) string {
 	}
 }
 
-// exampleArgs renders placeholder arguments for a schema's required keys.
+// exampleArgs renders placeholder arguments for a schema's required keys:
+// none for a tool that takes no input, which Declarations declares with
+// no parameter (its handler gets {} all the same).
 func exampleArgs(s *ordered) string {
+	if noInput(s) {
+		return ""
+	}
 	props := s.get("properties")
 	r := s.get("required")
 	if r == nil || !r.array || props == nil {

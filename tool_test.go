@@ -415,6 +415,11 @@ func TestDescribe(t *testing.T) {
 	assert.Contains(t, Describe(apis), "declare function get_weather(args: GetWeatherInput): GetWeatherOutput;")
 	assert.Contains(t, Describe(apis), "returns its result; a failed call throws")
 	assert.Equal(t, describeContract, Describe(nil))
+
+	// A tool that takes no input is declared and shown called without one.
+	now := Describe([]ToolAPI{{JSName: "now", Async: true, Parameters: json.RawMessage(`{"type":"object","properties":{}}`)}})
+	assert.Contains(t, now, "declare function now(): Promise<unknown>;")
+	assert.True(t, strings.HasSuffix(now, "\nExample:\nconst r = await now()\nreturn { r }"), now)
 }
 
 // TestDescribeListing: the reference's one-line-per-API description.
