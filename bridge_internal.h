@@ -14,7 +14,7 @@
  *   bridge_guards.c  the guarded built-ins                     (web)
  *   bridge_clock.c   determinism: the virtual clock
  *   bridge_image.c   lifecycle, snapshots, templates, units    (arena, web, console, host, timers, guards)
- *   bridge_run.c     the run loop, compile, the slot API       (arena, json, host, timers, guards, clock, image)
+ *   bridge.c         the seam: the run loop, compile, the slot API (arena, json, host, timers, guards, clock, image)
  *   bridge_plain.c   the plain engine (conformance tests)      (arena)
  *   bridge_check.c   the engine's parser as a syntax check
  *

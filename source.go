@@ -281,7 +281,7 @@ func awaitFree(src string) bool {
 // seventh of a small run. The engine then
 // does with the body's value or throw what the async function would have
 // done (adopt a thenable, run the jobs queued before a throw; see
-// adopt_thenable in bridge_run.c), so the outcome is the same.
+// adopt_thenable in bridge.c), so the outcome is the same.
 func wrapScript(script string, key [32]byte, guard, strict, sync bool) []byte {
 	head := wrapHead
 	if sync {

@@ -210,7 +210,7 @@ func registerError(o outcome) *RegisterError {
 }
 
 // selftestFileName is the name self-tests carry in stack traces (the
-// engine's, in bridge_run.c); selftestHead and selftestTail make one an async
+// engine's, in bridge.c); selftestHead and selftestTail make one an async
 // function's body, called.
 const (
 	selftestFileName = "selftest.js"

@@ -1,5 +1,6 @@
 /*
- * bridge_run.c: a run from start to outcome, and the slot's entry points.
+ * bridge.c: the unit that implements bridge.h's seam: a run from start
+ * to outcome, and the slot's entry points.
  *
  * Owns what a run executes (a global script, an Execute program, a tool's
  * call, a registration), how it advances and what it reports (a result, a
