@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/codemode-go/codemode"
 )
 
@@ -423,4 +425,27 @@ func ExampleNewMemoryBudget() {
 	}
 	fmt.Println(string(res.Value), budget.Stats().Budget>>20, "MiB")
 	// Output: 8388608 256 MiB
+}
+
+// A test that checks for leaked goroutines right after Close names the
+// ones that served async host calls and wait for the next (IdleWorker);
+// one still in a handler is reported.
+func ExampleExecutor_Close() {
+	before := goleak.IgnoreCurrent()
+	exec, err := codemode.New(codemode.WithCapability(codemode.Capability{Name: "lookup", Async: true,
+		Func: func(_ context.Context, args json.RawMessage) (any, error) { return args, nil }}))
+	if err != nil {
+		panic(err)
+	}
+	res, err := exec.Run(context.Background(), `return await lookup({id: 1})`)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(string(res.Value))
+	exec.Close()
+	// In a TestMain: goleak.VerifyTestMain(m, goleak.IgnoreTopFunction(codemode.IdleWorker))
+	fmt.Println(goleak.Find(before, goleak.IgnoreTopFunction(codemode.IdleWorker)))
+	// Output:
+	// {"id":1}
+	// <nil>
 }

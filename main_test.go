@@ -7,14 +7,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
-
-	"github.com/codemode-go/codemode/internal/gopool"
 )
 
 // TestMain checks that no goroutine outlives the tests, but for host-call
 // goroutines waiting (at most a second) to be reused.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction(gopool.Worker))
+	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction(IdleWorker))
 }
 
 // newExecutor builds an executor closed when the test ends.

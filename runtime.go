@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/codemode-go/codemode/internal/gopool"
 	"github.com/codemode-go/codemode/internal/jspos"
 )
 
@@ -257,6 +258,14 @@ func New(opts ...Option) (*Executor, error) {
 	return e, nil
 }
 
+// IdleWorker is the top function of a goroutine that served async host
+// calls and waits, at most a second, for the next one (any executor's):
+// one goroutine per call would grow a fresh stack every time. A leak
+// check that runs right after Close, such as goleak's, ignores exactly
+// these: goleak.IgnoreTopFunction(codemode.IdleWorker). A goroutine still
+// in a handler is not one of them and is still reported.
+const IdleWorker = gopool.Worker
+
 // Limits returns the limits every run of this executor gets, defaults
 // filled in.
 func (e *Executor) Limits() Limits { return e.limits }
@@ -266,6 +275,10 @@ func (e *Executor) Limits() Limits { return e.limits }
 // It is idempotent and always returns nil; every later call of the executor
 // fails with an error matching ErrClosed. Do not call Close from a
 // capability handler of the same executor: it would wait for itself.
+//
+// Async host calls run on goroutines shared by every executor of the
+// process, which wait up to a second for the next call before they leave
+// (see [IdleWorker]): a leak check after Close ignores them by that name.
 func (e *Executor) Close() error {
 	if e.closed.Swap(true) {
 		return nil
