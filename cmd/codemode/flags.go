@@ -39,6 +39,21 @@ func sizeText(n int) string {
 	return strconv.Itoa(n)
 }
 
+// sizeAtMost writes n bytes in the largest binary unit it reaches, to a
+// tenth, rounded down (a size one may give for "at most n"): 23.5GiB, not
+// 24731408KiB.
+func sizeAtMost(n int) string {
+	for _, u := range []struct {
+		suffix string
+		mult   int
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.mult {
+			return strconv.FormatFloat(float64(n*10/u.mult)/10, 'f', -1, 64) + u.suffix
+		}
+	}
+	return strconv.Itoa(n)
+}
+
 func (s size) Set(v string) error {
 	n, err := parseSize(v)
 	if err != nil {
@@ -56,7 +71,14 @@ var sizeUnits = []struct {
 	{"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"K", 1 << 10}, {"M", 1 << 20}, {"G", 1 << 30}, {"B", 1},
 }
 
-// parseSize reads a byte count with an optional unit.
+// maxSize is the largest size a flag takes, 2 TiB: more than any limit
+// or budget means, and far from overflowing an int.
+const maxSize = 1 << 41
+
+// parseSize reads a byte count with an optional unit. It refuses what is
+// not a finite number of bytes from 0 to maxSize: NaN, infinities,
+// negative sizes and larger ones (ParseFloat reads "NaN" and "Inf", which
+// no comparison with a bound refuses: NaN became -2^63 bytes).
 func parseSize(v string) (int, error) {
 	s := strings.TrimSpace(v)
 	mult := 1.0
@@ -67,8 +89,13 @@ func parseSize(v string) (int, error) {
 		}
 	}
 	f, err := strconv.ParseFloat(s, 64)
-	if err != nil || f < 0 || math.IsInf(f, 0) || f*mult > math.MaxInt32*1024.0 {
+	switch {
+	case err != nil && !errors.Is(err, strconv.ErrRange), math.IsNaN(f):
 		return 0, fmt.Errorf("invalid size %q (want bytes, or a number with KiB, MiB, GiB, KB, MB, GB)", v)
+	case f < 0:
+		return 0, fmt.Errorf("invalid size %q: a size is not negative", v)
+	case err != nil || f*mult > maxSize: // ErrRange or +Inf
+		return 0, fmt.Errorf("invalid size %q: more than %s", v, sizeText(maxSize))
 	}
 	return int(f * mult), nil
 }
@@ -131,7 +158,7 @@ func (j *jobLimits) apply(base codemode.Limits) (codemode.Limits, error) {
 		}
 		var n float64
 		if json.Unmarshal(f.raw, &n) == nil {
-			if n < 0 || n > math.MaxInt32*1024.0 {
+			if n < 0 || n > maxSize {
 				return l, fmt.Errorf("limits.%s: %v is out of range", f.name, n)
 			}
 			*f.dst = int(n)

@@ -44,11 +44,13 @@ new program is refused with UNAVAILABLE (a client sends it to another daemon),
 those in flight get --grace to finish, then they are cancelled.
 
 Memory is admitted, not hoped for: --memory-budget bounds the engine memory of
-every program at once (default: three quarters of the container's memory limit,
-or of GOMEMLIMIT or the machine's memory where none is set), charged as programs
-allocate. A program that finds no room to start is refused with
-RESOURCE_EXHAUSTED (its client tries another daemon); one whose heap cannot grow
-ends with kind memory_budget. The metrics report the budget, the bytes in use
+every program at once (default: three quarters of what the process may use: the
+container's memory limit, or GOMEMLIMIT, or the machine's memory where neither
+is set; the "serving" log line says which), charged as programs allocate. A
+budget above what the process may use is refused (the kernel would end the
+process first), and so is 0. A program that finds no room to start is refused
+with RESOURCE_EXHAUSTED (its client tries another daemon); one whose heap cannot
+grow ends with kind memory_budget. The metrics report the budget, the bytes in use
 and the refusals by reason (codemode_memory_budget_bytes,
 codemode_memory_in_use_bytes, codemode_programs_refused_total{reason}).
 
@@ -58,7 +60,7 @@ programs reuses them without the kernel making and zeroing each page again;
 beyond it, all but a few warm ones are freed. A daemon that serves bursts of a
 thousand programs awaiting their tools at once sets about 150KiB per program of
 the burst. Idle pages count against --memory-budget and are given back when a
-program needs the room.
+program needs the room, to start or to grow.
 
 Examples:
   codemode serve --listen 127.0.0.1:7070
@@ -81,7 +83,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
 	maxPrograms := fs.Int("max-programs", codemode.DefaultSlots, "programs in flight; one more is refused with RESOURCE_EXHAUSTED")
 	sendGrace := fs.Duration("send-grace", 10*time.Second, "how long a result waits for a client that does not read before its stream ends")
 	var memBudget budgetFlag
-	fs.Var(&memBudget, "memory-budget", "the engine memory of all programs at once: a size, or a percentage of the container's memory limit (default 75%)")
+	fs.Var(&memBudget, "memory-budget", "the engine memory of all programs at once: a size, at most what the process may use, or a percentage of it (default 75%; the log says where it was read)")
 	var idleMemory int
 	fs.Var(size{&idleMemory}, "idle-memory", "what the idle sandboxes of one executor (one per limits and capability set clients ask for) keep resident between bursts, "+
 		"within --memory-budget (default "+sizeText(codemode.DefaultIdleMemory)+"; 0 keeps none)")
@@ -102,9 +104,13 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
 		return exitFor(stderr, err)
 	}
 	defer tel.close(stderr)
-	mb, err := memoryBudget(memBudget, lf.l.Memory)
+	mb, budgetFrom, err := memoryBudget(memBudget, lf.l.Memory)
 	if err != nil {
 		return exitFor(stderr, err)
+	}
+	if p := budgetFrom.process; p > 0 && mb.Bytes() > p/4*3 {
+		log.Warn("the memory budget leaves less than a quarter of what the process may use for Go's heap, the C library and the binary",
+			append([]any{"memory_budget", mb.Bytes()}, budgetFrom.logAttrs()...)...)
 	}
 	idle := int64(codemode.DefaultIdleMemory)
 	if flagGiven(fs, "idle-memory") { // 0 is a size of its own: none kept
@@ -172,7 +178,9 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	g := grpc.NewServer(append(sopts, srv.GRPCOptions()...)...)
 	srv.Register(g)
-	log.Info("serving", "version", versionText(), "memory_budget", mb.Bytes(), "idle_memory", idle, "addr", ln.Addr().String(), "tls", *cert != "", "mtls", *clientCA != "", "token", *tokenFile != "")
+	attrs := append([]any{"version", versionText(), "memory_budget", mb.Bytes()}, budgetFrom.logAttrs()...)
+	log.Info("serving", append(attrs, "idle_memory", idle, "addr", ln.Addr().String(), "tls", *cert != "", "mtls", *clientCA != "",
+		"token", *tokenFile != "")...)
 	fmt.Fprintf(stderr, "codemode serve: listening on %s\n", ln.Addr())
 	served := make(chan error, 1)
 	go func() { served <- g.Serve(ln) }()
@@ -236,38 +244,80 @@ func (f *budgetFlag) Set(v string) error {
 	if err != nil {
 		return err
 	}
+	if n == 0 {
+		return fmt.Errorf("a budget of 0 bytes holds no program (leave --memory-budget out for the default, 75%% of what the process may use)")
+	}
 	*f = budgetFlag{bytes: n}
 	return nil
 }
 
+// budgetSource says where the daemon's memory budget came from, for its
+// log: the flag or the default, and what the process may use
+// (codemode.ProcessMemoryLimit).
+type budgetSource struct {
+	from        string // "--memory-budget", "--memory-budget 50%", "default 75%"
+	process     int64  // what the process may use, 0 if unknown
+	processFrom string // "cgroup", "GOMEMLIMIT", "physical memory", or "unknown"
+}
+
+// logAttrs are the source's fields in serve's log.
+func (b budgetSource) logAttrs() []any {
+	return []any{"memory_budget_from", b.from, "process_memory", b.process, "process_memory_from", b.processFrom}
+}
+
+// limitText names what the process may use, for an error.
+func (b budgetSource) limitText() string {
+	switch b.processFrom {
+	case "cgroup":
+		return "the container's (cgroup's) memory limit"
+	case "GOMEMLIMIT":
+		return "GOMEMLIMIT"
+	}
+	return "the machine's memory"
+}
+
 // memoryBudget is the daemon's budget: f's bytes, or its percentage of
 // what the process may use, or (unset) codemode's default (75% of it);
-// refused below what one program at the maximum memory limit needs.
-func memoryBudget(f budgetFlag, memory int) (*codemode.MemoryBudget, error) {
+// refused below what one program at the maximum memory limit needs, and
+// above what the process may use (where that can be read: a budget the
+// process cannot have is no bound, and the kernel ends the process
+// first).
+func memoryBudget(f budgetFlag, memory int) (*codemode.MemoryBudget, budgetSource, error) {
 	if memory == 0 {
 		memory = codemode.DefaultMemory
 	}
+	limit, from := codemode.ProcessMemoryLimit()
+	src := budgetSource{from: "--memory-budget", process: limit, processFrom: from}
+	if from == "" {
+		src.processFrom = "unknown"
+	}
 	n := f.bytes
 	if f.percent > 0 || n == 0 {
-		limit, _ := codemode.ProcessMemoryLimit()
 		if limit == 0 {
-			return nil, usagef("--memory-budget: the process's memory limit cannot be read: give a size")
+			return nil, src, usagef("--memory-budget: the process's memory limit cannot be read: give a size")
 		}
 		if f.percent == 0 {
+			src.from = "default 75%"
 			b := codemode.DefaultMemoryBudget()
 			if want := codemode.MinMemoryBudget(memory); b.Bytes() < want {
-				return nil, usagef("the default memory budget, %s (75%% of the %s the process may use), cannot hold one program at --memory %s: give --memory-budget (at least %s) or a smaller --memory",
-					sizeText(int(b.Bytes())), sizeText(int(limit)), sizeText(memory), sizeText(int((want+1<<20-1)>>20<<20)))
+				return nil, src, usagef("the default memory budget, %s (75%% of the %s the process may use: %s), cannot hold one program at --memory %s: give --memory-budget (at least %s) or a smaller --memory",
+					sizeAtMost(int(b.Bytes())), sizeAtMost(int(limit)), src.limitText(), sizeText(memory), sizeText(int((want+1<<20-1)>>20<<20)))
 			}
-			return b, nil
+			return b, src, nil
 		}
+		src.from = "--memory-budget " + f.String()
 		n = int(float64(limit) * f.percent / 100)
 	}
+	if limit > 0 && int64(n) > limit {
+		return nil, src, usagef("--memory-budget %s is more than the process may use: %s (%s); give at most that, or a percentage of it (the default, 75%%, leaves a quarter for the rest of the process)",
+			sizeText(n), sizeAtMost(int(limit)), src.limitText())
+	}
 	if want := codemode.MinMemoryBudget(memory); int64(n) < want {
-		return nil, usagef("--memory-budget %s cannot hold one program at --memory %s: give at least %s",
+		return nil, src, usagef("--memory-budget %s cannot hold one program at --memory %s: give at least %s",
 			sizeText(n), sizeText(memory), sizeText(int((want+1<<20-1)>>20<<20)))
 	}
-	return codemode.NewMemoryBudget(int64(n))
+	b, err := codemode.NewMemoryBudget(int64(n))
+	return b, src, err
 }
 
 func loopback(a net.Addr) bool {

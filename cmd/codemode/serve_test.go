@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -211,16 +213,14 @@ func TestServePausedAcrossProcesses(t *testing.T) {
 // keep once a burst is over. After a burst of programs alive at once
 // (each awaiting its tool call until all have made theirs), a daemon
 // given room keeps every sandbox's pages (its budget's bytes in use stay
-// above a burst's images), and one given none gives them back (a few warm
-// sandboxes keep theirs); a negative size is a usage error. Each daemon
+// above a burst's images), and one given none gives them back; a negative
+// size is a usage error. Each daemon
 // has a budget of its own: the default one is the process's, which the
 // two would share.
 func TestServeIdleMemory(t *testing.T) {
 	t.Parallel()
-	// The warm sandboxes (twice the concurrency, at least 4) keep a
-	// charge of their own after the trim: a burst four times their number
-	// leaves a daemon with none a quarter of what one with room keeps,
-	// on any number of cores.
+	// Four times the warm sandboxes (twice the concurrency, at least 4):
+	// more than a daemon keeps warm on any number of cores.
 	burst := 4 * max(2*runtime.GOMAXPROCS(0), 4)
 	inUse := func(metrics string) float64 {
 		resp, err := http.Get(metrics)
@@ -303,4 +303,109 @@ func TestServeIdleMemory(t *testing.T) {
 	var stderr strings.Builder
 	assert.Equal(t, exitUsage, Main(context.Background(), []string{"serve", "--idle-memory", "-1"}, nil, io.Discard, &stderr))
 	assert.Contains(t, stderr.String(), "invalid size")
+}
+
+// TestServeMemoryBudget: --memory-budget takes a size up to what the
+// process may use, or a percentage of it; a budget the process cannot
+// have, and 0, are usage errors that say why (a 4GiB budget in a 768MiB
+// container was accepted, and the kernel killed the daemon at 792MiB);
+// the default is three quarters of what the process may use, and the
+// "serving" log line says where that was read. Not parallel: it sets
+// GOMEMLIMIT, which the process's limit is read from.
+func TestServeMemoryBudget(t *testing.T) {
+	codemode.DefaultMemoryBudget() // the process's default, read before GOMEMLIMIT is set here
+	const gomemlimit = 768 << 20
+	old := debug.SetMemoryLimit(gomemlimit)
+	t.Cleanup(func() { debug.SetMemoryLimit(old) })
+	limit, from := codemode.ProcessMemoryLimit()
+	if from != "GOMEMLIMIT" {
+		t.Skipf("the process may use %d bytes (%s), less than GOMEMLIMIT", limit, from)
+	}
+	require.Equal(t, int64(gomemlimit), limit)
+
+	for _, c := range []struct {
+		flag  string
+		bytes int64  // the budget, or 0 for a usage error
+		src   string // where it came from, or the error's text
+	}{
+		{"512MiB", 512 << 20, "--memory-budget"},
+		{"768MiB", 768 << 20, "--memory-budget"},
+		{"50%", 384 << 20, "--memory-budget 50%"},
+		{"", codemode.DefaultMemoryBudget().Bytes(), "default 75%"},
+		{"769MiB", 0, "--memory-budget 769MiB is more than the process may use: 768MiB (GOMEMLIMIT)"},
+		{"4GiB", 0, "--memory-budget 4GiB is more than the process may use: 768MiB (GOMEMLIMIT)"},
+		{"64MiB", 0, "--memory-budget 64MiB cannot hold one program at --memory 32MiB: give at least 80MiB"},
+	} {
+		var f budgetFlag
+		if c.flag != "" {
+			require.NoError(t, f.Set(c.flag))
+		}
+		b, src, err := memoryBudget(f, 0)
+		if c.bytes == 0 {
+			var ue *usageError
+			if assert.ErrorAs(t, err, &ue, "--memory-budget %s", c.flag) {
+				assert.Contains(t, err.Error(), c.src)
+			}
+			continue
+		}
+		if assert.NoError(t, err, "--memory-budget %s", c.flag) {
+			assert.Equal(t, c.bytes, b.Bytes(), "--memory-budget %s", c.flag)
+			assert.Equal(t, budgetSource{from: c.src, process: gomemlimit, processFrom: "GOMEMLIMIT"}, src)
+		}
+	}
+	var f budgetFlag
+	for v, want := range map[string]string{
+		"0":    "a budget of 0 bytes holds no program",
+		"0MiB": "a budget of 0 bytes holds no program",
+		"NaN":  "invalid size",
+		"0%":   "invalid percentage",
+		"NaN%": "invalid percentage",
+		"101%": "invalid percentage",
+	} {
+		err := f.Set(v)
+		if assert.Error(t, err, v) {
+			assert.Contains(t, err.Error(), want, v)
+		}
+	}
+
+	// Through the command: the usage error, and the source in the log.
+	var stderr strings.Builder
+	assert.Equal(t, exitUsage, Main(context.Background(), []string{"serve", "--listen", "127.0.0.1:0", "--memory-budget", "4GiB"},
+		nil, io.Discard, &stderr))
+	assert.Contains(t, stderr.String(), "is more than the process may use: 768MiB (GOMEMLIMIT)")
+	stderr.Reset()
+	assert.Equal(t, exitUsage, Main(context.Background(), []string{"serve", "--listen", "127.0.0.1:0", "--memory-budget", "0"},
+		nil, io.Discard, &stderr))
+	assert.Contains(t, stderr.String(), "leave --memory-budget out for the default")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		done <- Main(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--memory-budget", "100%"}, nil, io.Discard, pw)
+		pw.Close()
+	}()
+	var warned bool
+	var serving map[string]any
+	for l := range logLines(pr) {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) != nil {
+			continue
+		}
+		switch m["msg"] {
+		case "the memory budget leaves less than a quarter of what the process may use for Go's heap, the C library and the binary":
+			warned = true
+		case "serving":
+			serving = m
+			cancel()
+		}
+	}
+	assert.Equal(t, exitOK, <-done)
+	assert.True(t, warned, "a budget of all the process may use is warned of")
+	require.NotNil(t, serving, "no serving line")
+	assert.Equal(t, "--memory-budget 100%", serving["memory_budget_from"])
+	assert.Equal(t, float64(gomemlimit), serving["memory_budget"])
+	assert.Equal(t, float64(gomemlimit), serving["process_memory"])
+	assert.Equal(t, "GOMEMLIMIT", serving["process_memory_from"])
 }
