@@ -442,9 +442,13 @@ func (h *hostRun) toolStart(ctx context.Context, cap int, provider, tool string,
 	return ctx, toolObs{info: info, ctx: ctx, start: time.Now()}
 }
 
-// toolEnd tells the Observer how a call ended.
+// toolEnd tells the Observer how a call ended: a failure as the program
+// sees it, also an answer the engine fails (seenFailure).
 func (h *hostRun) toolEnd(t toolObs, d completion) {
 	end := ToolCallEnd{Outcome: "ok", Elapsed: time.Since(t.start), Policy: d.policy.String()}
+	if msg, ok := d.seenFailure(); ok {
+		d.failed, d.failure = true, msg
+	}
 	switch {
 	case d.why != noteNone:
 		end.Outcome = d.why.String()

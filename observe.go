@@ -68,12 +68,17 @@ type ToolCallInfo struct {
 	Seq      int
 }
 
-// ToolCallEnd is how a call ended: Outcome is "ok", "error" (the tool
-// failed: Err says how), "timeout" (its per-call timeout), "rejected" (its
-// approval was refused), "budget" (past its budget), "replayed" (a
-// resumed run's call answered from the continuation: the tool did not
-// run) or "paused" (the run paused at it); Policy says what governance
-// decided ("", "approved", "edited", "rejected", "budget", "replayed").
+// ToolCallEnd is how a call ended: Outcome is "ok", "error" (the call
+// failed as the program sees it: a Go error or panic, arguments refused
+// with a TypeError, a provider tool's answer {"error": …} with a truthy
+// error or outside the envelope, a capability's result that is not JSON;
+// Err says how, in the program's error's text), "timeout" (its per-call
+// timeout), "rejected" (its approval was refused), "budget" (past its
+// budget), "replayed" (a resumed run's call answered from the
+// continuation: the tool did not run; Err is set when that answer is a
+// failure) or "paused" (the run paused at it); Policy says what
+// governance decided ("", "approved", "edited", "rejected", "budget",
+// "replayed"). Err is set whenever the program sees the call fail.
 type ToolCallEnd struct {
 	Outcome string
 	Err     error

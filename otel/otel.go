@@ -31,7 +31,12 @@
 // calls), codemode.tool.outcome (ok, error, timeout, rejected, budget,
 // replayed, paused) and codemode.tool.policy (approved, edited, rejected,
 // budget, replayed), error.type set on a failure, and status Error with
-// the failure recorded — also when the program caught it.
+// the failure recorded — also when the program caught it. A failure is
+// every one the program sees: a handler's error or panic, arguments
+// refused with a TypeError, a capability's result that is not JSON, a
+// per-call timeout, a rejection or a budget, and a provider tool's answer
+// {"error": …} (a DispatchFunc's, a tool server's, an MCP upstream's
+// isError result) or one outside the envelope.
 //
 // # Metrics
 //

@@ -157,3 +157,67 @@ func TestExecuteSpans(t *testing.T) {
 	assert.Equal(t, "codemode.execute\n  execute_tool db.get\n    http.get\n", oteltest.Tree(sr.Ended()))
 	assert.Equal(t, "db", attrs(find(t, sr.Ended(), "execute_tool db.get"))[cotel.AttrToolProvider])
 }
+
+// TestEnvelopeErrorSpan: a provider tool that answers with the error
+// envelope (as a tool server or an MCP upstream's isError result does) is
+// a failed span with error.type, counted under "error" — the program saw
+// the call fail, caught or not; a falsy error is a success.
+func TestEnvelopeErrorSpan(t *testing.T) {
+	e, sr, mr, _ := observed(t)
+	res := e.Execute(context.Background(), codemode.Request{Code: `async () => {
+			try { await db.get(1) } catch (e) {}
+			try { await db.get(2) } catch (e) {}
+			return await db.get(3)
+		}`,
+		Providers: []codemode.Provider{{Name: "db"}},
+		Dispatch: func(_ context.Context, _, _, args string) (string, error) {
+			switch args {
+			case "[1]":
+				return `{"error":"no such row"}`, nil
+			case "[2]":
+				return `not json`, nil
+			}
+			return `{"error":"","result":3}`, nil
+		}})
+	require.Empty(t, res.Error)
+	assert.Equal(t, "3", string(res.Result))
+	spans := sr.Ended()
+	assert.Equal(t, `codemode.execute
+  execute_tool db.get [error: no such row]
+  execute_tool db.get [error: `+codemode.MsgOutsideEnvelope+`]
+  execute_tool db.get
+`, oteltest.Tree(spans))
+	var failed int
+	for _, s := range spans {
+		if s.Name() != "execute_tool db.get" {
+			continue
+		}
+		a := attrs(s)
+		if s.Status().Code == codes.Error {
+			failed++
+			assert.Equal(t, "error", a[cotel.AttrToolOutcome])
+			assert.Equal(t, "error", a["error.type"])
+			require.Len(t, s.Events(), 1, "the failure is recorded")
+			assert.Equal(t, "exception", s.Events()[0].Name)
+		} else {
+			assert.Equal(t, "ok", a[cotel.AttrToolOutcome])
+			assert.NotContains(t, a, attribute.Key("error.type"))
+		}
+	}
+	assert.Equal(t, 2, failed)
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, mr.Collect(context.Background(), &rm))
+	counts := map[string]uint64{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			if m.Name != "codemode.tool.duration" {
+				continue
+			}
+			for _, dp := range m.Data.(metricdata.Histogram[float64]).DataPoints {
+				o, _ := dp.Attributes.Value(cotel.AttrToolOutcome)
+				counts[o.AsString()] += dp.Count
+			}
+		}
+	}
+	assert.Equal(t, map[string]uint64{"error": 2, "ok": 1}, counts)
+}
