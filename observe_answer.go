@@ -254,22 +254,14 @@ func numberText(f float64) string {
 	case -6 < n && n <= 0:
 		return "0." + strings.Repeat("0", -n) + digits
 	}
-	sign := "+"
-	if n-1 < 0 {
-		sign = "-"
-	}
 	mant := digits[:1]
 	if k > 1 {
 		mant += "." + digits[1:]
 	}
-	return mant + "e" + sign + strconv.Itoa(abs(n-1))
-}
-
-func abs(n int) int {
-	if n < 0 {
-		return -n
+	if n-1 < 0 {
+		return mant + "e-" + strconv.Itoa(1-n)
 	}
-	return n
+	return mant + "e+" + strconv.Itoa(n-1)
 }
 
 // jsString is the text of a JSON string's inside (between its quotes, as
