@@ -200,6 +200,17 @@ int32_t go_load_web(void);
  * length in *len; 1 if the domain is not valid; 2 if a label is past the
  * bound IDNA is run on (maxIDNALabel). */
 int32_t go_domain_to_ascii(char *domain, size_t n, char **out, size_t *len);
+/* The Encoding Standard's encoding for a TextDecoder label (ASCII, stripped
+ * of ASCII whitespace and lowercased) that js/web.js does not decode itself
+ * (textdecoder.go): its id, its name copied to name (at most cap bytes, the
+ * length in *len); -1 for a label of no encoding. */
+int32_t go_text_label(char *label, size_t n, char *name, size_t cap, size_t *len);
+/* Decodes in[0, n) with encoding id's decoder from *state (updated), the
+ * end of the stream if flags & 1, stopping at the first error if flags & 2,
+ * into out (cap at least 3 * (n + 3) + 3 bytes of UTF-8): the length
+ * written; -1 at an error when fatal; -2 if Go failed. Go keeps neither
+ * pointer. */
+int64_t go_text_decode(int32_t id, uint32_t *state, uint8_t *in, size_t n, int32_t flags, char *out, size_t cap);
 
 /* A slot is the long-lived C shell one sandbox runs in: its cancel flag,
  * its kill state, its log buffer. Only one goroutine uses a slot at a time;

@@ -127,6 +127,95 @@ static JSValue js_web_to_ascii(JSContext *ctx, JSValueConst this_val, int argc, 
 	return r;
 }
 
+/* TextDecoder's legacy encodings (textdecoder.go): web.js decodes UTF-8
+ * and UTF-16 itself and every other encoding through these two. */
+
+/* The longest label of the Encoding Standard's is 19 bytes; a longer
+ * string is no label and never reaches Go. */
+#define WEB_LABEL_MAX 64
+
+/* native.label(label): for a label web.js has stripped of ASCII whitespace
+ * and ASCII-lowercased, [id, name] of its encoding, or null if it names
+ * none. */
+static JSValue js_web_label(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+	(void)this_val;
+	size_t n;
+	const char *l = argc > 0 ? JS_ToCStringLen(ctx, &n, argv[0]) : NULL;
+	if (!l)
+		return JS_EXCEPTION;
+	char name[32];
+	size_t len = 0;
+	int32_t id = n <= WEB_LABEL_MAX ? go_text_label((char *)l, n, name, sizeof name, &len) : -1;
+	JS_FreeCString(ctx, l);
+	if (id < 0)
+		return JS_NULL;
+	JSValue s = JS_NewStringLen(ctx, name, len);
+	if (JS_IsException(s))
+		return s;
+	JSValue r = JS_NewArray(ctx); /* the name first: a failed definition consumes its value */
+	if (JS_IsException(r) || JS_DefinePropertyValueUint32(ctx, r, 1, s, JS_PROP_C_W_E) < 0 ||
+	    JS_DefinePropertyValueUint32(ctx, r, 0, JS_NewInt32(ctx, id), JS_PROP_C_W_E) < 0) {
+		if (JS_IsException(r))
+			JS_FreeValue(ctx, s);
+		JS_FreeValue(ctx, r);
+		return JS_EXCEPTION;
+	}
+	return r;
+}
+
+/* Bytes native.decode hands Go at a time: the decoded text's buffer
+ * (three bytes of UTF-8 a byte) is counted under the sandbox's memory
+ * limit, and web.js's loop over the chunks is where the run's deadline
+ * can stop a long decode. */
+#define WEB_DECODE_CHUNK (64 * 1024)
+
+/* native.decode(id, state, bytes, start, flags): encoding id's decoder
+ * over the Uint8Array bytes from start, at most WEB_DECODE_CHUNK of them,
+ * from state (what the previous call returned, 0 for a new stream); flags
+ * & 1 flushes (the end of the stream) once the chunk reaches the end of
+ * bytes, flags & 2 is fatal. [text, state, next]: text is null at the first
+ * error when fatal; next is where the next call starts, or -1 once bytes
+ * are all decoded. The text is allocated under the sandbox's memory limit;
+ * Go writes it into the buffer C gives it and keeps no pointer. */
+static JSValue js_web_decode(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+	(void)this_val;
+	int32_t id, flags;
+	int64_t state, start;
+	if (argc < 5 || JS_ToInt32(ctx, &id, argv[0]) < 0 || JS_ToInt64(ctx, &state, argv[1]) < 0 ||
+	    JS_ToInt64(ctx, &start, argv[3]) < 0 || JS_ToInt32(ctx, &flags, argv[4]) < 0)
+		return argc < 5 ? JS_ThrowTypeError(ctx, "native.decode: five arguments") : JS_EXCEPTION;
+	size_t n;
+	uint8_t *p = JS_GetUint8Array(ctx, &n, argv[2]);
+	if (!p && JS_HasException(ctx))
+		return JS_EXCEPTION;
+	size_t from = start < 0 ? 0 : (uint64_t)start > n ? n : (size_t)start;
+	size_t len = n - from < WEB_DECODE_CHUNK ? n - from : WEB_DECODE_CHUNK;
+	bool last = from + len == n;
+	size_t cap = 3 * (len + 3) + 3;
+	char *out = js_malloc(ctx, cap);
+	if (!out)
+		return JS_EXCEPTION;
+	uint32_t st = (uint32_t)state;
+	int64_t w = go_text_decode(id, &st, len ? p + from : NULL, len, (last ? flags & 1 : 0) | (flags & 2), out, cap);
+	JSValue text = w >= 0 ? JS_NewStringLen(ctx, out, (size_t)w) : w == -1 ? JS_NULL
+	                                                                      : JS_ThrowInternalError(ctx, "codemode: TextDecoder failed");
+	js_free(ctx, out);
+	if (JS_IsException(text))
+		return text;
+	JSValue r = JS_NewArray(ctx);
+	if (JS_IsException(r) || JS_DefinePropertyValueUint32(ctx, r, 0, text, JS_PROP_C_W_E) < 0 ||
+	    JS_DefinePropertyValueUint32(ctx, r, 1, JS_NewInt32(ctx, (int32_t)st), JS_PROP_C_W_E) < 0 ||
+	    JS_DefinePropertyValueUint32(ctx, r, 2, JS_NewFloat64(ctx, last ? -1 : (double)(from + len)), JS_PROP_C_W_E) < 0) {
+		if (JS_IsException(r))
+			JS_FreeValue(ctx, text);
+		JS_FreeValue(ctx, r);
+		return JS_EXCEPTION;
+	}
+	return r;
+}
+
 /* Defines native.name as a C function (defined, not assigned: native has
  * no prototype, and no setter a script put on Object.prototype runs); -1
  * with native released on failure. */
@@ -477,6 +566,8 @@ static JSValue web_load(JSContext *ctx, JSValueConst fetch)
 	if (!JS_IsException(native) && set_native(ctx, &native, "now", js_web_now, 0) == 0 &&
 	    set_native(ctx, &native, "fill", js_web_fill, 1) == 0 &&
 	    set_native(ctx, &native, "toASCII", js_web_to_ascii, 1) == 0 &&
+	    set_native(ctx, &native, "label", js_web_label, 1) == 0 &&
+	    set_native(ctx, &native, "decode", js_web_decode, 5) == 0 &&
 	    set_native(ctx, &native, "url", js_web_url, 0) == 0 &&
 	    JS_DefinePropertyValueStr(ctx, native, "fetch", JS_DupValue(ctx, fetch), JS_PROP_C_W_E) < 0) {
 		JS_FreeValue(ctx, native);

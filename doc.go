@@ -112,8 +112,10 @@
 // Set, WeakMap, WeakSet, Promise, Proxy, ArrayBuffer, the typed arrays and
 // DataView, eval and Function (scripts compile inside the sandbox, under
 // its limits), setTimeout, setInterval and their clear functions, and the
-// web globals models reach for: TextEncoder and TextDecoder (UTF-8 and, to
-// decode, UTF-16; fatal and stream as in browsers), atob, btoa, structuredClone, queueMicrotask,
+// web globals models reach for: TextEncoder and TextDecoder (UTF-8; to
+// decode, every encoding of the Encoding Standard: UTF-16 and the legacy
+// ones, windows-1252, Shift_JIS, GBK and the rest; fatal and stream as in
+// browsers), atob, btoa, structuredClone, queueMicrotask,
 // performance.now (milliseconds since the run began), crypto.getRandomValues
 // and crypto.randomUUID (from the run's generator, seeded from a CSPRNG as
 // Math.random is), URL and URLSearchParams (the WHATWG URL Standard, IDNA

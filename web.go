@@ -11,6 +11,7 @@ import (
 	_ "embed"
 	"errors"
 	"sync"
+	"unsafe"
 )
 
 //go:embed js/web.js
@@ -75,4 +76,43 @@ func go_domain_to_ascii(domain *C.char, n C.size_t, out **C.char, length *C.size
 	*out = (*C.char)(C.CBytes([]byte(ascii)))
 	*length = C.size_t(len(ascii))
 	return 0
+}
+
+//export go_text_label
+func go_text_label(label *C.char, n C.size_t, name *C.char, nameCap C.size_t, nameLen *C.size_t) (id C.int32_t) {
+	defer func() {
+		if recover() != nil {
+			id = -1
+		}
+	}()
+	i, canonical := textLabel(C.GoStringN(label, C.int(n)))
+	if i < 0 || len(canonical) > int(nameCap) {
+		return -1
+	}
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(name)), int(nameCap)), canonical)
+	*nameLen = C.size_t(len(canonical))
+	return C.int32_t(i)
+}
+
+//export go_text_decode
+func go_text_decode(id C.int32_t, state *C.uint32_t, in *C.uint8_t, n C.size_t, flags C.int32_t, out *C.char, outCap C.size_t) (written C.int64_t) {
+	defer func() {
+		if recover() != nil {
+			written = -2
+		}
+	}()
+	var src []byte
+	if n > 0 {
+		src = unsafe.Slice((*byte)(unsafe.Pointer(in)), int(n))
+	}
+	dst := unsafe.Slice((*byte)(unsafe.Pointer(out)), int(outCap))
+	w, next, ok, err := textDecode(int(id), uint32(*state), src, flags&1 != 0, flags&2 != 0, dst)
+	if err != nil {
+		return -2
+	}
+	*state = C.uint32_t(next)
+	if !ok {
+		return -1
+	}
+	return C.int64_t(w)
 }

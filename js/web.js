@@ -5,7 +5,8 @@
 // accessor on globalThis, so a run that never uses them pays nothing).
 // Its completion value is a function that takes the native bindings (now:
 // milliseconds since the run began, monotonic; fill: random bytes into a
-// typed array, from the run's generator, seeded like Math.random) and
+// typed array, from the run's generator, seeded like Math.random; label
+// and decode: TextDecoder's legacy encodings, bridge_web.c's) and
 // returns the globals. None of them opens any I/O.
 (function (native) {
 	'use strict';
@@ -52,7 +53,9 @@
 
 	// ---------------------------------------------------------------- text
 	// TextEncoder: UTF-8, as the Encoding Standard's always is. TextDecoder:
-	// UTF-8 and UTF-16; a label of another encoding is a RangeError.
+	// every encoding of the standard's but replacement. UTF-8 and UTF-16 are
+	// decoded here; the legacy single- and multi-byte encodings on the Go
+	// side (native.label, native.decode: textdecoder.go).
 	function utf8Encode(s) {
 		const out = new U8(s.length * 3);
 		let n = 0;
@@ -110,9 +113,9 @@
 	}
 	Object.defineProperty(TextEncoder.prototype, Symbol.toStringTag, { value: 'TextEncoder', configurable: true });
 
-	// The Encoding Standard's labels of the encodings TextDecoder decodes:
-	// UTF-8 and UTF-16 (little- and big-endian). The legacy single- and
-	// multi-byte encodings are a RangeError.
+	// The Encoding Standard's labels of the encodings decoded here: UTF-8
+	// and UTF-16 (little- and big-endian). Every other label is the Go
+	// side's (htmlindex's table, the standard's).
 	const decoderLabels = {
 		__proto__: null,
 		'unicode-1-1-utf-8': 'utf-8', unicode11utf8: 'utf-8', unicode20utf8: 'utf-8', 'utf-8': 'utf-8', utf8: 'utf-8',
@@ -121,6 +124,31 @@
 		'utf-16': 'utf-16le', 'utf-16le': 'utf-16le',
 		unicodefffe: 'utf-16be', 'utf-16be': 'utf-16be',
 	};
+
+	// A label as the standard matches it: ASCII whitespace stripped, ASCII
+	// letters lowercased (toLowerCase alone would make "koi8-r" of
+	// "\u212Aoi8-r", whose first letter is KELVIN SIGN), and nothing past
+	// printable ASCII, which no label has.
+	const labelSpace = /^[\t\n\f\r ]+|[\t\n\f\r ]+$/g;
+	const labelUpper = /[A-Z]+/g;
+	const labelChars = /^[\x21-\x7e]{1,64}$/;
+	const replace = Function.prototype.call.bind(String.prototype.replace);
+	const toLowerCase = Function.prototype.call.bind(String.prototype.toLowerCase);
+	const regexpTest = Function.prototype.call.bind(RegExp.prototype.test);
+	const join = Function.prototype.call.bind(Array.prototype.join);
+	function encodingOf(label) {
+		const exact = decoderLabels[label]; // new TextDecoder() and 'utf-8': no work
+		if (exact !== undefined) return [-1, exact];
+		const l = replace(replace(label, labelSpace, ''), labelUpper, toLowerCase);
+		const utf = decoderLabels[l];
+		if (utf !== undefined) return [-1, utf];
+		if (!regexpTest(labelChars, l)) return null;
+		const found = native.label(l);
+		if (found === null) return null;
+		const name = found[1];
+		if (name === 'replacement') return null;
+		return name === 'utf-8' || name === 'utf-16le' || name === 'utf-16be' ? [-1, name] : found;
+	}
 
 	function bytesOf(input) {
 		if (input === undefined) return new U8(0);
@@ -132,17 +160,20 @@
 
 	class TextDecoder {
 		#encoding; #fatal; #ignoreBOM; #bomSeen = false;
+		// A legacy encoding's: the Go side's id for it (-1 for UTF-8 and
+		// UTF-16) and its decoder's state between calls, which Go packs.
+		#legacy = -1; #state = 0;
 		// The UTF-8 decoder's state (the Encoding Standard's).
 		#needed = 0; #seen = 0; #cp = 0; #lower = 0x80; #upper = 0xbf;
 		// The UTF-16 decoder's: a lead byte and a lead surrogate, -1 for none.
 		#leadByte = -1; #leadSurrogate = -1;
 		constructor(label = 'utf-8', options = {}) {
-			const l = String(label).replace(/^[\t\n\f\r ]+|[\t\n\f\r ]+$/g, '').toLowerCase();
-			const encoding = decoderLabels[l];
-			if (encoding === undefined) {
-				throw new RangeError(`The encoding label provided ('${label}') is invalid or not supported: utf-8 and utf-16 are.`);
+			const found = encodingOf(String(label));
+			if (found === null) {
+				throw new RangeError(`The encoding label provided ('${label}') is invalid: it names no encoding TextDecoder decodes.`);
 			}
-			this.#encoding = encoding;
+			this.#legacy = found[0];
+			this.#encoding = found[1];
 			this.#fatal = Boolean(options?.fatal);
 			this.#ignoreBOM = Boolean(options?.ignoreBOM);
 		}
@@ -152,6 +183,7 @@
 		decode(input, options = {}) {
 			const bytes = bytesOf(input);
 			const stream = Boolean(options?.stream);
+			if (this.#legacy >= 0) return this.#decodeLegacy(bytes, stream);
 			let out = '';
 			let chunk = [];
 			const emit = (c) => {
@@ -246,6 +278,27 @@
 				this.#leadByte = this.#leadSurrogate = -1;
 				error();
 			}
+		}
+		// A legacy encoding's decode: Go's decoder over the bytes a chunk at a
+		// time (native.decode says where the next starts, or -1 once none is
+		// left), from the state the last call left; the state is kept for the
+		// next call while streaming and reset by Go at the end of a stream.
+		// Legacy encodings have no byte order mark to strip.
+		#decodeLegacy(bytes, stream) {
+			const flags = (stream ? 0 : 1) | (this.#fatal ? 2 : 0);
+			const parts = [];
+			let n = 0;
+			for (let i = 0; i >= 0;) {
+				const r = native.decode(this.#legacy, this.#state, bytes, i, flags);
+				if (r[0] === null) {
+					this.#state = 0;
+					throw new TypeError(`The encoded data was not valid ${this.#encoding}.`);
+				}
+				parts[n++] = r[0];
+				this.#state = r[1];
+				i = r[2];
+			}
+			return n === 1 ? parts[0] : join(parts, '');
 		}
 		#reset() {
 			this.#needed = this.#seen = this.#cp = 0;

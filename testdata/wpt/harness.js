@@ -11,6 +11,19 @@
 	const g = globalThis;
 	g.self = g;
 	g.GLOBAL = { isWindow: () => false, isWorker: () => false, isShadowRealm: () => false };
+	// Stand-ins for two platform pieces tests use only as tools, where the
+	// sandbox has none (Node has both, and keeps its own): common/sab.js
+	// takes SharedArrayBuffer's constructor from a shared WebAssembly.Memory
+	// (browsers hide the global without cross-origin isolation), and tests
+	// detach a buffer by transferring it through a MessageChannel, which
+	// structuredClone's transfer does in the sandbox.
+	if (typeof g.WebAssembly === 'undefined' && typeof SharedArrayBuffer === 'function') {
+		g.WebAssembly = { Memory: function Memory() { return { buffer: new SharedArrayBuffer(0) }; } };
+	}
+	if (typeof g.MessageChannel === 'undefined' && typeof structuredClone === 'function') {
+		const port = () => ({ postMessage(message, transfer = []) { structuredClone(message, { transfer }); } });
+		g.MessageChannel = function MessageChannel() { this.port1 = port(); this.port2 = port(); };
+	}
 	const results = [];
 	let pending = 0;
 	let wake = null;
