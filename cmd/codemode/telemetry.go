@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetricgrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
@@ -22,9 +23,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/codemode-go/codemode"
 	cotel "github.com/codemode-go/codemode/otel"
@@ -37,7 +37,7 @@ type telemetryFlags struct {
 
 func (tf *telemetryFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&tf.otlp, "otlp", "", "export traces and metrics over OTLP to this collector: host:port (gRPC, plaintext) or an http(s):// URL (HTTP, e.g. http://localhost:4318)")
-	fs.StringVar(&tf.traceFile, "trace-file", "", "write every span as OTLP JSON, one ExportTraceServiceRequest per line, to this file")
+	fs.StringVar(&tf.traceFile, "trace-file", "", "write every span to this file as OTLP/JSON, a batch of spans (TracesData) per line, as the OpenTelemetry Collector's file exporter writes them")
 }
 
 // telemetry is what the flags set up: the executor option that observes
@@ -162,8 +162,13 @@ func otlpExporters(ctx context.Context, endpoint string) (sdktrace.SpanExporter,
 }
 
 // fileClient is an otlptrace.Client that writes each upload as a line of
-// OTLP JSON (an ExportTraceServiceRequest, protojson), for a harness
-// without a collector: the OTLP exporter does the translation from spans.
+// OTLP/JSON, for a harness without a collector: the OTLP exporter does the
+// translation from spans, and the OpenTelemetry Collector's own encoder
+// (pdata's) the JSON, as the OTLP specification defines it (hex trace and
+// span ids, enums as integers; protojson writes ids in base64 and enums
+// by name, which the Collector refuses). A line is a TracesData, the
+// form of the Collector's file exporter, which its otlpjsonfile receiver
+// reads back.
 type fileClient struct {
 	mu sync.Mutex
 	f  *os.File
@@ -186,7 +191,7 @@ func (c *fileClient) Stop(context.Context) error {
 
 // UploadTraces writes one line.
 func (c *fileClient) UploadTraces(_ context.Context, spans []*tracepb.ResourceSpans) error {
-	b, err := protojson.Marshal(&coltracepb.ExportTraceServiceRequest{ResourceSpans: spans})
+	b, err := otlpJSON(spans)
 	if err != nil {
 		return err
 	}
@@ -196,4 +201,19 @@ func (c *fileClient) UploadTraces(_ context.Context, spans []*tracepb.ResourceSp
 		return err
 	}
 	return c.w.Flush()
+}
+
+// otlpJSON is spans as OTLP/JSON: their protobuf encoding read by pdata's
+// unmarshaler, written by its JSON marshaler (one line: JSON escapes every
+// newline inside a string).
+func otlpJSON(spans []*tracepb.ResourceSpans) ([]byte, error) {
+	b, err := proto.Marshal(&tracepb.TracesData{ResourceSpans: spans})
+	if err != nil {
+		return nil, err
+	}
+	td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(b)
+	if err != nil {
+		return nil, err
+	}
+	return (&ptrace.JSONMarshaler{}).MarshalTraces(td)
 }

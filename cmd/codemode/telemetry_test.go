@@ -4,24 +4,29 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/grpc"
-	"google.golang.org/protobuf/encoding/protojson"
 )
 
-// TestTraceFile: `codemode batch --trace-file` writes OTLP JSON lines that
-// parse back as ExportTraceServiceRequests: a run span per job with its
-// tool calls as children.
+// TestTraceFile: `codemode batch --trace-file` writes OTLP/JSON lines that
+// the OpenTelemetry Collector's own decoder (pdata's) reads: ids in hex,
+// enums as integers, a run span per job with its tool calls as children,
+// and a failed call (a fixture's error envelope, a Go error) an error span
+// with error.type, caught or not.
 func TestTraceFile(t *testing.T) {
 	dir := t.TempDir()
 	write := func(name, text string) string {
@@ -29,9 +34,10 @@ func TestTraceFile(t *testing.T) {
 		require.NoError(t, os.WriteFile(p, []byte(text), 0o644))
 		return p
 	}
-	fixtures := write("fixtures.json", `{"store": {"get": [{"args": [1], "result": {"v": 10}}]}}`)
+	fixtures := write("fixtures.json", `{"store": {"get": [{"args": [1], "result": {"v": 10}}, {"args": [3], "error": "no such row"}]}}`)
 	jobs := write("jobs.jsonl", `{"id": 1, "code": "return (await store.get(1)).v"}
 {"id": 2, "code": "try { await store.get(2) } catch (e) { return 'caught' }"}
+{"id": 3, "code": "try { await store.get(3) } catch (e) { return e.message }"}
 `)
 	traces := filepath.Join(dir, "traces.jsonl")
 	var stdout, stderr bytes.Buffer
@@ -40,22 +46,61 @@ func TestTraceFile(t *testing.T) {
 	f, err := os.Open(traces)
 	require.NoError(t, err)
 	defer f.Close()
-	type span struct{ name, parent, id, outcome string }
+	type span struct {
+		name, outcome, errType string
+		parent, id             pcommon.SpanID
+		trace                  pcommon.TraceID
+		kind                   ptrace.SpanKind
+		status                 ptrace.StatusCode
+		statusText             string
+	}
 	var spans []span
+	lines := 0
 	sc := bufio.NewScanner(f)
 	sc.Buffer(nil, 16<<20)
 	for sc.Scan() {
-		var req coltracepb.ExportTraceServiceRequest
-		require.NoError(t, protojson.Unmarshal(sc.Bytes(), &req), "a line is OTLP JSON")
-		for _, rs := range req.ResourceSpans {
-			assert.Equal(t, "service.name", rs.Resource.Attributes[0].Key)
+		lines++
+		td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(sc.Bytes())
+		require.NoError(t, err, "a line is OTLP/JSON to the Collector: %s", sc.Bytes())
+		var raw struct {
+			ResourceSpans []struct {
+				ScopeSpans []struct {
+					Spans []map[string]json.RawMessage
+				}
+			}
+		}
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &raw))
+		for _, rs := range raw.ResourceSpans {
 			for _, ss := range rs.ScopeSpans {
 				for _, s := range ss.Spans {
-					sp := span{name: s.Name, parent: hex.EncodeToString(s.ParentSpanId), id: hex.EncodeToString(s.SpanId)}
-					for _, a := range s.Attributes {
-						if a.Key == "codemode.tool.outcome" || a.Key == "codemode.run.outcome" {
-							sp.outcome = a.Value.GetStringValue()
+					assert.Regexp(t, `^"[0-9a-f]{32}"$`, string(s["traceId"]), "a trace id in hex")
+					assert.Regexp(t, `^"[0-9a-f]{16}"$`, string(s["spanId"]), "a span id in hex")
+					assert.Equal(t, "1", string(s["kind"]), "the kind as an integer (internal)")
+					if st, ok := s["status"]; ok && strings.Contains(string(st), "code") {
+						assert.Contains(t, string(st), `"code":2`, "a status code as an integer (error)")
+					}
+				}
+			}
+		}
+		for i := 0; i < td.ResourceSpans().Len(); i++ {
+			rs := td.ResourceSpans().At(i)
+			name, ok := rs.Resource().Attributes().Get("service.name")
+			assert.True(t, ok)
+			assert.Equal(t, "codemode", name.Str())
+			for j := 0; j < rs.ScopeSpans().Len(); j++ {
+				ss := rs.ScopeSpans().At(j)
+				assert.Equal(t, "github.com/codemode-go/codemode/otel", ss.Scope().Name())
+				for k := 0; k < ss.Spans().Len(); k++ {
+					s := ss.Spans().At(k)
+					sp := span{name: s.Name(), parent: s.ParentSpanID(), id: s.SpanID(), trace: s.TraceID(), kind: s.Kind(),
+						status: s.Status().Code(), statusText: s.Status().Message()}
+					for _, key := range []string{"codemode.tool.outcome", "codemode.run.outcome"} {
+						if v, ok := s.Attributes().Get(key); ok {
+							sp.outcome = v.Str()
 						}
+					}
+					if v, ok := s.Attributes().Get("error.type"); ok {
+						sp.errType = v.Str()
 					}
 					spans = append(spans, sp)
 				}
@@ -63,20 +108,35 @@ func TestTraceFile(t *testing.T) {
 		}
 	}
 	require.NoError(t, sc.Err())
+	require.NotZero(t, lines)
 	byName := map[string][]span{}
-	ids := map[string]span{}
+	ids := map[pcommon.SpanID]span{}
 	for _, s := range spans {
+		assert.False(t, s.id.IsEmpty())
+		assert.False(t, s.trace.IsEmpty())
+		assert.Equal(t, ptrace.SpanKindInternal, s.kind, s.name)
 		byName[s.name] = append(byName[s.name], s)
 		ids[s.id] = s
 	}
-	require.Len(t, byName["codemode.execute"], 2, "a run span per job")
-	require.Len(t, byName["execute_tool store.get"], 2)
-	outcomes := map[string]bool{}
+	require.Len(t, byName["codemode.execute"], 3, "a run span per job")
+	require.Len(t, byName["execute_tool store.get"], 3)
+	var calls []string
 	for _, s := range byName["execute_tool store.get"] {
-		assert.Equal(t, "codemode.execute", ids[s.parent].name, "a call is its run's child")
-		outcomes[s.outcome] = true
+		run := ids[s.parent]
+		assert.Equal(t, "codemode.execute", run.name, "a call is its run's child")
+		assert.Equal(t, run.trace, s.trace)
+		calls = append(calls, fmt.Sprintf("%s %s %s %q", s.outcome, s.errType, s.status, s.statusText))
 	}
-	assert.Equal(t, map[string]bool{"ok": true, "error": true}, outcomes, "the caught failure is recorded")
+	sort.Strings(calls)
+	assert.Equal(t, []string{
+		`error error Error "no fixture of get matches the arguments [2]"`,
+		`error error Error "no such row"`,
+		`ok  Unset ""`,
+	}, calls, "the caught failures are error spans")
+	for _, s := range byName["codemode.execute"] {
+		assert.Equal(t, "ok", s.outcome)
+		assert.Equal(t, ptrace.StatusCodeUnset, s.status)
+	}
 }
 
 // collector is a fake OTLP/gRPC collector on loopback that keeps the span
