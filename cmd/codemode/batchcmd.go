@@ -93,7 +93,7 @@ func cmdBatch(ctx context.Context, stop <-chan struct{}, args []string, stdin io
 	progress := fs.String("progress", "auto", "the progress bar: auto (when stderr is a terminal), always or never")
 	repeat := fs.Int("repeat", 1, "run every job N times, interleaved across the batch, and report the jobs whose outcomes differed")
 	var tl telemetryFlags
-	tl.register(fs)
+	tl.register(fs, telemetryTimeoutOneShot)
 	if code, ok := parseOne(fs, args, "one input file"); !ok {
 		return code
 	}

@@ -55,7 +55,7 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	toolName := fs.String("tool-name", "run_js", "the code tool's name")
 	budget := fs.Int("token-budget", cmcp.DefaultTokenBudget, "the description's budget in tokens; past it, progressive discovery")
 	var tl telemetryFlags
-	tl.register(fs)
+	tl.register(fs, telemetryTimeoutDaemon)
 	if status, ok := parseFlags(fs, args); !ok {
 		return status
 	}

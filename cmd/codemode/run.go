@@ -55,7 +55,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fs := newFlagSet("run", "[flags] FILE|-", runHelp, stderr)
 	lf, tf, gf := newProgramFlags(fs)
 	var tl telemetryFlags
-	tl.register(fs)
+	tl.register(fs, telemetryTimeoutOneShot)
 	pretty := fs.Bool("pretty", false, "indent the output")
 	if code, ok := parseOne(fs, args, "one script file"); !ok {
 		return code

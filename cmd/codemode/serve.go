@@ -88,7 +88,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
 	fs.Var(size{&idleMemory}, "idle-memory", "what the idle sandboxes of one executor (one per limits and capability set clients ask for) keep resident between bursts, "+
 		"within --memory-budget (default "+sizeText(codemode.DefaultIdleMemory)+"; 0 keeps none)")
 	var tl telemetryFlags
-	tl.register(fs)
+	tl.register(fs, telemetryTimeoutDaemon)
 	if status, ok := parseFlags(fs, args); !ok {
 		return status
 	}

@@ -30,14 +30,26 @@ import (
 	cotel "github.com/codemode-go/codemode/otel"
 )
 
-// telemetryFlags are --otlp and --trace-file.
+// telemetryFlags are --otlp, --trace-file and --telemetry-timeout.
 type telemetryFlags struct {
 	otlp, traceFile string
+	timeout         time.Duration
 }
 
-func (tf *telemetryFlags) register(fs *flag.FlagSet) {
+// The most the exit waits to flush telemetry: for a one-shot command
+// (run, batch) a short wait, so an unreachable or hung exporter does not
+// hold every invocation (the exporters' own bound is 10 s); a daemon
+// (serve, mcp) stops rarely and has more to flush.
+const (
+	telemetryTimeoutOneShot = 2 * time.Second
+	telemetryTimeoutDaemon  = 10 * time.Second
+)
+
+// register adds the flags, the flush bound defaulting to def.
+func (tf *telemetryFlags) register(fs *flag.FlagSet, def time.Duration) {
 	fs.StringVar(&tf.otlp, "otlp", "", "export traces and metrics over OTLP to this collector: host:port (gRPC, plaintext) or an http(s):// URL (HTTP, e.g. http://localhost:4318)")
 	fs.StringVar(&tf.traceFile, "trace-file", "", "write every span to this file as OTLP/JSON, a batch of spans (TracesData) per line, as the OpenTelemetry Collector's file exporter writes them")
+	fs.DurationVar(&tf.timeout, "telemetry-timeout", def, "the most the exit waits to flush --otlp and --trace-file; what is not sent by then is dropped, with a line on stderr")
 }
 
 // telemetry is what the flags set up: the executor option that observes
@@ -48,12 +60,16 @@ type telemetry struct {
 	opts     []codemode.Option
 	prop     propagation.TextMapPropagator
 	shutdown func(context.Context) error
+	timeout  time.Duration // --telemetry-timeout: the bound on shutdown
 }
 
 // open sets up the exporters the flags ask for (none: no option, nothing
 // to shut down). Nothing global is set.
 func (tf *telemetryFlags) open(ctx context.Context) (_ *telemetry, err error) {
-	t := &telemetry{shutdown: func(context.Context) error { return nil }}
+	if tf.timeout <= 0 {
+		return nil, usagef("--telemetry-timeout must be positive")
+	}
+	t := &telemetry{shutdown: func(context.Context) error { return nil }, timeout: tf.timeout}
 	if tf.otlp == "" && tf.traceFile == "" {
 		return t, nil
 	}
@@ -129,13 +145,19 @@ func executorOptions(ctx context.Context, gf *govFlags, tl *telemetryFlags, stde
 	return append(gov, tel.opts...), func() { tel.close(stderr) }, nil
 }
 
-// close flushes and shuts the exporters down (within 10 s), reporting a
-// failure on stderr.
+// close flushes and shuts the exporters down within --telemetry-timeout
+// (the trace provider first, the meter provider in what is left),
+// reporting a failure on stderr.
 func (t *telemetry) close(stderr io.Writer) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), t.timeout)
 	defer cancel()
-	if err := t.shutdown(ctx); err != nil {
-		fmt.Fprintf(stderr, "codemode: telemetry: %v\n", err)
+	err := t.shutdown(ctx)
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		fmt.Fprintf(stderr, "codemode: telemetry: not flushed within --telemetry-timeout %v; what was not sent is dropped\n", t.timeout)
+	default: // one line: errors.Join's are one per exporter
+		fmt.Fprintf(stderr, "codemode: telemetry: %s\n", strings.ReplaceAll(err.Error(), "\n", "; "))
 	}
 }
 

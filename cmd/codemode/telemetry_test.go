@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -177,4 +179,118 @@ func TestOTLP(t *testing.T) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	assert.Equal(t, []string{"codemode.run"}, c.names, "flushed at exit")
+}
+
+// TestTelemetryTimeout: with the exporter hung (a listener that accepts
+// and never answers) or unreachable, run and batch print their results
+// and exit within --telemetry-timeout (2 s by default; the exporters' own
+// bound is 10 s), saying on stderr that telemetry was not flushed. A hung
+// exporter holds the exit for the whole bound, so it is the flag's.
+func TestTelemetryTimeout(t *testing.T) {
+	t.Parallel()
+	hung, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var held []net.Conn
+	t.Cleanup(func() {
+		hung.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := hung.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c) // accepted, never read nor answered
+			mu.Unlock()
+		}
+	}()
+	gone, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	refused := gone.Addr().String()
+	require.NoError(t, gone.Close())
+
+	jobs := filepath.Join(t.TempDir(), "jobs.jsonl")
+	require.NoError(t, os.WriteFile(jobs, []byte(`{"id": 1, "code": "return 6 * 7"}`+"\n"), 0o644))
+	type tc struct {
+		cmd, endpoint string
+		hung          bool
+		timeout       time.Duration // 0: the default
+		took          time.Duration
+		code          int
+		stdout        string
+		stderr        string
+	}
+	var cases []*tc
+	for _, cmd := range []string{"run", "batch"} {
+		for _, ep := range []string{hung.Addr().String(), "http://" + hung.Addr().String(), refused, "http://" + refused} {
+			cases = append(cases, &tc{cmd: cmd, endpoint: ep, hung: strings.Contains(ep, hung.Addr().String())})
+		}
+	}
+	cases = append(cases, &tc{cmd: "run", endpoint: hung.Addr().String(), hung: true, timeout: 3 * time.Second})
+	// The cases wait concurrently: they are waits, not work.
+	var wg sync.WaitGroup
+	for _, c := range cases {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			args := []string{c.cmd, "--otlp", c.endpoint}
+			if c.timeout > 0 {
+				args = append(args, "--telemetry-timeout", c.timeout.String())
+			}
+			var stdin io.Reader
+			if c.cmd == "run" {
+				args, stdin = append(args, "-"), strings.NewReader("return 6 * 7")
+			} else {
+				args = append(args, "--stable", jobs)
+			}
+			var stdout, stderr bytes.Buffer
+			start := time.Now()
+			c.code = Main(context.Background(), args, stdin, &stdout, &stderr)
+			c.took = time.Since(start)
+			c.stdout, c.stderr = stdout.String(), stderr.String()
+		}()
+	}
+	wg.Wait()
+	for _, c := range cases {
+		name := fmt.Sprintf("%s --otlp %s --telemetry-timeout %v", c.cmd, c.endpoint, c.timeout)
+		want := telemetryTimeoutOneShot
+		if c.timeout > 0 {
+			want = c.timeout
+		}
+		require.Equal(t, exitOK, c.code, "%s: %s", name, c.stderr)
+		assert.Contains(t, c.stdout, "42", name)
+		assert.Less(t, c.took, want+5*time.Second, "%s: the exit waits for telemetry at most --telemetry-timeout", name)
+		if c.hung {
+			assert.GreaterOrEqual(t, c.took, want, "%s: a hung exporter is waited for the whole bound", name)
+			assert.Contains(t, c.stderr, fmt.Sprintf("codemode: telemetry: not flushed within --telemetry-timeout %v; what was not sent is dropped\n", want), name)
+		}
+	}
+}
+
+// TestTelemetryTimeoutFlag: -h says the bound and its default per
+// command; a bound that is not positive is refused.
+func TestTelemetryTimeoutFlag(t *testing.T) {
+	t.Parallel()
+	for cmd, def := range map[string]string{"run": "2s", "batch": "2s", "serve": "10s", "mcp": "10s"} {
+		var stdout, stderr bytes.Buffer
+		require.Equal(t, exitOK, Main(context.Background(), []string{cmd, "-h"}, nil, &stdout, &stderr), cmd)
+		help := stderr.String()
+		i := strings.Index(help, "-telemetry-timeout duration")
+		require.GreaterOrEqual(t, i, 0, "%s -h names --telemetry-timeout", cmd)
+		assert.Contains(t, help[i:], "(default "+def+")", cmd)
+	}
+	for _, bad := range []string{"0", "-1s"} {
+		var stdout, stderr bytes.Buffer
+		code := Main(context.Background(), []string{"run", "--telemetry-timeout", bad, "-"}, strings.NewReader("return 1"), &stdout, &stderr)
+		assert.Equal(t, exitUsage, code, bad)
+		assert.Contains(t, stderr.String(), "--telemetry-timeout must be positive", bad)
+		assert.Empty(t, stdout.String())
+	}
 }
