@@ -147,7 +147,7 @@ bool capability_of(bridge_slot *s, JSValueConst v, bridge_out *out)
 
 /* Stops the run from inside a host call (why: a BRIDGE_* kill). The engine
  * unwinds with an uncatchable error; the outcome comes from the kill. */
-static JSValue throw_kill(bridge_slot *s, int32_t why)
+JSValue throw_kill(bridge_slot *s, int32_t why)
 {
 	slot_kill(s, why);
 	JSValue e = JS_ThrowInternalError(s->ctx, "interrupted");

@@ -397,6 +397,10 @@ void region_unmap(void *m, size_t size, bool window);
  * memory), else 0; on_interrupt is the engine's handler over it. */
 int check_kill(bridge_slot *s);
 int on_interrupt(JSRuntime *rt, void *opaque);
+/* bridge_host.c. Stops the run from inside a C function the script called
+ * (why: a BRIDGE_* kill, kept if one fired first): the engine unwinds with
+ * an uncatchable error; the outcome comes from the kill. */
+JSValue throw_kill(bridge_slot *s, int32_t why);
 
 /* bridge_web.c. Typed arrays, made on first use: 0, or -1 with an
  * exception. */

@@ -177,7 +177,8 @@ static JSValue js_web_label(JSContext *ctx, JSValueConst this_val, int argc, JSV
  * bytes, flags & 2 is fatal. [text, state, next]: text is null at the first
  * error when fatal; next is where the next call starts, or -1 once bytes
  * are all decoded. The text is allocated under the sandbox's memory limit;
- * Go writes it into the buffer C gives it and keeps no pointer. */
+ * Go writes it into the buffer C gives it and keeps no pointer. A run past
+ * its deadline (or cancelled) stops here, between chunks. */
 static JSValue js_web_decode(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
 {
 	(void)this_val;
@@ -186,6 +187,9 @@ static JSValue js_web_decode(JSContext *ctx, JSValueConst this_val, int argc, JS
 	if (argc < 5 || JS_ToInt32(ctx, &id, argv[0]) < 0 || JS_ToInt64(ctx, &state, argv[1]) < 0 ||
 	    JS_ToInt64(ctx, &start, argv[3]) < 0 || JS_ToInt32(ctx, &flags, argv[4]) < 0)
 		return argc < 5 ? JS_ThrowTypeError(ctx, "native.decode: five arguments") : JS_EXCEPTION;
+	bridge_slot *s = JS_GetContextOpaque(ctx);
+	if (check_kill(s)) /* the engine polls its deadline rarely in a loop of native calls */
+		return throw_kill(s, s->killed);
 	size_t n;
 	uint8_t *p = JS_GetUint8Array(ctx, &n, argv[2]);
 	if (!p && JS_HasException(ctx))

@@ -448,7 +448,7 @@ func (d *textDecoder) gb18030(b int) textResult {
 			return resultError
 		}
 		pointer := (int(d.first)-0x81)*(10*126*10) + (int(d.second)-0x30)*(10*126) + (int(d.third)-0x81)*10 + b - 0x30
-		r := gb18030RangesCodePoint(pointer, [4]byte{d.first, d.second, d.third, byte(b)})
+		r := gb18030RangesCodePoint(pointer)
 		d.first, d.second, d.third = 0, 0, 0
 		if r < 0 {
 			return resultError
@@ -853,31 +853,38 @@ var gb18030Missing = []struct{ pointer, codePoint, n uint16 }{
 	{23845, 0x9FBB, 1}, {23846, 0xE468, 94},
 }
 
-// gb18030RangesCodePoint is index gb18030 ranges code point for pointer
-// (the four bytes b): x/text's four-byte decoding, which is the index's
-// below 39420, but for the standard's pointer 7457 (GB18030-2005's
-// U+E7C7); the supplementary planes by the index's last range; -1 for
-// null.
-func gb18030RangesCodePoint(pointer int, b [4]byte) rune {
+// gb18030RangesCodePoint is index gb18030 ranges code point for pointer:
+// below 39420, x/text's four-byte decoding (gb18030Ranges), which is the
+// index's but for the standard's pointer 7457 (GB18030-2005's U+E7C7); the
+// supplementary planes by the index's last range; -1 for null.
+func gb18030RangesCodePoint(pointer int) rune {
 	switch {
-	case (pointer > 39419 && pointer < 189000) || pointer > 1237575:
+	case (pointer > 39419 && pointer < 189000) || pointer > 1237575 || pointer < 0:
 		return -1
 	case pointer == 7457:
 		return '\ue7c7'
 	case pointer >= 189000:
 		return rune(0x10000 + pointer - 189000)
 	}
-	var dst [8]byte
-	n, _, err := simplifiedchinese.GB18030.NewDecoder().Transform(dst[:], b[:], true)
-	if err != nil {
-		return -1
-	}
-	r, size := utf8.DecodeRune(dst[:n])
-	if size != n || n == 0 {
-		return -1
-	}
-	return r // U+FFFD at pointer 39417 is the index's own
+	return rune(gb18030Ranges()[pointer])
 }
+
+// gb18030Ranges is index gb18030 ranges over the Basic Multilingual Plane
+// (pointers 0 to 39419), read from x/text's decoder once, through each
+// pointer's four bytes (U+FFFD at pointer 39417 is the index's own).
+var gb18030Ranges = sync.OnceValue(func() *[39420]uint16 {
+	t := new([39420]uint16)
+	d := simplifiedchinese.GB18030.NewDecoder()
+	for p := range t {
+		b := []byte{byte(p/12600 + 0x81), byte(p%12600/1260 + 0x30), byte(p%1260/10 + 0x81), byte(p%10 + 0x30)}
+		var dst [8]byte
+		n, _, err := d.Transform(dst[:], b, true)
+		if r, size := utf8.DecodeRune(dst[:n]); err == nil && size == n && n > 0 {
+			t[p] = uint16(r)
+		}
+	}
+	return t
+})
 
 // big5Index is index Big5 (pointers 0 to 19781): x/text's table (its
 // HKSCS code points past the BMP included).

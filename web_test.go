@@ -300,3 +300,17 @@ func TestTextDecoderMatchesNode(t *testing.T) {
 	}
 	t.Logf("%d sequences compared with Node", compared)
 }
+
+// TestTextDecoderDeadline: a long legacy decode stops at the run's
+// deadline (bridge_web.c checks it between chunks). The engine's own
+// polls come once per 10,000 of its calls, some 3,000 chunks of the
+// decode's loop: 256 MiB of bytes that are each an error (U+FFFD) would
+// otherwise overrun the deadline by two seconds here.
+func TestTextDecoderDeadline(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t, WithLimits(Limits{Memory: 1 << 30, Deadline: 100 * time.Millisecond}))
+	start := time.Now()
+	_, err := e.Run(context.Background(), `return new TextDecoder('shift_jis').decode(new Uint8Array(256 << 20).fill(0xff)).length`)
+	require.ErrorIs(t, err, ErrTimeout)
+	assert.Less(t, time.Since(start), time.Second, "the decode ran on past its deadline")
+}
