@@ -76,7 +76,7 @@ fuzz:
 # the package's testdata/fuzz/<Target>/ (make it a regression test).
 FUZZ_TARGETS = .:.:FuzzRun .:.:FuzzExecute .:.:FuzzDispatchCodec .:.:FuzzDispatchAnswer .:.:FuzzValidate .:.:FuzzCall \
 	.:.:FuzzShapes .:.:FuzzArgPlan .:.:FuzzFlatDecode .:.:FuzzContinuation .:.:FuzzContinuationBody .:.:FuzzPlainJSON .:.:FuzzJSIdentifier .:./internal/jspos:FuzzInstrument \
-	typescript:.:FuzzDeclarations typescript:.:FuzzShapes cmd/codemode:.:FuzzBatchInput mcp:.:FuzzUnwrap remote:.:FuzzDaemonFrames remote:.:FuzzDaemonStandalone
+	typescript:.:FuzzDeclarations typescript:.:FuzzShapes cmd/codemode:.:FuzzBatchInput mcp:.:FuzzUnwrap remote:.:FuzzDaemonFrames remote:.:FuzzDaemonStandalone remote:.:FuzzDaemonText
 FUZZPARALLEL ?= 1
 fuzz-all:
 	@for t in $(FUZZ_TARGETS); do \

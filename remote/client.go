@@ -1,12 +1,15 @@
 package remote
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -157,10 +160,11 @@ func Dial(target string, opts ...Option) (*Client, error) {
 	c := &Client{conn: conn, client: pb.NewExecutorClient(conn), limits: d.limits, require: d.require, caps: d.caps, gov: d.gov,
 		prop: d.prop}
 	if g := d.gov; g != nil {
-		c.pbGov = &pb.Governance{Tools: map[string]*pb.ToolPolicy{}, TtlMs: int64((g.TTL + time.Millisecond - 1) / time.Millisecond)}
-		for name, t := range g.Tools {
-			c.pbGov.Tools[name] = &pb.ToolPolicy{TimeoutNs: int64(t.Timeout),
-				MaxInFlight: int64(t.MaxInFlight), Budget: int64(t.Budget), RequiresApproval: t.RequiresApproval}
+		c.pbGov = &pb.Governance{TtlMs: int64((g.TTL + time.Millisecond - 1) / time.Millisecond)}
+		for _, name := range slices.Sorted(maps.Keys(g.Tools)) {
+			t := g.Tools[name]
+			c.pbGov.Tools = append(c.pbGov.Tools, &pb.ToolPolicyEntry{Name: []byte(name), Policy: &pb.ToolPolicy{TimeoutNs: int64(t.Timeout),
+				MaxInFlight: int64(t.MaxInFlight), Budget: int64(t.Budget), RequiresApproval: t.RequiresApproval}})
 		}
 	}
 	return c, nil
@@ -210,19 +214,29 @@ func (c *Client) pbLimits() *pb.Limits {
 }
 
 // Execute runs a provider program on the daemon; its tool calls come back
-// to req.Dispatch here. It never panics and returns no Go error: a daemon
-// that cannot be reached, refuses the program or fails mid-run is
-// ExecuteResult.Error (Err of kind internal).
+// to req.Dispatch here. It never panics and returns no Go error. The
+// program's outcome is the one the executor on the daemon gave: its
+// result, logs and Error byte for byte, and an Err of the same kind and
+// fields, with the same Error and LLMJSON, that errors.Is matches against
+// the same codemode and context errors. So is the end of ctx: a
+// cancellation is kind internal matching context.Canceled, a passed
+// deadline kind timeout. A program every daemon tried refused for want
+// of memory is the executor's memory_budget error (matching
+// codemode.ErrMemoryBudget and codemode.ErrBusy). Any other failure of
+// the daemon or the transport (unreachable, refusing the program, failing
+// mid-run) is Err of kind internal, its status visible to status.Code.
 func (c *Client) Execute(ctx context.Context, req codemode.Request) codemode.ExecuteResult {
 	if ctx == nil {
 		return failed(codemode.ExecuteName, codemode.ErrNilContext)
 	}
-	start := &pb.Start{Mode: pb.Start_MODE_EXECUTE, Code: req.Code, Limits: c.pbLimits(), RequireLimits: c.require, Governance: c.pbGov}
+	start := &pb.Start{Mode: pb.Start_MODE_EXECUTE, Code: []byte(req.Code), Limits: c.pbLimits(), RequireLimits: c.require,
+		Governance: c.pbGov}
 	for _, p := range req.Providers {
-		pp := &pb.Provider{Name: p.Name, Tools: p.Tools, ObjectArgs: p.ObjectArgs, Prelude: p.Prelude, ProxySource: p.ProxySource}
+		pp := &pb.Provider{Name: []byte(p.Name), Tools: wireTexts(p.Tools), ObjectArgs: p.ObjectArgs, Prelude: []byte(p.Prelude),
+			ProxySource: []byte(p.ProxySource)}
 		for _, api := range p.APIs {
-			pp.Apis = append(pp.Apis, &pb.ToolDoc{Name: api.Name, Description: api.Description, ParamsJson: string(api.Params),
-				ReturnsJson: string(api.Returns)})
+			pp.Apis = append(pp.Apis, &pb.ToolDoc{Name: []byte(api.Name), Description: []byte(api.Description), ParamsJson: api.Params,
+				ReturnsJson: api.Returns})
 		}
 		start.Providers = append(start.Providers, pp)
 	}
@@ -232,6 +246,7 @@ func (c *Client) Execute(ctx context.Context, req codemode.Request) codemode.Exe
 
 // execute runs an Execute program's start (or a resumption's).
 func (c *Client) execute(ctx context.Context, start *pb.Start, dispatch codemode.DispatchFunc) codemode.ExecuteResult {
+	budget := c.budget(ctx)
 	var kept *remoteRetained
 	// With no dispatch, a call (through __dispatch) would be answered "not
 	// found" here; the daemon answers it the same way on Standalone.
@@ -239,40 +254,38 @@ func (c *Client) execute(ctx context.Context, start *pb.Start, dispatch codemode
 	res, err := c.program(ctx, start, alone, &kept, func(ctx context.Context, call *pb.Call) *pb.Answer {
 		a := &pb.Answer{Id: call.Id}
 		if dispatch == nil {
-			a.Outcome = &pb.Answer_Failure{Failure: codemode.ToolNotFoundError{Tool: call.Tool}.Error()}
+			a.Outcome = &pb.Answer_Failure{Failure: []byte(codemode.ToolNotFoundError{Tool: string(call.Tool)}.Error())}
 			return a
 		}
 		env, err := safeDispatch(ctx, dispatch, call)
 		if err != nil {
-			a.Outcome = &pb.Answer_Failure{Failure: err.Error()}
+			a.Outcome = &pb.Answer_Failure{Failure: []byte(err.Error())}
 		} else {
-			a.Outcome = &pb.Answer_Envelope{Envelope: env}
+			a.Outcome = &pb.Answer_Envelope{Envelope: []byte(env)}
 		}
 		return a
 	})
+	refused := err
 	if err != nil {
-		return failed("execute", err)
+		if res = refusal(err); res == nil {
+			return lost(ctx, codemode.ExecuteName, budget, err)
+		}
 	}
-	out := codemode.ExecuteResult{Logs: res.Logs, Error: res.Error, Stats: fromStats(res.Stats, res.Limits)}
+	out := codemode.ExecuteResult{Logs: texts(res.Logs), Error: string(res.Error), Stats: fromStats(res.Stats, res.Limits)}
 	if out.Logs == nil {
 		out.Logs = []string{}
 	}
-	if res.ResultJson != "" {
+	if len(res.ResultJson) > 0 {
 		out.Result = json.RawMessage(res.ResultJson)
 	}
-	if res.ErrorJson != "" {
-		ee := &codemode.ExecError{}
-		if json.Unmarshal([]byte(res.ErrorJson), ee) == nil {
-			out.Err = ee
-		}
-	}
+	out.Err = resultError(res, refused)
 	if kept != nil {
 		out.Retained = codemode.NewRetained(kept)
 	}
 	if res.Paused != nil {
 		p, err := c.seal(res.Paused)
 		if err != nil {
-			return failed("execute", err)
+			return failed(codemode.ExecuteName, err)
 		}
 		out.Paused, out.Result = p, nil
 	}
@@ -291,10 +304,7 @@ func (c *Client) propagator() propagation.TextMapPropagator {
 func (c *Client) inject(ctx context.Context) map[string]string {
 	carrier := propagation.MapCarrier{}
 	c.propagator().Inject(ctx, carrier)
-	if len(carrier) == 0 {
-		return nil
-	}
-	return carrier
+	return headerSafe(carrier)
 }
 
 // extract puts a call's trace context into ctx.
@@ -330,11 +340,11 @@ func (c *Client) seal(p *pb.Paused) (*codemode.Paused, error) {
 // here with the host's key, and only its body travels. dispatch serves an
 // Execute program's tools; a Run program's are the client's capabilities.
 // A refused continuation is Err (codemode.ErrContinuation) and nothing
-// runs.
+// runs. The outcome is Executor.Resume's, as Execute's is Executor.Execute's.
 func (c *Client) Resume(ctx context.Context, continuation []byte, d codemode.Decision, dispatch codemode.DispatchFunc) codemode.ExecuteResult {
 	refused := func(err error) codemode.ExecuteResult {
-		ee := codemode.InternalError(codemode.ExecuteName, err)
-		return codemode.ExecuteResult{Logs: []string{}, Error: ee.Message, Err: ee}
+		// As Executor.Resume refuses a continuation.
+		return codemode.ExecuteResult{Logs: []string{}, Error: err.Error(), Err: codemode.InternalError(codemode.ExecuteName, err)}
 	}
 	if ctx == nil {
 		return failed(codemode.ExecuteName, codemode.ErrNilContext)
@@ -346,6 +356,14 @@ func (c *Client) Resume(ctx context.Context, continuation []byte, d codemode.Dec
 	if err != nil {
 		return refused(err)
 	}
+	if err := d.Check(codemode.ToolCall{Tool: info.Tool, Args: info.Args}); err != nil {
+		// As Executor.Resume refuses it: before Redeem, which must not
+		// spend a continuation on a decision that cannot run.
+		ee := codemode.InternalError("", err) // the one way to give it err as its cause
+		ee.Kind, ee.Name, ee.Message = codemode.KindInvalidArgs, codemode.ExecuteName, ""
+		ee.Reason = strings.TrimPrefix(err.Error(), codemode.ErrInvalidDecision.Error()+": ")
+		return codemode.ExecuteResult{Logs: []string{}, Error: strings.TrimPrefix(ee.Error(), "codemode: "), Err: ee}
+	}
 	if c.gov.Redeem != nil {
 		if err := c.gov.Redeem(info.ID, info.Expires); err != nil {
 			return refused(fmt.Errorf("%w: Redeem refused it: %v", codemode.ErrContinuation, err))
@@ -356,9 +374,9 @@ func (c *Client) Resume(ctx context.Context, continuation []byte, d codemode.Dec
 		return refused(err)
 	}
 	l := info.Limits
-	r := &pb.Resume{Body: body, Approve: d.Approve, Reason: d.Reason}
+	r := &pb.Resume{Body: body, Approve: d.Approve, Reason: []byte(d.Reason)}
 	if d.Approve && d.Args != nil {
-		r.ArgsJson = string(d.Args)
+		r.ArgsJson = d.Args
 	}
 	start := &pb.Start{Mode: pb.Start_MODE_EXECUTE, Limits: &pb.Limits{Memory: int64(l.Memory), Stack: int64(l.Stack),
 		Payload: int64(l.Payload), Logs: int64(l.Logs), DeadlineMs: c.limits.Deadline.Milliseconds()},
@@ -367,7 +385,7 @@ func (c *Client) Resume(ctx context.Context, continuation []byte, d codemode.Dec
 		return c.execute(ctx, start, dispatch)
 	}
 	start.Mode, start.Capabilities = pb.Start_MODE_RUN, c.pbCapabilities()
-	res, err := c.run(ctx, start)
+	res, text, err := c.run(ctx, start)
 	out := codemode.ExecuteResult{Logs: []string{}}
 	if res != nil {
 		out.Result, out.Stats, out.Paused = res.Value, res.Stats, res.Paused
@@ -378,9 +396,9 @@ func (c *Client) Resume(ctx context.Context, continuation []byte, d codemode.Dec
 	if err != nil {
 		ee, ok := err.(*codemode.ExecError)
 		if !ok {
-			ee = &codemode.ExecError{Kind: codemode.KindInternal, Name: codemode.RunJSToolName, Message: err.Error()}
+			ee = codemode.InternalError(codemode.RunJSToolName, err)
 		}
-		out.Result, out.Err, out.Error = nil, ee, ee.Error()
+		out.Result, out.Err, out.Error = nil, ee, cmp.Or(text, ee.Error())
 	}
 	return out
 }
@@ -391,42 +409,46 @@ func safeDispatch(ctx context.Context, d codemode.DispatchFunc, call *pb.Call) (
 			env, err = "", fmt.Errorf("panic: %v", r)
 		}
 	}()
-	return d(ctx, call.Provider, call.Tool, call.ArgsJson)
+	return d(ctx, string(call.Provider), string(call.Tool), string(call.ArgsJson))
 }
 
 // Run runs a run_js script on the daemon with the client's capabilities
-// (WithCapability); their calls come back here.
+// (WithCapability); their calls come back here. Its outcome is the one
+// the executor on the daemon gave, as Execute's is (see there).
 func (c *Client) Run(ctx context.Context, script string) (*codemode.Result, error) {
 	if ctx == nil {
 		return nil, failed(codemode.RunJSToolName, codemode.ErrNilContext).Err
 	}
-	start := &pb.Start{Mode: pb.Start_MODE_RUN, Code: script, Limits: c.pbLimits(), RequireLimits: c.require,
+	start := &pb.Start{Mode: pb.Start_MODE_RUN, Code: []byte(script), Limits: c.pbLimits(), RequireLimits: c.require,
 		Capabilities: c.pbCapabilities(), Governance: c.pbGov}
-	return c.run(ctx, start)
+	r, _, err := c.run(ctx, start)
+	return r, err
 }
 
 // pbCapabilities are the client's capabilities as the daemon is told them.
 func (c *Client) pbCapabilities() []*pb.Capability {
 	var caps []*pb.Capability
 	for _, cp := range c.caps {
-		caps = append(caps, &pb.Capability{Name: cp.Name, Description: cp.Description,
-			ParamsJson: string(cp.Params), Async: cp.Async})
+		caps = append(caps, &pb.Capability{Name: []byte(cp.Name), Description: []byte(cp.Description),
+			ParamsJson: cp.Params, Async: cp.Async})
 	}
 	return caps
 }
 
-// run runs a Run script's start (or a resumption's).
-func (c *Client) run(ctx context.Context, start *pb.Start) (*codemode.Result, error) {
+// run runs a Run script's start (or a resumption's); text is the
+// daemon's ExecuteResult.Error of a resumption that failed.
+func (c *Client) run(ctx context.Context, start *pb.Start) (r *codemode.Result, text string, err error) {
+	budget := c.budget(ctx)
 	res, err := c.program(ctx, start, standalone(start), nil, func(ctx context.Context, call *pb.Call) *pb.Answer {
 		a := &pb.Answer{Id: call.Id}
-		i := slices.IndexFunc(c.caps, func(cp codemode.Capability) bool { return cp.Name == call.Tool })
+		i := slices.IndexFunc(c.caps, func(cp codemode.Capability) bool { return cp.Name == string(call.Tool) })
 		if !call.Capability || i < 0 {
-			a.Outcome = &pb.Answer_Failure{Failure: fmt.Sprintf("no capability %q", call.Tool)}
+			a.Outcome = &pb.Answer_Failure{Failure: fmt.Appendf(nil, "no capability %q", call.Tool)}
 			return a
 		}
 		v, err := safeCapability(ctx, c.caps[i], json.RawMessage(call.ArgsJson))
 		if err != nil {
-			a.Outcome = &pb.Answer_Failure{Failure: err.Error()}
+			a.Outcome = &pb.Answer_Failure{Failure: []byte(err.Error())}
 			return a
 		}
 		b, err := codemode.StringifyForDispatch(v)
@@ -434,34 +456,51 @@ func (c *Client) run(ctx context.Context, start *pb.Start) (*codemode.Result, er
 			b, err = string(raw), nil
 		}
 		if err != nil {
-			a.Outcome = &pb.Answer_Failure{Failure: "cannot encode the result as JSON: " + err.Error()}
+			a.Outcome = &pb.Answer_Failure{Failure: []byte("cannot encode the result as JSON: " + err.Error())}
 			return a
 		}
-		a.Outcome = &pb.Answer_ResultJson{ResultJson: b}
+		a.Outcome = &pb.Answer_ResultJson{ResultJson: []byte(b)}
 		return a
 	})
+	refused := err
 	if err != nil {
-		return nil, failed(codemode.RunJSToolName, err).Err
+		if res = refusal(err); res == nil {
+			return nil, "", lost(ctx, codemode.RunJSToolName, budget, err).Err
+		}
 	}
-	r := &codemode.Result{Logs: res.Logs, Stats: fromStats(res.Stats, res.Limits)}
-	if r.Logs == nil {
-		r.Logs = []string{}
-	}
+	r = &codemode.Result{Logs: texts(res.Logs), Stats: fromStats(res.Stats, res.Limits)} // nil for none, as the executor's
 	if res.Paused != nil {
 		if r.Paused, err = c.seal(res.Paused); err != nil {
-			return r, failed(codemode.RunJSToolName, err).Err
+			return r, "", failed(codemode.RunJSToolName, err).Err
 		}
-		return r, nil
+		return r, "", nil
 	}
-	if res.ErrorJson != "" || res.Error != "" {
-		ee := &codemode.ExecError{}
-		if json.Unmarshal([]byte(res.ErrorJson), ee) != nil || ee.Kind == "" {
-			ee = &codemode.ExecError{Kind: codemode.KindInternal, Name: codemode.RunJSToolName, Message: res.Error}
-		}
-		return r, ee
+	if ee := resultError(res, refused); ee != nil {
+		return r, string(res.Error), ee
+	}
+	if len(res.Error) > 0 { // a daemon's Go error with no ExecError (none does)
+		ee := &codemode.ExecError{Kind: codemode.KindInternal, Name: codemode.RunJSToolName, Message: string(res.Error)}
+		return r, string(res.Error), ee
 	}
 	r.Value = json.RawMessage(res.ResultJson)
-	return r, nil
+	return r, "", nil
+}
+
+// resultError is the Err of a program's result, nil if it succeeded: as
+// the daemon's executor made it (err), or, from a daemon that predates
+// err, read from error_json. also, when set, is seen by errors.Is through
+// it too (the status of the refusal that carried the result).
+func resultError(res *pb.Result, also error) *codemode.ExecError {
+	if res.Err != nil {
+		return fromPBError(res.Err, also)
+	}
+	if len(res.ErrorJson) > 0 {
+		ee := &codemode.ExecError{}
+		if json.Unmarshal(res.ErrorJson, ee) == nil && ee.Kind != "" {
+			return ee
+		}
+	}
+	return nil
 }
 
 func safeCapability(ctx context.Context, c codemode.Capability, args json.RawMessage) (v any, err error) {
@@ -603,16 +642,53 @@ func recvErr(stream pb.Executor_ProgramClient) error {
 }
 
 // failed is the result of a program the daemon did not run to its end:
-// kind internal, its cause the transport's status (RESOURCE_EXHAUSTED for a
-// program every daemon tried refused, for want of room or of memory).
+// kind internal, its cause err; for a status of the daemon's or the
+// transport's (RESOURCE_EXHAUSTED for a program every daemon tried
+// refused for want of room), the message is "remote: <code>: <message>",
+// otherwise the executor's for such a failure ("codemode: execute:
+// codemode: executor closed" for a closed client).
 func failed(name string, err error) codemode.ExecuteResult {
-	msg := err.Error()
-	if s, ok := status.FromError(err); ok && s.Code() != codes.Unknown {
-		msg = fmt.Sprintf("remote: %s: %s", s.Code(), s.Message())
-	}
 	ee := codemode.InternalError(name, err) // status.Code and errors.Is see the daemon's status through it
-	ee.Name, ee.Message = name, msg
-	return codemode.ExecuteResult{Logs: []string{}, Error: msg, Err: ee}
+	if s, ok := status.FromError(err); ok && s.Code() != codes.Unknown {
+		ee.Name, ee.Message = name, fmt.Sprintf("remote: %s: %s", s.Code(), s.Message())
+	}
+	return codemode.ExecuteResult{Logs: []string{}, Error: ee.Message, Err: ee}
+}
+
+// lost is the result of a program whose stream or call failed with err
+// before its result came: if ctx had ended, what the executor reports for
+// a run whose caller cancelled (kind internal, matching
+// context.Canceled) or whose caller's deadline passed (kind timeout after
+// budget, matching context.DeadlineExceeded); else failed's.
+func lost(ctx context.Context, name string, budget time.Duration, err error) codemode.ExecuteResult {
+	switch ctx.Err() {
+	case nil:
+		return failed(name, err)
+	case context.DeadlineExceeded:
+		ms := int64((max(budget, 0) + time.Millisecond - 1) / time.Millisecond)
+		ee := &codemode.ExecError{Kind: codemode.KindTimeout, Name: name, DeadlineMS: ms}
+		// Executor.Execute's text for a timeout (docs/PROTOCOL.md, "The end of a run").
+		return codemode.ExecuteResult{Logs: []string{}, Error: fmt.Sprintf("The program timed out after %dms.", ms), Err: ee}
+	default:
+		ee := codemode.InternalError(name, context.Canceled)
+		return codemode.ExecuteResult{Logs: []string{}, Error: ee.Message, Err: ee}
+	}
+}
+
+// budget is the time a program starting now has: the caller's deadline,
+// or, when sooner, the deadline the client asks for (as the executor
+// counts a run's budget; a daemon that grants less ends the program with
+// its own timeout first).
+func (c *Client) budget(ctx context.Context) time.Duration {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return c.limits.Deadline
+	}
+	b := time.Until(d)
+	if c.limits.Deadline > 0 {
+		b = min(b, c.limits.Deadline)
+	}
+	return b
 }
 
 func fromStats(s *pb.Stats, l *pb.Limits) codemode.RunStats {

@@ -183,9 +183,7 @@ func (p *peer) call(ctx context.Context, c *pb.Call) (*pb.Answer, error) {
 	if p.prop != nil {
 		carrier := propagation.MapCarrier{}
 		p.prop.Inject(ctx, carrier)
-		if len(carrier) > 0 {
-			c.Trace = carrier
-		}
+		c.Trace = headerSafe(carrier)
 	}
 	p.mu.Lock()
 	p.next++
@@ -218,37 +216,38 @@ func (p *peer) call(ctx context.Context, c *pb.Call) (*pb.Answer, error) {
 	}
 }
 
-// dispatch is the program's DispatchFunc: the call travels to the client.
+// dispatch is the program's DispatchFunc: the call travels to the client,
+// its names and arguments byte for byte (a name the program made with a
+// lone surrogate is not UTF-8), and so does the answer.
 func (p *peer) dispatch(ctx context.Context, provider, tool, argsJSON string) (string, error) {
-	a, err := p.call(ctx, &pb.Call{Provider: provider, Tool: tool, ArgsJson: argsJSON})
+	a, err := p.call(ctx, &pb.Call{Provider: []byte(provider), Tool: []byte(tool), ArgsJson: []byte(argsJSON)})
 	if err != nil {
 		return "", err
 	}
 	switch o := a.Outcome.(type) {
 	case *pb.Answer_Envelope:
-		return o.Envelope, nil
+		return string(o.Envelope), nil
 	case *pb.Answer_Failure:
-		return "", errors.New(o.Failure)
+		return "", errors.New(string(o.Failure))
 	case *pb.Answer_ResultJson:
-		return `{"result":` + o.ResultJson + `}`, nil
+		return `{"result":` + string(o.ResultJson) + `}`, nil
 	}
 	return "", errors.New("the client answered the call with nothing")
 }
 
 // capability serves a Run script's capability call through the client.
 func (p *peer) capability(ctx context.Context, name string, args json.RawMessage) (any, error) {
-	a, err := p.call(ctx, &pb.Call{Tool: name, ArgsJson: string(args), Capability: true})
+	a, err := p.call(ctx, &pb.Call{Tool: []byte(name), ArgsJson: args, Capability: true})
 	if err != nil {
 		return nil, err
 	}
 	switch o := a.Outcome.(type) {
 	case *pb.Answer_ResultJson:
-		if !json.Valid([]byte(o.ResultJson)) {
-			return nil, errors.New("the client answered with something that is not JSON")
-		}
+		// The executor checks it as it checks any capability's JSON: a
+		// client's answer that is not JSON fails as it would in process.
 		return json.RawMessage(o.ResultJson), nil
 	case *pb.Answer_Failure:
-		return nil, errors.New(o.Failure)
+		return nil, errors.New(string(o.Failure))
 	}
 	return nil, errors.New("the client answered the capability call with no result")
 }

@@ -284,14 +284,14 @@ func TestHostileClient(t *testing.T) {
 	// Never answering: the program times out at its deadline.
 	st, err = client.Program(ctx)
 	require.NoError(t, err)
-	require.NoError(t, st.Send(&pb.ClientMessage{Msg: &pb.ClientMessage_Start{Start: &pb.Start{Code: "async () => await s.x()",
-		Providers: []*pb.Provider{{Name: "s"}}}}}))
+	require.NoError(t, st.Send(&pb.ClientMessage{Msg: &pb.ClientMessage_Start{Start: &pb.Start{Code: []byte("async () => await s.x()"),
+		Providers: []*pb.Provider{{Name: []byte("s")}}}}}))
 	m, err := st.Recv()
 	require.NoError(t, err)
 	require.NotNil(t, m.GetCall())
 	// Answers for ids no call waits on: dropped.
 	for _, id := range []uint64{0, 999, m.GetCall().Id + 7} {
-		require.NoError(t, st.Send(&pb.ClientMessage{Msg: &pb.ClientMessage_Answer{Answer: &pb.Answer{Id: id, Outcome: &pb.Answer_Envelope{Envelope: `{"result":1}`}}}}))
+		require.NoError(t, st.Send(&pb.ClientMessage{Msg: &pb.ClientMessage_Answer{Answer: &pb.Answer{Id: id, Outcome: &pb.Answer_Envelope{Envelope: []byte(`{"result":1}`)}}}}))
 	}
 	m, err = st.Recv()
 	require.NoError(t, err)
@@ -303,8 +303,8 @@ func TestHostileClient(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	st, err = client.Program(cctx)
 	require.NoError(t, err)
-	require.NoError(t, st.Send(&pb.ClientMessage{Msg: &pb.ClientMessage_Start{Start: &pb.Start{Code: "async () => await s.x()",
-		Providers: []*pb.Provider{{Name: "s"}}}}}))
+	require.NoError(t, st.Send(&pb.ClientMessage{Msg: &pb.ClientMessage_Start{Start: &pb.Start{Code: []byte("async () => await s.x()"),
+		Providers: []*pb.Provider{{Name: []byte("s")}}}}}))
 	_, err = st.Recv()
 	require.NoError(t, err)
 	cancel()

@@ -49,7 +49,10 @@ func (r *remoteRetained) read() {
 			id = msg.Logs.Id
 		case *pb.ServerMessage_Closed:
 			err := codemode.ErrRetainedClosed
-			if msg.Closed.Error != "" {
+			switch {
+			case msg.Closed.Err != nil:
+				err = fromPBError(msg.Closed.Err, nil)
+			case len(msg.Closed.Error) > 0:
 				err = fmt.Errorf("%w: %s", codemode.ErrRetainedClosed, msg.Closed.Error)
 			}
 			r.finish(err)
@@ -119,17 +122,20 @@ func (r *remoteRetained) Call(ctx context.Context, h codemode.Handle, args []any
 		return nil, fmt.Errorf("codemode: retained call: %w", err)
 	}
 	m, err := r.request(ctx, func(id uint64) *pb.ClientMessage {
-		return &pb.ClientMessage{Msg: &pb.ClientMessage_Invoke{Invoke: &pb.Invoke{Id: id, HandleJson: string(hj), ArgsJson: aj}}}
+		return &pb.ClientMessage{Msg: &pb.ClientMessage_Invoke{Invoke: &pb.Invoke{Id: id, HandleJson: hj, ArgsJson: []byte(aj)}}}
 	})
 	if err != nil {
 		return nil, err
 	}
 	res := m.GetInvokeResult()
-	if res.Error != "" {
-		var err error = errors.New(res.Error)
-		if res.ErrorJson != "" {
+	if res.Err != nil { // the sandbox's ExecError whole: ErrRetainedClosed among its matches when it closed
+		return nil, fromPBError(res.Err, nil)
+	}
+	if len(res.Error) > 0 {
+		var err error = errors.New(string(res.Error))
+		if len(res.ErrorJson) > 0 { // a daemon that predates err
 			ee := &codemode.ExecError{}
-			if json.Unmarshal([]byte(res.ErrorJson), ee) == nil && ee.Kind != "" {
+			if json.Unmarshal(res.ErrorJson, ee) == nil && ee.Kind != "" {
 				err = ee
 			}
 		}
@@ -138,7 +144,7 @@ func (r *remoteRetained) Call(ctx context.Context, h codemode.Handle, args []any
 		}
 		return nil, err
 	}
-	return codemode.ParseForDispatch(res.ValueJson)
+	return codemode.ParseForDispatch(string(res.ValueJson))
 }
 
 // Logs returns the sandbox's console lines since the last Logs.
@@ -151,7 +157,7 @@ func (r *remoteRetained) Logs() []string {
 	if err != nil {
 		return nil
 	}
-	return m.GetLogs().Logs
+	return texts(m.GetLogs().Logs)
 }
 
 // Close releases the sandbox and waits for the daemon to say it is gone.

@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"runtime"
 	"slices"
@@ -391,47 +392,49 @@ func (s *Server) serve(ctx context.Context, start *pb.Start, p *peer, reply func
 		}
 		var r *codemode.Result
 		var rerr error
+		text := "" // the error's text, when not its Error (a resumption's ExecuteResult.Error)
 		if start.Resume != nil {
 			out := s.resume(rctx, e, start, nil)
-			r, rerr = &codemode.Result{Value: out.Result, Logs: out.Logs, Stats: out.Stats, Paused: out.Paused}, nil
+			r = &codemode.Result{Value: out.Result, Logs: out.Logs, Stats: out.Stats, Paused: out.Paused}
 			if out.Err != nil {
-				rerr = out.Err
+				rerr, text = out.Err, out.Error
 			}
 		} else {
-			r, rerr = e.Run(rctx, start.Code)
+			r, rerr = e.Run(rctx, string(start.Code))
 		}
 		if r != nil {
 			p.flush(int64(r.Stats.HostCalls))
-			res.ResultJson, res.Logs, res.Stats = string(r.Value), r.Logs, stats(r.Stats)
+			res.ResultJson, res.Logs, res.Stats = r.Value, wireTexts(r.Logs), stats(r.Stats)
 			if r.Paused != nil {
-				res.ResultJson = ""
+				res.ResultJson = nil
 				if res.Paused, err = s.paused(r.Paused); err != nil {
 					return status.Error(codes.Internal, err.Error())
 				}
 			}
 		}
-		if memoryRefused(rerr) {
-			return s.memoryRefusal(log)
-		}
 		if rerr != nil {
-			var ee *codemode.ExecError
-			if errors.As(rerr, &ee) {
-				res.Error, res.ErrorJson, res.Kind = ee.Error(), ee.LLMJSON(), string(ee.Kind)
-			} else {
-				res.Error, res.Kind = rerr.Error(), string(codemode.KindInternal)
+			ee, ok := errors.AsType[*codemode.ExecError](rerr)
+			if !ok {
+				ee = codemode.InternalError(codemode.RunJSToolName, rerr)
 			}
-			res.ResultJson = ""
+			res.Error, res.ErrorJson, res.Kind, res.Err = []byte(cmp.Or(text, ee.Error())), []byte(ee.LLMJSON()), string(ee.Kind),
+				toPBError(ee, rerr)
+			res.ResultJson = nil
+		}
+		if memoryRefused(rerr) {
+			return s.memoryRefusal(log, res)
 		}
 	default:
 		e, err := s.executor(limits, nil, start.Governance)
 		if err != nil {
 			return status.Error(codes.InvalidArgument, err.Error())
 		}
-		req := codemode.Request{Code: start.Code, Dispatch: dispatch, RetainHandles: start.RetainHandles}
+		req := codemode.Request{Code: string(start.Code), Dispatch: dispatch, RetainHandles: start.RetainHandles}
 		for _, pr := range start.Providers {
-			p := codemode.Provider{Name: pr.Name, Tools: pr.Tools, ObjectArgs: pr.ObjectArgs, Prelude: pr.Prelude, ProxySource: pr.ProxySource}
+			p := codemode.Provider{Name: string(pr.Name), Tools: texts(pr.Tools), ObjectArgs: pr.ObjectArgs, Prelude: string(pr.Prelude),
+				ProxySource: string(pr.ProxySource)}
 			for _, d := range pr.Apis {
-				p.APIs = append(p.APIs, codemode.ProviderTool{Name: d.Name, Description: d.Description,
+				p.APIs = append(p.APIs, codemode.ProviderTool{Name: string(d.Name), Description: string(d.Description),
 					Params: rawJSON(d.ParamsJson), Returns: rawJSON(d.ReturnsJson)})
 			}
 			req.Providers = append(req.Providers, p)
@@ -442,18 +445,18 @@ func (s *Server) serve(ctx context.Context, start *pb.Start, p *peer, reply func
 		} else {
 			r = e.Execute(ctx, req)
 		}
-		if r.Err != nil && memoryRefused(r.Err) {
-			return s.memoryRefusal(log)
-		}
 		p.flush(int64(r.Stats.HostCalls))
-		res.ResultJson, res.Logs, res.Error, res.Stats = string(r.Result), r.Logs, r.Error, stats(r.Stats)
+		res.ResultJson, res.Logs, res.Error, res.Stats = r.Result, wireTexts(r.Logs), []byte(r.Error), stats(r.Stats)
 		if r.Paused != nil {
 			if res.Paused, err = s.paused(r.Paused); err != nil {
 				return status.Error(codes.Internal, err.Error())
 			}
 		}
 		if r.Err != nil {
-			res.ErrorJson, res.Kind = r.Err.LLMJSON(), string(r.Err.Kind)
+			res.ErrorJson, res.Kind, res.Err = []byte(r.Err.LLMJSON()), string(r.Err.Kind), toPBError(r.Err, r.Err)
+			if memoryRefused(r.Err) {
+				return s.memoryRefusal(log, res)
+			}
 		}
 		if r.Retained != nil {
 			res.Retained = true
@@ -491,12 +494,18 @@ func memoryRefused(err error) bool {
 }
 
 // memoryRefusal refuses a program the memory budget had no room for, as
-// one past MaxPrograms is: the client tries another daemon.
-func (s *Server) memoryRefusal(log *slog.Logger) error {
+// one past MaxPrograms is: the client tries another daemon. The status
+// carries the program's result (its error of kind memory_budget) as a
+// detail: a client whose every daemon refused it reports that error.
+func (s *Server) memoryRefusal(log *slog.Logger, res *pb.Result) error {
 	log.Info("program refused: the memory budget is full")
 	s.opts.Metrics.refused(refusedMemory)
-	return status.Errorf(codes.ResourceExhausted, "the daemon's memory budget (%d bytes) is full: try another",
+	st := status.Newf(codes.ResourceExhausted, "the daemon's memory budget (%d bytes) is full: try another",
 		s.opts.MemoryBudget.Bytes())
+	if d, err := st.WithDetails(res); err == nil {
+		st = d
+	}
+	return st.Err()
 }
 
 // first is a stream's first message, which p's reader hands over, within
@@ -540,7 +549,7 @@ func serveRetained(ctx context.Context, p *peer, r *codemode.Retained, maxInvoke
 				case inFlight <- struct{}{}:
 				default:
 					reply(&pb.ServerMessage{Msg: &pb.ServerMessage_InvokeResult{InvokeResult: &pb.InvokeResult{Id: inv.Id,
-						Error: fmt.Sprintf("remote: RESOURCE_EXHAUSTED: %d handle calls are in flight on this sandbox: wait for their answers", maxInvokes)}}})
+						Error: fmt.Appendf(nil, "remote: RESOURCE_EXHAUSTED: %d handle calls are in flight on this sandbox: wait for their answers", maxInvokes)}}})
 					continue
 				}
 				wg.Add(1)
@@ -550,7 +559,7 @@ func serveRetained(ctx context.Context, p *peer, r *codemode.Retained, maxInvoke
 					reply(&pb.ServerMessage{Msg: &pb.ServerMessage_InvokeResult{InvokeResult: invoke(ctx, r, inv)}})
 				}()
 			case m.GetLogs() != nil:
-				reply(&pb.ServerMessage{Msg: &pb.ServerMessage_Logs{Logs: &pb.LogsReply{Id: m.GetLogs().Id, Logs: r.Logs()}}})
+				reply(&pb.ServerMessage{Msg: &pb.ServerMessage_Logs{Logs: &pb.LogsReply{Id: m.GetLogs().Id, Logs: wireTexts(r.Logs())}}})
 			case m.GetRelease() != nil:
 				r.Close()
 				wg.Wait()
@@ -558,11 +567,14 @@ func serveRetained(ctx context.Context, p *peer, r *codemode.Retained, maxInvoke
 			}
 		case <-r.Done():
 			wg.Wait()
-			msg := ""
+			closed := &pb.Closed{}
 			if err := r.Err(); err != nil {
-				msg = err.Error()
+				closed.Error = []byte(err.Error())
+				if ee, ok := errors.AsType[*codemode.ExecError](err); ok {
+					closed.Err = toPBError(ee, err)
+				}
 			}
-			return p.reply(ctx, &pb.ServerMessage{Msg: &pb.ServerMessage_Closed{Closed: &pb.Closed{Error: msg}}})
+			return p.reply(ctx, &pb.ServerMessage{Msg: &pb.ServerMessage_Closed{Closed: closed}})
 		case <-p.gone:
 			return nil
 		case <-ctx.Done():
@@ -578,41 +590,40 @@ func serveRetained(ctx context.Context, p *peer, r *codemode.Retained, maxInvoke
 func invoke(ctx context.Context, r *codemode.Retained, inv *pb.Invoke) *pb.InvokeResult {
 	out := &pb.InvokeResult{Id: inv.Id}
 	var h codemode.Handle
-	if err := json.Unmarshal([]byte(inv.HandleJson), &h); err != nil {
-		out.Error = "not a handle: " + err.Error()
+	if err := json.Unmarshal(inv.HandleJson, &h); err != nil {
+		out.Error = []byte("not a handle: " + err.Error())
 		return out
 	}
-	parsed, err := codemode.ParseForDispatch(inv.ArgsJson)
+	parsed, err := codemode.ParseForDispatch(string(inv.ArgsJson))
 	args, ok := parsed.([]any)
 	if err != nil || !ok {
-		out.Error = "the arguments are not a JSON array"
+		out.Error = []byte("the arguments are not a JSON array")
 		return out
 	}
 	v, err := r.Call(ctx, h, args...)
 	if err != nil {
-		out.Error = err.Error()
-		var ee *codemode.ExecError
-		if errors.As(err, &ee) {
-			out.ErrorJson = ee.LLMJSON()
+		out.Error = []byte(err.Error())
+		if ee, ok := errors.AsType[*codemode.ExecError](err); ok {
+			out.ErrorJson, out.Err = []byte(ee.LLMJSON()), toPBError(ee, err)
 		}
 		out.Closed = errors.Is(err, codemode.ErrRetainedClosed)
 		return out
 	}
 	b, err := codemode.StringifyForDispatch(v)
 	if err != nil {
-		out.Error = "the result does not encode: " + err.Error()
+		out.Error = []byte("the result does not encode: " + err.Error())
 		return out
 	}
-	out.ValueJson = b
+	out.ValueJson = []byte(b)
 	return out
 }
 
-// rawJSON is s as JSON, nil when empty.
-func rawJSON(s string) json.RawMessage {
-	if s == "" {
+// rawJSON is a copy of b as JSON, nil when empty.
+func rawJSON(b []byte) json.RawMessage {
+	if len(b) == 0 {
 		return nil
 	}
-	return json.RawMessage(s)
+	return slices.Clone(json.RawMessage(b))
 }
 
 func orOK(kind string) string {
@@ -638,15 +649,15 @@ func (s *Server) propagator() propagation.TextMapPropagator {
 // policies, this daemon's key.
 func (s *Server) governance(g *pb.Governance) (codemode.Governance, string) {
 	gov := codemode.Governance{Tools: map[string]codemode.ToolPolicy{}, Key: s.key, TTL: time.Duration(g.GetTtlMs()) * time.Millisecond}
-	names := make([]string, 0, len(g.GetTools()))
-	for name := range g.GetTools() {
-		names = append(names, name)
+	policies := make(map[string]*pb.ToolPolicy, len(g.GetTools()))
+	for _, t := range g.GetTools() {
+		policies[string(t.GetName())] = t.GetPolicy() // a name given twice: its last, as a map's entry
 	}
-	slices.Sort(names)
+	names := slices.Sorted(maps.Keys(policies))
 	var sig strings.Builder
 	fmt.Fprintf(&sig, "ttl %d;", g.GetTtlMs())
 	for _, name := range names {
-		t := g.Tools[name]
+		t := policies[name]
 		gov.Tools[name] = codemode.ToolPolicy{Timeout: time.Duration(t.GetTimeoutNs()),
 			MaxInFlight: int(min(t.GetMaxInFlight(), math.MaxInt32)), Budget: int(min(t.GetBudget(), math.MaxInt32)),
 			RequiresApproval: t.GetRequiresApproval()}
@@ -661,13 +672,13 @@ func (s *Server) resume(ctx context.Context, e *codemode.Executor, start *pb.Sta
 	gov, _ := s.governance(start.Governance)
 	cont, err := codemode.SealContinuation(gov, start.Resume.Body)
 	if err != nil {
-		return codemode.ExecuteResult{Logs: []string{}, Error: err.Error(), Err: &codemode.ExecError{Kind: codemode.KindInternal,
-			Name: codemode.ExecuteName, Message: err.Error()}}
+		// As Executor.Resume refuses a continuation.
+		return codemode.ExecuteResult{Logs: []string{}, Error: err.Error(), Err: codemode.InternalError(codemode.ExecuteName, err)}
 	}
-	d := codemode.Reject(start.Resume.Reason)
+	d := codemode.Reject(string(start.Resume.Reason))
 	if start.Resume.Approve {
 		d = codemode.Approve()
-		if start.Resume.ArgsJson != "" {
+		if len(start.Resume.ArgsJson) > 0 {
 			d = codemode.ApproveWith(json.RawMessage(start.Resume.ArgsJson))
 		}
 	}
@@ -681,7 +692,7 @@ func (s *Server) paused(p *codemode.Paused) (*pb.Paused, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the paused program's continuation: %w", err)
 	}
-	return &pb.Paused{Body: body, Tool: p.Tool, ArgsJson: string(p.Args), Completed: int64(p.Completed),
+	return &pb.Paused{Body: body, Tool: []byte(p.Tool), ArgsJson: p.Args, Completed: int64(p.Completed),
 		ExpiresUnix: p.Expires.Unix(), Id: p.ID}, nil
 }
 
@@ -711,9 +722,9 @@ func (s *Server) executor(limits codemode.Limits, caps []*pb.Capability, g *pb.G
 		opts = append(opts, codemode.WithGovernance(gov))
 	}
 	for _, c := range caps {
-		name := c.Name
-		opts = append(opts, codemode.WithCapability(codemode.Capability{Name: name, Description: c.Description,
-			Params: json.RawMessage(c.ParamsJson), Async: c.Async, Unchecked: c.ParamsJson == "",
+		name := string(c.Name)
+		opts = append(opts, codemode.WithCapability(codemode.Capability{Name: name, Description: string(c.Description),
+			Params: slices.Clone(json.RawMessage(c.ParamsJson)), Async: c.Async, Unchecked: len(c.ParamsJson) == 0,
 			Func: func(ctx context.Context, args json.RawMessage) (any, error) {
 				p := peerOf(ctx)
 				if p == nil {

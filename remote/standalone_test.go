@@ -66,22 +66,22 @@ func TestStandaloneMatchesProgram(t *testing.T) {
 		start *pb.Start
 		code  codes.Code // of a refusal; OK: a Result
 	}{
-		{"a value", &pb.Start{Code: "async () => ({ok: true, n: 2, s: 'hi'})"}, codes.OK},
-		{"logs and a throw", &pb.Start{Code: "async () => { console.log('a', 1); throw new TypeError('bad') }"}, codes.OK},
-		{"a syntax error", &pb.Start{Code: "async () => {"}, codes.OK},
-		{"undefined", &pb.Start{Code: "async () => undefined"}, codes.OK},
-		{"a tool it does not have", &pb.Start{Code: "async () => await store.get(1)"}, codes.OK},
-		{"past its deadline", &pb.Start{Code: "async () => { for (;;) {} }", Limits: &pb.Limits{DeadlineMs: 50}}, codes.OK},
-		{"past its memory", &pb.Start{Code: "async () => { const a = []; for (;;) a.push('x'.repeat(4096) + a.length) }",
+		{"a value", &pb.Start{Code: []byte("async () => ({ok: true, n: 2, s: 'hi'})")}, codes.OK},
+		{"logs and a throw", &pb.Start{Code: []byte("async () => { console.log('a', 1); throw new TypeError('bad') }")}, codes.OK},
+		{"a syntax error", &pb.Start{Code: []byte("async () => {")}, codes.OK},
+		{"undefined", &pb.Start{Code: []byte("async () => undefined")}, codes.OK},
+		{"a tool it does not have", &pb.Start{Code: []byte("async () => await store.get(1)")}, codes.OK},
+		{"past its deadline", &pb.Start{Code: []byte("async () => { for (;;) {} }"), Limits: &pb.Limits{DeadlineMs: 50}}, codes.OK},
+		{"past its memory", &pb.Start{Code: []byte("async () => { const a = []; for (;;) a.push('x'.repeat(4096) + a.length) }"),
 			Limits: &pb.Limits{Memory: 4 << 20}}, codes.OK},
-		{"limits capped", &pb.Start{Code: "async () => 1", Limits: &pb.Limits{Memory: 1 << 30, DeadlineMs: 60_000}}, codes.OK},
-		{"limits required", &pb.Start{Code: "async () => 1", Limits: &pb.Limits{Memory: 1 << 30}, RequireLimits: true}, codes.FailedPrecondition},
-		{"governed, no calls", &pb.Start{Code: "async () => 3", Governance: &pb.Governance{Tools: map[string]*pb.ToolPolicy{"*": {RequiresApproval: true}}}}, codes.OK},
-		{"a bad policy", &pb.Start{Code: "async () => 3", Governance: &pb.Governance{Tools: map[string]*pb.ToolPolicy{"": {Budget: -1}}}}, codes.InvalidArgument},
-		{"a run script", &pb.Start{Mode: run, Code: "console.log('x'); return [1, 'two', {three: 3}]"}, codes.OK},
-		{"a run script that throws", &pb.Start{Mode: run, Code: "throw new RangeError('out')"}, codes.OK},
-		{"a run script past its deadline", &pb.Start{Mode: run, Code: "for (;;) {}", Limits: &pb.Limits{DeadlineMs: 50}}, codes.OK},
-		{"an unknown mode", &pb.Start{Mode: pb.Start_Mode(7), Code: "async () => 7"}, codes.OK},
+		{"limits capped", &pb.Start{Code: []byte("async () => 1"), Limits: &pb.Limits{Memory: 1 << 30, DeadlineMs: 60_000}}, codes.OK},
+		{"limits required", &pb.Start{Code: []byte("async () => 1"), Limits: &pb.Limits{Memory: 1 << 30}, RequireLimits: true}, codes.FailedPrecondition},
+		{"governed, no calls", &pb.Start{Code: []byte("async () => 3"), Governance: &pb.Governance{Tools: []*pb.ToolPolicyEntry{{Name: []byte("*"), Policy: &pb.ToolPolicy{RequiresApproval: true}}}}}, codes.OK},
+		{"a bad policy", &pb.Start{Code: []byte("async () => 3"), Governance: &pb.Governance{Tools: []*pb.ToolPolicyEntry{{Name: []byte(""), Policy: &pb.ToolPolicy{Budget: -1}}}}}, codes.InvalidArgument},
+		{"a run script", &pb.Start{Mode: run, Code: []byte("console.log('x'); return [1, 'two', {three: 3}]")}, codes.OK},
+		{"a run script that throws", &pb.Start{Mode: run, Code: []byte("throw new RangeError('out')")}, codes.OK},
+		{"a run script past its deadline", &pb.Start{Mode: run, Code: []byte("for (;;) {}"), Limits: &pb.Limits{DeadlineMs: 50}}, codes.OK},
+		{"an unknown mode", &pb.Start{Mode: pb.Start_Mode(7), Code: []byte("async () => 7")}, codes.OK},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -113,9 +113,9 @@ func TestStandaloneRefusesCallbacks(t *testing.T) {
 	addr, _ := daemon(t, remote.ServerOptions{Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	c := rawClient(t, addr)
 	for name, start := range map[string]*pb.Start{
-		"providers":    {Code: "async () => 1", Providers: []*pb.Provider{{Name: "s"}}},
-		"capabilities": {Mode: pb.Start_MODE_RUN, Code: "return 1", Capabilities: []*pb.Capability{{Name: "c"}}},
-		"retained":     {Code: "async () => 1", RetainHandles: true},
+		"providers":    {Code: []byte("async () => 1"), Providers: []*pb.Provider{{Name: []byte("s")}}},
+		"capabilities": {Mode: pb.Start_MODE_RUN, Code: []byte("return 1"), Capabilities: []*pb.Capability{{Name: []byte("c")}}},
+		"retained":     {Code: []byte("async () => 1"), RetainHandles: true},
 		"a resumption": {Resume: &pb.Resume{Body: []byte("{}"), Approve: true}},
 	} {
 		_, err := c.Standalone(context.Background(), start)
@@ -123,9 +123,9 @@ func TestStandaloneRefusesCallbacks(t *testing.T) {
 		assert.Contains(t, status.Convert(err).Message(), "runs on Program", name)
 	}
 	assert.NotContains(t, log.String(), "msg=program request=")
-	res, err := c.Standalone(context.Background(), &pb.Start{Code: "async () => 'next'"})
+	res, err := c.Standalone(context.Background(), &pb.Start{Code: []byte("async () => 'next'")})
 	require.NoError(t, err)
-	assert.Equal(t, `"next"`, res.ResultJson)
+	assert.Equal(t, `"next"`, string(res.ResultJson))
 	assert.Contains(t, log.String(), "msg=program request=", "a program run is logged")
 }
 

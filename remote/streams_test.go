@@ -48,8 +48,8 @@ func TestClientThatNeverReads(t *testing.T) {
 	st, err := rawClient(t, addr).Program(ctx)
 	require.NoError(t, err)
 	// Its first call fills the windows; the next message blocks.
-	require.NoError(t, st.Send(&pb.ClientMessage{Msg: &pb.ClientMessage_Start{Start: &pb.Start{Providers: []*pb.Provider{{Name: "s"}},
-		Code: `async () => await Promise.all([s.a("x".repeat(200000)), s.b()])`}}}))
+	require.NoError(t, st.Send(&pb.ClientMessage{Msg: &pb.ClientMessage_Start{Start: &pb.Start{Providers: []*pb.Provider{{Name: []byte("s")}},
+		Code: []byte(`async () => await Promise.all([s.a("x".repeat(200000)), s.b()])`)}}}))
 	require.Eventually(t, func() bool { return gauge(t, reg, "codemode_programs_in_flight") == 1 }, 10*time.Second, time.Millisecond)
 	c := dial(t, addr)
 	assert.Contains(t, c.Execute(context.Background(), codemode.Request{Code: "async () => 1"}).Error, "the daemon is full",
@@ -75,11 +75,11 @@ func TestInvokesInFlightBounded(t *testing.T) {
 	st, err := rawClient(t, addr).Program(ctx)
 	require.NoError(t, err)
 	require.NoError(t, st.Send(&pb.ClientMessage{Msg: &pb.ClientMessage_Start{Start: &pb.Start{RetainHandles: true,
-		Code: `async () => ({ big: () => "x".repeat(100000) })`}}}))
+		Code: []byte(`async () => ({ big: () => "x".repeat(100000) })`)}}}))
 	m, err := st.Recv()
 	require.NoError(t, err)
 	require.True(t, m.GetResult().GetRetained(), "%v", m)
-	v, err := codemode.ParseForDispatch(m.GetResult().ResultJson)
+	v, err := codemode.ParseForDispatch(string(m.GetResult().ResultJson))
 	require.NoError(t, err)
 	h, err := json.Marshal(v.(map[string]any)["big"].(codemode.Handle))
 	require.NoError(t, err)
@@ -89,7 +89,7 @@ func TestInvokesInFlightBounded(t *testing.T) {
 	go func() { // the daemon stops reading once its answers back up: these sends block
 		defer close(sent)
 		for i := range n {
-			if st.Send(&pb.ClientMessage{Msg: &pb.ClientMessage_Invoke{Invoke: &pb.Invoke{Id: uint64(i + 1), HandleJson: string(h), ArgsJson: "[]"}}}) != nil {
+			if st.Send(&pb.ClientMessage{Msg: &pb.ClientMessage_Invoke{Invoke: &pb.Invoke{Id: uint64(i + 1), HandleJson: h, ArgsJson: []byte("[]")}}}) != nil {
 				return
 			}
 		}
@@ -105,10 +105,10 @@ func TestInvokesInFlightBounded(t *testing.T) {
 		require.False(t, answered[r.Id], "call %d answered twice", r.Id)
 		answered[r.Id] = true
 		switch {
-		case r.Error == "":
+		case len(r.Error) == 0:
 			assert.Len(t, r.ValueJson, 100002)
 		default:
-			assert.Equal(t, "remote: RESOURCE_EXHAUSTED: 8 handle calls are in flight on this sandbox: wait for their answers", r.Error)
+			assert.Equal(t, "remote: RESOURCE_EXHAUSTED: 8 handle calls are in flight on this sandbox: wait for their answers", string(r.Error))
 			refused++
 		}
 	}

@@ -13,6 +13,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/codemode-go/codemode"
 	"github.com/codemode-go/codemode/remote"
@@ -43,7 +45,7 @@ func TestGarbageOnTheWire(t *testing.T) {
 	// Oversized: a 65 MiB program past the daemon's 64 MiB.
 	st, err := pb.NewExecutorClient(conn).Program(ctx)
 	require.NoError(t, err)
-	st.Send(&pb.ClientMessage{Msg: &pb.ClientMessage_Start{Start: &pb.Start{Code: strings.Repeat("x", 65<<20)}}})
+	st.Send(&pb.ClientMessage{Msg: &pb.ClientMessage_Start{Start: &pb.Start{Code: []byte(strings.Repeat("x", 65<<20))}}})
 	_, err = st.Recv()
 	assert.Equal(t, codes.ResourceExhausted, status.Code(err), err)
 
@@ -106,4 +108,36 @@ func TestStartTimeout(t *testing.T) {
 	assert.Equal(t, "no program start within 2s", status.Convert(err).Message())
 	res := dial(t, addr).Execute(context.Background(), codemode.Request{Code: "async () => 1"})
 	require.Empty(t, res.Error, "the slot is free again")
+}
+
+// TestTextFieldsKeepTheirEncoding: the fields that became bytes so text
+// that is not UTF-8 crosses (remote.proto, "Text is bytes") encode as the
+// strings they were, so peers built from the older contract read valid
+// text as before; governance.tools encodes as the map<string, ToolPolicy>
+// it was (an entry: the name, field 1; the policy, field 2); and text that
+// is not UTF-8 goes through byte for byte.
+func TestTextFieldsKeepTheirEncoding(t *testing.T) {
+	policy := &pb.ToolPolicy{Budget: 3, RequiresApproval: true}
+	got := marshal(t, &pb.Governance{Tools: []*pb.ToolPolicyEntry{{Name: []byte("db.write"), Policy: policy}}, TtlMs: 5})
+	entry := protowire.AppendTag(nil, 1, protowire.BytesType)
+	entry = protowire.AppendString(entry, "db.write")
+	entry = protowire.AppendTag(entry, 2, protowire.BytesType)
+	entry = protowire.AppendBytes(entry, marshal(t, policy))
+	want := protowire.AppendTag(nil, 1, protowire.BytesType)
+	want = protowire.AppendBytes(want, entry)
+	want = protowire.AppendTag(want, 2, protowire.VarintType)
+	want = protowire.AppendVarint(want, 5)
+	assert.Equal(t, want, got, "a map entry's encoding")
+
+	got = marshal(t, &pb.Call{Id: 1, Provider: []byte("db"), Tool: []byte("\xed\xa0\x80"), ArgsJson: []byte(`["\ud800"]`)})
+	want = protowire.AppendTag(nil, 1, protowire.VarintType)
+	want = protowire.AppendVarint(want, 1)
+	for i, s := range []string{"db", "\xed\xa0\x80", `["\ud800"]`} {
+		want = protowire.AppendTag(want, protowire.Number(i+2), protowire.BytesType)
+		want = protowire.AppendString(want, s)
+	}
+	assert.Equal(t, want, got, "a string field's encoding")
+	var back pb.Call
+	require.NoError(t, proto.Unmarshal(got, &back))
+	assert.Equal(t, "\xed\xa0\x80", string(back.Tool), "byte for byte")
 }

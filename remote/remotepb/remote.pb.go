@@ -25,6 +25,99 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// Sentinel is an error value of codemode's, or of Go's context package,
+// that errors.Is matches an ExecError against.
+type Sentinel int32
+
+const (
+	Sentinel_SENTINEL_UNSPECIFIED Sentinel = 0
+	// context.Canceled
+	Sentinel_SENTINEL_CANCELED Sentinel = 1
+	// context.DeadlineExceeded
+	Sentinel_SENTINEL_DEADLINE_EXCEEDED Sentinel = 2
+	// codemode.ErrTimeout
+	Sentinel_SENTINEL_TIMEOUT Sentinel = 3
+	// codemode.ErrClosed
+	Sentinel_SENTINEL_CLOSED Sentinel = 4
+	// codemode.ErrBusy
+	Sentinel_SENTINEL_BUSY Sentinel = 5
+	// codemode.ErrMemoryBudget
+	Sentinel_SENTINEL_MEMORY_BUDGET Sentinel = 6
+	// codemode.ErrRetainedClosed
+	Sentinel_SENTINEL_RETAINED_CLOSED Sentinel = 7
+	// codemode.ErrNilContext
+	Sentinel_SENTINEL_NIL_CONTEXT Sentinel = 8
+	// codemode.ErrContinuation
+	Sentinel_SENTINEL_CONTINUATION Sentinel = 9
+	// codemode.ErrContinuationExpired
+	Sentinel_SENTINEL_CONTINUATION_EXPIRED Sentinel = 10
+	// codemode.ErrInvalidDecision
+	Sentinel_SENTINEL_INVALID_DECISION Sentinel = 11
+	// codemode.ErrInvalidLimits
+	Sentinel_SENTINEL_INVALID_LIMITS Sentinel = 12
+)
+
+// Enum value maps for Sentinel.
+var (
+	Sentinel_name = map[int32]string{
+		0:  "SENTINEL_UNSPECIFIED",
+		1:  "SENTINEL_CANCELED",
+		2:  "SENTINEL_DEADLINE_EXCEEDED",
+		3:  "SENTINEL_TIMEOUT",
+		4:  "SENTINEL_CLOSED",
+		5:  "SENTINEL_BUSY",
+		6:  "SENTINEL_MEMORY_BUDGET",
+		7:  "SENTINEL_RETAINED_CLOSED",
+		8:  "SENTINEL_NIL_CONTEXT",
+		9:  "SENTINEL_CONTINUATION",
+		10: "SENTINEL_CONTINUATION_EXPIRED",
+		11: "SENTINEL_INVALID_DECISION",
+		12: "SENTINEL_INVALID_LIMITS",
+	}
+	Sentinel_value = map[string]int32{
+		"SENTINEL_UNSPECIFIED":          0,
+		"SENTINEL_CANCELED":             1,
+		"SENTINEL_DEADLINE_EXCEEDED":    2,
+		"SENTINEL_TIMEOUT":              3,
+		"SENTINEL_CLOSED":               4,
+		"SENTINEL_BUSY":                 5,
+		"SENTINEL_MEMORY_BUDGET":        6,
+		"SENTINEL_RETAINED_CLOSED":      7,
+		"SENTINEL_NIL_CONTEXT":          8,
+		"SENTINEL_CONTINUATION":         9,
+		"SENTINEL_CONTINUATION_EXPIRED": 10,
+		"SENTINEL_INVALID_DECISION":     11,
+		"SENTINEL_INVALID_LIMITS":       12,
+	}
+)
+
+func (x Sentinel) Enum() *Sentinel {
+	p := new(Sentinel)
+	*p = x
+	return p
+}
+
+func (x Sentinel) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Sentinel) Descriptor() protoreflect.EnumDescriptor {
+	return file_codemode_remote_v1_remote_proto_enumTypes[0].Descriptor()
+}
+
+func (Sentinel) Type() protoreflect.EnumType {
+	return &file_codemode_remote_v1_remote_proto_enumTypes[0]
+}
+
+func (x Sentinel) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Sentinel.Descriptor instead.
+func (Sentinel) EnumDescriptor() ([]byte, []int) {
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{0}
+}
+
 type Start_Mode int32
 
 const (
@@ -55,11 +148,11 @@ func (x Start_Mode) String() string {
 }
 
 func (Start_Mode) Descriptor() protoreflect.EnumDescriptor {
-	return file_codemode_remote_v1_remote_proto_enumTypes[0].Descriptor()
+	return file_codemode_remote_v1_remote_proto_enumTypes[1].Descriptor()
 }
 
 func (Start_Mode) Type() protoreflect.EnumType {
-	return &file_codemode_remote_v1_remote_proto_enumTypes[0]
+	return &file_codemode_remote_v1_remote_proto_enumTypes[1]
 }
 
 func (x Start_Mode) Number() protoreflect.EnumNumber {
@@ -339,7 +432,7 @@ func (*ServerMessage_Closed) isServerMessage_Msg() {}
 type Start struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	Mode         Start_Mode             `protobuf:"varint,1,opt,name=mode,proto3,enum=codemode.remote.v1.Start_Mode" json:"mode,omitempty"`
-	Code         string                 `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`
+	Code         []byte                 `protobuf:"bytes,2,opt,name=code,proto3" json:"code,omitempty"`
 	Providers    []*Provider            `protobuf:"bytes,3,rep,name=providers,proto3" json:"providers,omitempty"`
 	Capabilities []*Capability          `protobuf:"bytes,4,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
 	// The limits the client asks for; zero fields take the daemon's. A field
@@ -403,11 +496,11 @@ func (x *Start) GetMode() Start_Mode {
 	return Start_MODE_EXECUTE
 }
 
-func (x *Start) GetCode() string {
+func (x *Start) GetCode() []byte {
 	if x != nil {
 		return x.Code
 	}
-	return ""
+	return nil
 }
 
 func (x *Start) GetProviders() []*Provider {
@@ -468,7 +561,12 @@ func (x *Start) GetTrace() map[string]string {
 
 type Governance struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	Tools map[string]*ToolPolicy `protobuf:"bytes,1,rep,name=tools,proto3" json:"tools,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The policies by the tool's policy name ("provider.tool", a
+	// capability's name, "*"); a name given twice has its last policy. The
+	// same on the wire as the map<string, ToolPolicy> it was (an entry is
+	// the name, field 1, and the policy, field 2), but for the name's type:
+	// a name need not be valid UTF-8.
+	Tools []*ToolPolicyEntry `protobuf:"bytes,1,rep,name=tools,proto3" json:"tools,omitempty"`
 	// How long a continuation lasts (zero: codemode's default).
 	TtlMs         int64 `protobuf:"varint,2,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -505,7 +603,7 @@ func (*Governance) Descriptor() ([]byte, []int) {
 	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{3}
 }
 
-func (x *Governance) GetTools() map[string]*ToolPolicy {
+func (x *Governance) GetTools() []*ToolPolicyEntry {
 	if x != nil {
 		return x.Tools
 	}
@@ -517,6 +615,58 @@ func (x *Governance) GetTtlMs() int64 {
 		return x.TtlMs
 	}
 	return 0
+}
+
+type ToolPolicyEntry struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          []byte                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Policy        *ToolPolicy            `protobuf:"bytes,2,opt,name=policy,proto3" json:"policy,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolPolicyEntry) Reset() {
+	*x = ToolPolicyEntry{}
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolPolicyEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolPolicyEntry) ProtoMessage() {}
+
+func (x *ToolPolicyEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolPolicyEntry.ProtoReflect.Descriptor instead.
+func (*ToolPolicyEntry) Descriptor() ([]byte, []int) {
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ToolPolicyEntry) GetName() []byte {
+	if x != nil {
+		return x.Name
+	}
+	return nil
+}
+
+func (x *ToolPolicyEntry) GetPolicy() *ToolPolicy {
+	if x != nil {
+		return x.Policy
+	}
+	return nil
 }
 
 type ToolPolicy struct {
@@ -531,7 +681,7 @@ type ToolPolicy struct {
 
 func (x *ToolPolicy) Reset() {
 	*x = ToolPolicy{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[4]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -543,7 +693,7 @@ func (x *ToolPolicy) String() string {
 func (*ToolPolicy) ProtoMessage() {}
 
 func (x *ToolPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[4]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -556,7 +706,7 @@ func (x *ToolPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolPolicy.ProtoReflect.Descriptor instead.
 func (*ToolPolicy) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{4}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ToolPolicy) GetTimeoutNs() int64 {
@@ -592,16 +742,16 @@ type Resume struct {
 	// The continuation's body (codemode.OpenContinuation).
 	Body    []byte `protobuf:"bytes,1,opt,name=body,proto3" json:"body,omitempty"`
 	Approve bool   `protobuf:"varint,2,opt,name=approve,proto3" json:"approve,omitempty"`
-	Reason  string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	Reason  []byte `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
 	// Approve with these arguments, when set.
-	ArgsJson      string `protobuf:"bytes,4,opt,name=args_json,json=argsJson,proto3" json:"args_json,omitempty"`
+	ArgsJson      []byte `protobuf:"bytes,4,opt,name=args_json,json=argsJson,proto3" json:"args_json,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Resume) Reset() {
 	*x = Resume{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[5]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -613,7 +763,7 @@ func (x *Resume) String() string {
 func (*Resume) ProtoMessage() {}
 
 func (x *Resume) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[5]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -626,7 +776,7 @@ func (x *Resume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resume.ProtoReflect.Descriptor instead.
 func (*Resume) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{5}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Resume) GetBody() []byte {
@@ -643,18 +793,18 @@ func (x *Resume) GetApprove() bool {
 	return false
 }
 
-func (x *Resume) GetReason() string {
+func (x *Resume) GetReason() []byte {
 	if x != nil {
 		return x.Reason
 	}
-	return ""
+	return nil
 }
 
-func (x *Resume) GetArgsJson() string {
+func (x *Resume) GetArgsJson() []byte {
 	if x != nil {
 		return x.ArgsJson
 	}
-	return ""
+	return nil
 }
 
 // Paused is a program that stopped at a call needing a decision: the
@@ -663,8 +813,8 @@ func (x *Resume) GetArgsJson() string {
 type Paused struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Body          []byte                 `protobuf:"bytes,1,opt,name=body,proto3" json:"body,omitempty"`
-	Tool          string                 `protobuf:"bytes,2,opt,name=tool,proto3" json:"tool,omitempty"`
-	ArgsJson      string                 `protobuf:"bytes,3,opt,name=args_json,json=argsJson,proto3" json:"args_json,omitempty"`
+	Tool          []byte                 `protobuf:"bytes,2,opt,name=tool,proto3" json:"tool,omitempty"`
+	ArgsJson      []byte                 `protobuf:"bytes,3,opt,name=args_json,json=argsJson,proto3" json:"args_json,omitempty"`
 	Completed     int64                  `protobuf:"varint,4,opt,name=completed,proto3" json:"completed,omitempty"`
 	ExpiresUnix   int64                  `protobuf:"varint,5,opt,name=expires_unix,json=expiresUnix,proto3" json:"expires_unix,omitempty"`
 	Id            string                 `protobuf:"bytes,6,opt,name=id,proto3" json:"id,omitempty"`
@@ -674,7 +824,7 @@ type Paused struct {
 
 func (x *Paused) Reset() {
 	*x = Paused{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[6]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -686,7 +836,7 @@ func (x *Paused) String() string {
 func (*Paused) ProtoMessage() {}
 
 func (x *Paused) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[6]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -699,7 +849,7 @@ func (x *Paused) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Paused.ProtoReflect.Descriptor instead.
 func (*Paused) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{6}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Paused) GetBody() []byte {
@@ -709,18 +859,18 @@ func (x *Paused) GetBody() []byte {
 	return nil
 }
 
-func (x *Paused) GetTool() string {
+func (x *Paused) GetTool() []byte {
 	if x != nil {
 		return x.Tool
 	}
-	return ""
+	return nil
 }
 
-func (x *Paused) GetArgsJson() string {
+func (x *Paused) GetArgsJson() []byte {
 	if x != nil {
 		return x.ArgsJson
 	}
-	return ""
+	return nil
 }
 
 func (x *Paused) GetCompleted() int64 {
@@ -746,11 +896,11 @@ func (x *Paused) GetId() string {
 
 type Provider struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
-	Name        string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Tools       []string               `protobuf:"bytes,2,rep,name=tools,proto3" json:"tools,omitempty"`
+	Name        []byte                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Tools       [][]byte               `protobuf:"bytes,2,rep,name=tools,proto3" json:"tools,omitempty"`
 	ObjectArgs  bool                   `protobuf:"varint,3,opt,name=object_args,json=objectArgs,proto3" json:"object_args,omitempty"`
-	Prelude     string                 `protobuf:"bytes,4,opt,name=prelude,proto3" json:"prelude,omitempty"`
-	ProxySource string                 `protobuf:"bytes,5,opt,name=proxy_source,json=proxySource,proto3" json:"proxy_source,omitempty"`
+	Prelude     []byte                 `protobuf:"bytes,4,opt,name=prelude,proto3" json:"prelude,omitempty"`
+	ProxySource []byte                 `protobuf:"bytes,5,opt,name=proxy_source,json=proxySource,proto3" json:"proxy_source,omitempty"`
 	// The tools' docs (codemode.ProviderTool): carried with the program, for
 	// a daemon that describes or checks them.
 	Apis          []*ToolDoc `protobuf:"bytes,6,rep,name=apis,proto3" json:"apis,omitempty"`
@@ -760,7 +910,7 @@ type Provider struct {
 
 func (x *Provider) Reset() {
 	*x = Provider{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[7]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -772,7 +922,7 @@ func (x *Provider) String() string {
 func (*Provider) ProtoMessage() {}
 
 func (x *Provider) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[7]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -785,17 +935,17 @@ func (x *Provider) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Provider.ProtoReflect.Descriptor instead.
 func (*Provider) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{7}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{8}
 }
 
-func (x *Provider) GetName() string {
+func (x *Provider) GetName() []byte {
 	if x != nil {
 		return x.Name
 	}
-	return ""
+	return nil
 }
 
-func (x *Provider) GetTools() []string {
+func (x *Provider) GetTools() [][]byte {
 	if x != nil {
 		return x.Tools
 	}
@@ -809,18 +959,18 @@ func (x *Provider) GetObjectArgs() bool {
 	return false
 }
 
-func (x *Provider) GetPrelude() string {
+func (x *Provider) GetPrelude() []byte {
 	if x != nil {
 		return x.Prelude
 	}
-	return ""
+	return nil
 }
 
-func (x *Provider) GetProxySource() string {
+func (x *Provider) GetProxySource() []byte {
 	if x != nil {
 		return x.ProxySource
 	}
-	return ""
+	return nil
 }
 
 func (x *Provider) GetApis() []*ToolDoc {
@@ -832,17 +982,17 @@ func (x *Provider) GetApis() []*ToolDoc {
 
 type ToolDoc struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Description   string                 `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
-	ParamsJson    string                 `protobuf:"bytes,3,opt,name=params_json,json=paramsJson,proto3" json:"params_json,omitempty"`
-	ReturnsJson   string                 `protobuf:"bytes,4,opt,name=returns_json,json=returnsJson,proto3" json:"returns_json,omitempty"`
+	Name          []byte                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Description   []byte                 `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	ParamsJson    []byte                 `protobuf:"bytes,3,opt,name=params_json,json=paramsJson,proto3" json:"params_json,omitempty"`
+	ReturnsJson   []byte                 `protobuf:"bytes,4,opt,name=returns_json,json=returnsJson,proto3" json:"returns_json,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ToolDoc) Reset() {
 	*x = ToolDoc{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[8]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -854,7 +1004,7 @@ func (x *ToolDoc) String() string {
 func (*ToolDoc) ProtoMessage() {}
 
 func (x *ToolDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[8]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -867,42 +1017,42 @@ func (x *ToolDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolDoc.ProtoReflect.Descriptor instead.
 func (*ToolDoc) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{8}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{9}
 }
 
-func (x *ToolDoc) GetName() string {
+func (x *ToolDoc) GetName() []byte {
 	if x != nil {
 		return x.Name
 	}
-	return ""
+	return nil
 }
 
-func (x *ToolDoc) GetDescription() string {
+func (x *ToolDoc) GetDescription() []byte {
 	if x != nil {
 		return x.Description
 	}
-	return ""
+	return nil
 }
 
-func (x *ToolDoc) GetParamsJson() string {
+func (x *ToolDoc) GetParamsJson() []byte {
 	if x != nil {
 		return x.ParamsJson
 	}
-	return ""
+	return nil
 }
 
-func (x *ToolDoc) GetReturnsJson() string {
+func (x *ToolDoc) GetReturnsJson() []byte {
 	if x != nil {
 		return x.ReturnsJson
 	}
-	return ""
+	return nil
 }
 
 type Capability struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Description   string                 `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
-	ParamsJson    string                 `protobuf:"bytes,3,opt,name=params_json,json=paramsJson,proto3" json:"params_json,omitempty"`
+	Name          []byte                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Description   []byte                 `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	ParamsJson    []byte                 `protobuf:"bytes,3,opt,name=params_json,json=paramsJson,proto3" json:"params_json,omitempty"`
 	Async         bool                   `protobuf:"varint,4,opt,name=async,proto3" json:"async,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -910,7 +1060,7 @@ type Capability struct {
 
 func (x *Capability) Reset() {
 	*x = Capability{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[9]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -922,7 +1072,7 @@ func (x *Capability) String() string {
 func (*Capability) ProtoMessage() {}
 
 func (x *Capability) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[9]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -935,28 +1085,28 @@ func (x *Capability) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capability.ProtoReflect.Descriptor instead.
 func (*Capability) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{9}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{10}
 }
 
-func (x *Capability) GetName() string {
+func (x *Capability) GetName() []byte {
 	if x != nil {
 		return x.Name
 	}
-	return ""
+	return nil
 }
 
-func (x *Capability) GetDescription() string {
+func (x *Capability) GetDescription() []byte {
 	if x != nil {
 		return x.Description
 	}
-	return ""
+	return nil
 }
 
-func (x *Capability) GetParamsJson() string {
+func (x *Capability) GetParamsJson() []byte {
 	if x != nil {
 		return x.ParamsJson
 	}
-	return ""
+	return nil
 }
 
 func (x *Capability) GetAsync() bool {
@@ -979,7 +1129,7 @@ type Limits struct {
 
 func (x *Limits) Reset() {
 	*x = Limits{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[10]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -991,7 +1141,7 @@ func (x *Limits) String() string {
 func (*Limits) ProtoMessage() {}
 
 func (x *Limits) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[10]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1004,7 +1154,7 @@ func (x *Limits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limits.ProtoReflect.Descriptor instead.
 func (*Limits) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{10}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Limits) GetMemory() int64 {
@@ -1047,9 +1197,9 @@ func (x *Limits) GetDeadlineMs() int64 {
 type Call struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Id         uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
-	Provider   string                 `protobuf:"bytes,2,opt,name=provider,proto3" json:"provider,omitempty"`
-	Tool       string                 `protobuf:"bytes,3,opt,name=tool,proto3" json:"tool,omitempty"`
-	ArgsJson   string                 `protobuf:"bytes,4,opt,name=args_json,json=argsJson,proto3" json:"args_json,omitempty"`
+	Provider   []byte                 `protobuf:"bytes,2,opt,name=provider,proto3" json:"provider,omitempty"`
+	Tool       []byte                 `protobuf:"bytes,3,opt,name=tool,proto3" json:"tool,omitempty"`
+	ArgsJson   []byte                 `protobuf:"bytes,4,opt,name=args_json,json=argsJson,proto3" json:"args_json,omitempty"`
 	Capability bool                   `protobuf:"varint,5,opt,name=capability,proto3" json:"capability,omitempty"`
 	// The call's trace context on the daemon: the client's work for it is
 	// a child of it.
@@ -1060,7 +1210,7 @@ type Call struct {
 
 func (x *Call) Reset() {
 	*x = Call{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[11]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1072,7 +1222,7 @@ func (x *Call) String() string {
 func (*Call) ProtoMessage() {}
 
 func (x *Call) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[11]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1085,7 +1235,7 @@ func (x *Call) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Call.ProtoReflect.Descriptor instead.
 func (*Call) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{11}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Call) GetId() uint64 {
@@ -1095,25 +1245,25 @@ func (x *Call) GetId() uint64 {
 	return 0
 }
 
-func (x *Call) GetProvider() string {
+func (x *Call) GetProvider() []byte {
 	if x != nil {
 		return x.Provider
 	}
-	return ""
+	return nil
 }
 
-func (x *Call) GetTool() string {
+func (x *Call) GetTool() []byte {
 	if x != nil {
 		return x.Tool
 	}
-	return ""
+	return nil
 }
 
-func (x *Call) GetArgsJson() string {
+func (x *Call) GetArgsJson() []byte {
 	if x != nil {
 		return x.ArgsJson
 	}
-	return ""
+	return nil
 }
 
 func (x *Call) GetCapability() bool {
@@ -1147,7 +1297,7 @@ type Answer struct {
 
 func (x *Answer) Reset() {
 	*x = Answer{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[12]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1159,7 +1309,7 @@ func (x *Answer) String() string {
 func (*Answer) ProtoMessage() {}
 
 func (x *Answer) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[12]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1172,7 +1322,7 @@ func (x *Answer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Answer.ProtoReflect.Descriptor instead.
 func (*Answer) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{12}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Answer) GetId() uint64 {
@@ -1189,31 +1339,31 @@ func (x *Answer) GetOutcome() isAnswer_Outcome {
 	return nil
 }
 
-func (x *Answer) GetEnvelope() string {
+func (x *Answer) GetEnvelope() []byte {
 	if x != nil {
 		if x, ok := x.Outcome.(*Answer_Envelope); ok {
 			return x.Envelope
 		}
 	}
-	return ""
+	return nil
 }
 
-func (x *Answer) GetResultJson() string {
+func (x *Answer) GetResultJson() []byte {
 	if x != nil {
 		if x, ok := x.Outcome.(*Answer_ResultJson); ok {
 			return x.ResultJson
 		}
 	}
-	return ""
+	return nil
 }
 
-func (x *Answer) GetFailure() string {
+func (x *Answer) GetFailure() []byte {
 	if x != nil {
 		if x, ok := x.Outcome.(*Answer_Failure); ok {
 			return x.Failure
 		}
 	}
-	return ""
+	return nil
 }
 
 type isAnswer_Outcome interface {
@@ -1221,15 +1371,15 @@ type isAnswer_Outcome interface {
 }
 
 type Answer_Envelope struct {
-	Envelope string `protobuf:"bytes,2,opt,name=envelope,proto3,oneof"`
+	Envelope []byte `protobuf:"bytes,2,opt,name=envelope,proto3,oneof"`
 }
 
 type Answer_ResultJson struct {
-	ResultJson string `protobuf:"bytes,3,opt,name=result_json,json=resultJson,proto3,oneof"`
+	ResultJson []byte `protobuf:"bytes,3,opt,name=result_json,json=resultJson,proto3,oneof"`
 }
 
 type Answer_Failure struct {
-	Failure string `protobuf:"bytes,4,opt,name=failure,proto3,oneof"`
+	Failure []byte `protobuf:"bytes,4,opt,name=failure,proto3,oneof"`
 }
 
 func (*Answer_Envelope) isAnswer_Outcome() {}
@@ -1240,12 +1390,14 @@ func (*Answer_Failure) isAnswer_Outcome() {}
 
 type Result struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
-	ResultJson string                 `protobuf:"bytes,1,opt,name=result_json,json=resultJson,proto3" json:"result_json,omitempty"`
-	Logs       []string               `protobuf:"bytes,2,rep,name=logs,proto3" json:"logs,omitempty"`
+	ResultJson []byte                 `protobuf:"bytes,1,opt,name=result_json,json=resultJson,proto3" json:"result_json,omitempty"`
+	Logs       [][]byte               `protobuf:"bytes,2,rep,name=logs,proto3" json:"logs,omitempty"`
 	// error is ExecuteResult.Error's text; error_json the reference's error
-	// JSON and kind its kind, when the program ran and failed.
-	Error     string `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
-	ErrorJson string `protobuf:"bytes,4,opt,name=error_json,json=errorJson,proto3" json:"error_json,omitempty"`
+	// JSON (ExecError.LLMJSON) and kind its kind, when the program ran and
+	// failed. err is that error whole, which the client rebuilds Err from
+	// (error_json loses what the reference's JSON has no field for).
+	Error     []byte `protobuf:"bytes,3,opt,name=error,proto3" json:"error,omitempty"`
+	ErrorJson []byte `protobuf:"bytes,4,opt,name=error_json,json=errorJson,proto3" json:"error_json,omitempty"`
 	Kind      string `protobuf:"bytes,5,opt,name=kind,proto3" json:"kind,omitempty"`
 	Stats     *Stats `protobuf:"bytes,6,opt,name=stats,proto3" json:"stats,omitempty"`
 	// limits are the limits the program ran under.
@@ -1254,14 +1406,15 @@ type Result struct {
 	Retained bool `protobuf:"varint,8,opt,name=retained,proto3" json:"retained,omitempty"`
 	// paused is set for a governed program that stopped at a call needing a
 	// decision (its other fields but logs, stats and limits are empty).
-	Paused        *Paused `protobuf:"bytes,9,opt,name=paused,proto3" json:"paused,omitempty"`
+	Paused        *Paused    `protobuf:"bytes,9,opt,name=paused,proto3" json:"paused,omitempty"`
+	Err           *ExecError `protobuf:"bytes,10,opt,name=err,proto3" json:"err,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[13]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1273,7 +1426,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[13]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1286,35 +1439,35 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{13}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{14}
 }
 
-func (x *Result) GetResultJson() string {
+func (x *Result) GetResultJson() []byte {
 	if x != nil {
 		return x.ResultJson
 	}
-	return ""
+	return nil
 }
 
-func (x *Result) GetLogs() []string {
+func (x *Result) GetLogs() [][]byte {
 	if x != nil {
 		return x.Logs
 	}
 	return nil
 }
 
-func (x *Result) GetError() string {
+func (x *Result) GetError() []byte {
 	if x != nil {
 		return x.Error
 	}
-	return ""
+	return nil
 }
 
-func (x *Result) GetErrorJson() string {
+func (x *Result) GetErrorJson() []byte {
 	if x != nil {
 		return x.ErrorJson
 	}
-	return ""
+	return nil
 }
 
 func (x *Result) GetKind() string {
@@ -1352,20 +1505,135 @@ func (x *Result) GetPaused() *Paused {
 	return nil
 }
 
+func (x *Result) GetErr() *ExecError {
+	if x != nil {
+		return x.Err
+	}
+	return nil
+}
+
+// ExecError is a codemode.ExecError whole: its kind, every field, and the
+// errors it matches with errors.Is, so that the client's error is the one
+// the daemon's executor made. A program the memory budget had no room for
+// is refused with RESOURCE_EXHAUSTED, and the status carries the program's
+// Result (with this) as a detail.
+type ExecError struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// kind is ExecError.Kind: "js", "timeout", "memory_budget", ...
+	Kind       string `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Name       []byte `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Message    []byte `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	Reason     []byte `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	Capability []byte `protobuf:"bytes,5,opt,name=capability,proto3" json:"capability,omitempty"`
+	DeadlineMs int64  `protobuf:"varint,6,opt,name=deadline_ms,json=deadlineMs,proto3" json:"deadline_ms,omitempty"`
+	LimitBytes int64  `protobuf:"varint,7,opt,name=limit_bytes,json=limitBytes,proto3" json:"limit_bytes,omitempty"`
+	// matches are the errors the error matches with errors.Is (a timeout
+	// matches its kind's two beside any of its cause's).
+	Matches       []Sentinel `protobuf:"varint,8,rep,packed,name=matches,proto3,enum=codemode.remote.v1.Sentinel" json:"matches,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExecError) Reset() {
+	*x = ExecError{}
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExecError) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExecError) ProtoMessage() {}
+
+func (x *ExecError) ProtoReflect() protoreflect.Message {
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExecError.ProtoReflect.Descriptor instead.
+func (*ExecError) Descriptor() ([]byte, []int) {
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ExecError) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *ExecError) GetName() []byte {
+	if x != nil {
+		return x.Name
+	}
+	return nil
+}
+
+func (x *ExecError) GetMessage() []byte {
+	if x != nil {
+		return x.Message
+	}
+	return nil
+}
+
+func (x *ExecError) GetReason() []byte {
+	if x != nil {
+		return x.Reason
+	}
+	return nil
+}
+
+func (x *ExecError) GetCapability() []byte {
+	if x != nil {
+		return x.Capability
+	}
+	return nil
+}
+
+func (x *ExecError) GetDeadlineMs() int64 {
+	if x != nil {
+		return x.DeadlineMs
+	}
+	return 0
+}
+
+func (x *ExecError) GetLimitBytes() int64 {
+	if x != nil {
+		return x.LimitBytes
+	}
+	return 0
+}
+
+func (x *ExecError) GetMatches() []Sentinel {
+	if x != nil {
+		return x.Matches
+	}
+	return nil
+}
+
 // Invoke calls the function behind a handle the program handed out, with
 // the codec's JSON of the handle and of the argument array.
 type Invoke struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
-	HandleJson    string                 `protobuf:"bytes,2,opt,name=handle_json,json=handleJson,proto3" json:"handle_json,omitempty"`
-	ArgsJson      string                 `protobuf:"bytes,3,opt,name=args_json,json=argsJson,proto3" json:"args_json,omitempty"`
+	HandleJson    []byte                 `protobuf:"bytes,2,opt,name=handle_json,json=handleJson,proto3" json:"handle_json,omitempty"`
+	ArgsJson      []byte                 `protobuf:"bytes,3,opt,name=args_json,json=argsJson,proto3" json:"args_json,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Invoke) Reset() {
 	*x = Invoke{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[14]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1377,7 +1645,7 @@ func (x *Invoke) String() string {
 func (*Invoke) ProtoMessage() {}
 
 func (x *Invoke) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[14]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1390,7 +1658,7 @@ func (x *Invoke) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Invoke.ProtoReflect.Descriptor instead.
 func (*Invoke) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{14}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Invoke) GetId() uint64 {
@@ -1400,36 +1668,38 @@ func (x *Invoke) GetId() uint64 {
 	return 0
 }
 
-func (x *Invoke) GetHandleJson() string {
+func (x *Invoke) GetHandleJson() []byte {
 	if x != nil {
 		return x.HandleJson
 	}
-	return ""
+	return nil
 }
 
-func (x *Invoke) GetArgsJson() string {
+func (x *Invoke) GetArgsJson() []byte {
 	if x != nil {
 		return x.ArgsJson
 	}
-	return ""
+	return nil
 }
 
 type InvokeResult struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Id        uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
-	ValueJson string                 `protobuf:"bytes,2,opt,name=value_json,json=valueJson,proto3" json:"value_json,omitempty"`
+	ValueJson []byte                 `protobuf:"bytes,2,opt,name=value_json,json=valueJson,proto3" json:"value_json,omitempty"`
 	// error_json is the failure's error JSON (error its text); closed says the
-	// failure closed the sandbox.
-	ErrorJson     string `protobuf:"bytes,3,opt,name=error_json,json=errorJson,proto3" json:"error_json,omitempty"`
-	Error         string `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
-	Closed        bool   `protobuf:"varint,5,opt,name=closed,proto3" json:"closed,omitempty"`
+	// failure closed the sandbox; err is the failure whole, when it is an
+	// ExecError.
+	ErrorJson     []byte     `protobuf:"bytes,3,opt,name=error_json,json=errorJson,proto3" json:"error_json,omitempty"`
+	Error         []byte     `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	Closed        bool       `protobuf:"varint,5,opt,name=closed,proto3" json:"closed,omitempty"`
+	Err           *ExecError `protobuf:"bytes,6,opt,name=err,proto3" json:"err,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *InvokeResult) Reset() {
 	*x = InvokeResult{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[15]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1441,7 +1711,7 @@ func (x *InvokeResult) String() string {
 func (*InvokeResult) ProtoMessage() {}
 
 func (x *InvokeResult) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[15]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1454,7 +1724,7 @@ func (x *InvokeResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InvokeResult.ProtoReflect.Descriptor instead.
 func (*InvokeResult) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{15}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *InvokeResult) GetId() uint64 {
@@ -1464,25 +1734,25 @@ func (x *InvokeResult) GetId() uint64 {
 	return 0
 }
 
-func (x *InvokeResult) GetValueJson() string {
+func (x *InvokeResult) GetValueJson() []byte {
 	if x != nil {
 		return x.ValueJson
 	}
-	return ""
+	return nil
 }
 
-func (x *InvokeResult) GetErrorJson() string {
+func (x *InvokeResult) GetErrorJson() []byte {
 	if x != nil {
 		return x.ErrorJson
 	}
-	return ""
+	return nil
 }
 
-func (x *InvokeResult) GetError() string {
+func (x *InvokeResult) GetError() []byte {
 	if x != nil {
 		return x.Error
 	}
-	return ""
+	return nil
 }
 
 func (x *InvokeResult) GetClosed() bool {
@@ -1490,6 +1760,13 @@ func (x *InvokeResult) GetClosed() bool {
 		return x.Closed
 	}
 	return false
+}
+
+func (x *InvokeResult) GetErr() *ExecError {
+	if x != nil {
+		return x.Err
+	}
+	return nil
 }
 
 type LogsRequest struct {
@@ -1501,7 +1778,7 @@ type LogsRequest struct {
 
 func (x *LogsRequest) Reset() {
 	*x = LogsRequest{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[16]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1513,7 +1790,7 @@ func (x *LogsRequest) String() string {
 func (*LogsRequest) ProtoMessage() {}
 
 func (x *LogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[16]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1526,7 +1803,7 @@ func (x *LogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogsRequest.ProtoReflect.Descriptor instead.
 func (*LogsRequest) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{16}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *LogsRequest) GetId() uint64 {
@@ -1539,14 +1816,14 @@ func (x *LogsRequest) GetId() uint64 {
 type LogsReply struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
-	Logs          []string               `protobuf:"bytes,2,rep,name=logs,proto3" json:"logs,omitempty"`
+	Logs          [][]byte               `protobuf:"bytes,2,rep,name=logs,proto3" json:"logs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *LogsReply) Reset() {
 	*x = LogsReply{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[17]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1558,7 +1835,7 @@ func (x *LogsReply) String() string {
 func (*LogsReply) ProtoMessage() {}
 
 func (x *LogsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[17]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1571,7 +1848,7 @@ func (x *LogsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogsReply.ProtoReflect.Descriptor instead.
 func (*LogsReply) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{17}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *LogsReply) GetId() uint64 {
@@ -1581,7 +1858,7 @@ func (x *LogsReply) GetId() uint64 {
 	return 0
 }
 
-func (x *LogsReply) GetLogs() []string {
+func (x *LogsReply) GetLogs() [][]byte {
 	if x != nil {
 		return x.Logs
 	}
@@ -1596,7 +1873,7 @@ type Release struct {
 
 func (x *Release) Reset() {
 	*x = Release{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[18]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1608,7 +1885,7 @@ func (x *Release) String() string {
 func (*Release) ProtoMessage() {}
 
 func (x *Release) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[18]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1621,19 +1898,22 @@ func (x *Release) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Release.ProtoReflect.Descriptor instead.
 func (*Release) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{18}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{20}
 }
 
 type Closed struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Error         string                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Why the sandbox closed (Retained.Err): its text, and the error whole
+	// when it is an ExecError (a kill).
+	Error         []byte     `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
+	Err           *ExecError `protobuf:"bytes,2,opt,name=err,proto3" json:"err,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Closed) Reset() {
 	*x = Closed{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[19]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1645,7 +1925,7 @@ func (x *Closed) String() string {
 func (*Closed) ProtoMessage() {}
 
 func (x *Closed) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[19]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1658,14 +1938,21 @@ func (x *Closed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Closed.ProtoReflect.Descriptor instead.
 func (*Closed) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{19}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{21}
 }
 
-func (x *Closed) GetError() string {
+func (x *Closed) GetError() []byte {
 	if x != nil {
 		return x.Error
 	}
-	return ""
+	return nil
+}
+
+func (x *Closed) GetErr() *ExecError {
+	if x != nil {
+		return x.Err
+	}
+	return nil
 }
 
 type Stats struct {
@@ -1679,7 +1966,7 @@ type Stats struct {
 
 func (x *Stats) Reset() {
 	*x = Stats{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[20]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1691,7 +1978,7 @@ func (x *Stats) String() string {
 func (*Stats) ProtoMessage() {}
 
 func (x *Stats) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[20]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1704,7 +1991,7 @@ func (x *Stats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stats.ProtoReflect.Descriptor instead.
 func (*Stats) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{20}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Stats) GetElapsedUs() int64 {
@@ -1749,7 +2036,7 @@ const file_codemode_remote_v1_remote_proto_rawDesc = "" +
 	"\x03msg\"\xe3\x04\n" +
 	"\x05Start\x122\n" +
 	"\x04mode\x18\x01 \x01(\x0e2\x1e.codemode.remote.v1.Start.ModeR\x04mode\x12\x12\n" +
-	"\x04code\x18\x02 \x01(\tR\x04code\x12:\n" +
+	"\x04code\x18\x02 \x01(\fR\x04code\x12:\n" +
 	"\tproviders\x18\x03 \x03(\v2\x1c.codemode.remote.v1.ProviderR\tproviders\x12B\n" +
 	"\fcapabilities\x18\x04 \x03(\v2\x1e.codemode.remote.v1.CapabilityR\fcapabilities\x122\n" +
 	"\x06limits\x18\x05 \x01(\v2\x1a.codemode.remote.v1.LimitsR\x06limits\x12%\n" +
@@ -1767,15 +2054,14 @@ const file_codemode_remote_v1_remote_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"&\n" +
 	"\x04Mode\x12\x10\n" +
 	"\fMODE_EXECUTE\x10\x00\x12\f\n" +
-	"\bMODE_RUN\x10\x01\"\xbe\x01\n" +
+	"\bMODE_RUN\x10\x01\"^\n" +
 	"\n" +
-	"Governance\x12?\n" +
-	"\x05tools\x18\x01 \x03(\v2).codemode.remote.v1.Governance.ToolsEntryR\x05tools\x12\x15\n" +
-	"\x06ttl_ms\x18\x02 \x01(\x03R\x05ttlMs\x1aX\n" +
-	"\n" +
-	"ToolsEntry\x12\x10\n" +
-	"\x03key\x18\x01 \x01(\tR\x03key\x124\n" +
-	"\x05value\x18\x02 \x01(\v2\x1e.codemode.remote.v1.ToolPolicyR\x05value:\x028\x01\"\x94\x01\n" +
+	"Governance\x129\n" +
+	"\x05tools\x18\x01 \x03(\v2#.codemode.remote.v1.ToolPolicyEntryR\x05tools\x12\x15\n" +
+	"\x06ttl_ms\x18\x02 \x01(\x03R\x05ttlMs\"]\n" +
+	"\x0fToolPolicyEntry\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\fR\x04name\x126\n" +
+	"\x06policy\x18\x02 \x01(\v2\x1e.codemode.remote.v1.ToolPolicyR\x06policy\"\x94\x01\n" +
 	"\n" +
 	"ToolPolicy\x12\x1d\n" +
 	"\n" +
@@ -1786,34 +2072,34 @@ const file_codemode_remote_v1_remote_proto_rawDesc = "" +
 	"\x06Resume\x12\x12\n" +
 	"\x04body\x18\x01 \x01(\fR\x04body\x12\x18\n" +
 	"\aapprove\x18\x02 \x01(\bR\aapprove\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x1b\n" +
-	"\targs_json\x18\x04 \x01(\tR\bargsJson\"\x9e\x01\n" +
+	"\x06reason\x18\x03 \x01(\fR\x06reason\x12\x1b\n" +
+	"\targs_json\x18\x04 \x01(\fR\bargsJson\"\x9e\x01\n" +
 	"\x06Paused\x12\x12\n" +
 	"\x04body\x18\x01 \x01(\fR\x04body\x12\x12\n" +
-	"\x04tool\x18\x02 \x01(\tR\x04tool\x12\x1b\n" +
-	"\targs_json\x18\x03 \x01(\tR\bargsJson\x12\x1c\n" +
+	"\x04tool\x18\x02 \x01(\fR\x04tool\x12\x1b\n" +
+	"\targs_json\x18\x03 \x01(\fR\bargsJson\x12\x1c\n" +
 	"\tcompleted\x18\x04 \x01(\x03R\tcompleted\x12!\n" +
 	"\fexpires_unix\x18\x05 \x01(\x03R\vexpiresUnix\x12\x0e\n" +
 	"\x02id\x18\x06 \x01(\tR\x02id\"\xc3\x01\n" +
 	"\bProvider\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
-	"\x05tools\x18\x02 \x03(\tR\x05tools\x12\x1f\n" +
+	"\x04name\x18\x01 \x01(\fR\x04name\x12\x14\n" +
+	"\x05tools\x18\x02 \x03(\fR\x05tools\x12\x1f\n" +
 	"\vobject_args\x18\x03 \x01(\bR\n" +
 	"objectArgs\x12\x18\n" +
-	"\aprelude\x18\x04 \x01(\tR\aprelude\x12!\n" +
-	"\fproxy_source\x18\x05 \x01(\tR\vproxySource\x12/\n" +
+	"\aprelude\x18\x04 \x01(\fR\aprelude\x12!\n" +
+	"\fproxy_source\x18\x05 \x01(\fR\vproxySource\x12/\n" +
 	"\x04apis\x18\x06 \x03(\v2\x1b.codemode.remote.v1.ToolDocR\x04apis\"\x83\x01\n" +
 	"\aToolDoc\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
-	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x1f\n" +
-	"\vparams_json\x18\x03 \x01(\tR\n" +
+	"\x04name\x18\x01 \x01(\fR\x04name\x12 \n" +
+	"\vdescription\x18\x02 \x01(\fR\vdescription\x12\x1f\n" +
+	"\vparams_json\x18\x03 \x01(\fR\n" +
 	"paramsJson\x12!\n" +
-	"\freturns_json\x18\x04 \x01(\tR\vreturnsJson\"y\n" +
+	"\freturns_json\x18\x04 \x01(\fR\vreturnsJson\"y\n" +
 	"\n" +
 	"Capability\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
-	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x1f\n" +
-	"\vparams_json\x18\x03 \x01(\tR\n" +
+	"\x04name\x18\x01 \x01(\fR\x04name\x12 \n" +
+	"\vdescription\x18\x02 \x01(\fR\vdescription\x12\x1f\n" +
+	"\vparams_json\x18\x03 \x01(\fR\n" +
 	"paramsJson\x12\x14\n" +
 	"\x05async\x18\x04 \x01(\bR\x05async\"\x85\x01\n" +
 	"\x06Limits\x12\x16\n" +
@@ -1825,9 +2111,9 @@ const file_codemode_remote_v1_remote_proto_rawDesc = "" +
 	"deadlineMs\"\xf8\x01\n" +
 	"\x04Call\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1a\n" +
-	"\bprovider\x18\x02 \x01(\tR\bprovider\x12\x12\n" +
-	"\x04tool\x18\x03 \x01(\tR\x04tool\x12\x1b\n" +
-	"\targs_json\x18\x04 \x01(\tR\bargsJson\x12\x1e\n" +
+	"\bprovider\x18\x02 \x01(\fR\bprovider\x12\x12\n" +
+	"\x04tool\x18\x03 \x01(\fR\x04tool\x12\x1b\n" +
+	"\targs_json\x18\x04 \x01(\fR\bargsJson\x12\x1e\n" +
 	"\n" +
 	"capability\x18\x05 \x01(\bR\n" +
 	"capability\x129\n" +
@@ -1838,51 +2124,83 @@ const file_codemode_remote_v1_remote_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x80\x01\n" +
 	"\x06Answer\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1c\n" +
-	"\benvelope\x18\x02 \x01(\tH\x00R\benvelope\x12!\n" +
-	"\vresult_json\x18\x03 \x01(\tH\x00R\n" +
+	"\benvelope\x18\x02 \x01(\fH\x00R\benvelope\x12!\n" +
+	"\vresult_json\x18\x03 \x01(\fH\x00R\n" +
 	"resultJson\x12\x1a\n" +
-	"\afailure\x18\x04 \x01(\tH\x00R\afailureB\t\n" +
-	"\aoutcome\"\xbb\x02\n" +
+	"\afailure\x18\x04 \x01(\fH\x00R\afailureB\t\n" +
+	"\aoutcome\"\xec\x02\n" +
 	"\x06Result\x12\x1f\n" +
-	"\vresult_json\x18\x01 \x01(\tR\n" +
+	"\vresult_json\x18\x01 \x01(\fR\n" +
 	"resultJson\x12\x12\n" +
-	"\x04logs\x18\x02 \x03(\tR\x04logs\x12\x14\n" +
-	"\x05error\x18\x03 \x01(\tR\x05error\x12\x1d\n" +
+	"\x04logs\x18\x02 \x03(\fR\x04logs\x12\x14\n" +
+	"\x05error\x18\x03 \x01(\fR\x05error\x12\x1d\n" +
 	"\n" +
-	"error_json\x18\x04 \x01(\tR\terrorJson\x12\x12\n" +
+	"error_json\x18\x04 \x01(\fR\terrorJson\x12\x12\n" +
 	"\x04kind\x18\x05 \x01(\tR\x04kind\x12/\n" +
 	"\x05stats\x18\x06 \x01(\v2\x19.codemode.remote.v1.StatsR\x05stats\x122\n" +
 	"\x06limits\x18\a \x01(\v2\x1a.codemode.remote.v1.LimitsR\x06limits\x12\x1a\n" +
 	"\bretained\x18\b \x01(\bR\bretained\x122\n" +
-	"\x06paused\x18\t \x01(\v2\x1a.codemode.remote.v1.PausedR\x06paused\"V\n" +
+	"\x06paused\x18\t \x01(\v2\x1a.codemode.remote.v1.PausedR\x06paused\x12/\n" +
+	"\x03err\x18\n" +
+	" \x01(\v2\x1d.codemode.remote.v1.ExecErrorR\x03err\"\xff\x01\n" +
+	"\tExecError\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\fR\x04name\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\fR\amessage\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\fR\x06reason\x12\x1e\n" +
+	"\n" +
+	"capability\x18\x05 \x01(\fR\n" +
+	"capability\x12\x1f\n" +
+	"\vdeadline_ms\x18\x06 \x01(\x03R\n" +
+	"deadlineMs\x12\x1f\n" +
+	"\vlimit_bytes\x18\a \x01(\x03R\n" +
+	"limitBytes\x126\n" +
+	"\amatches\x18\b \x03(\x0e2\x1c.codemode.remote.v1.SentinelR\amatches\"V\n" +
 	"\x06Invoke\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1f\n" +
-	"\vhandle_json\x18\x02 \x01(\tR\n" +
+	"\vhandle_json\x18\x02 \x01(\fR\n" +
 	"handleJson\x12\x1b\n" +
-	"\targs_json\x18\x03 \x01(\tR\bargsJson\"\x8a\x01\n" +
+	"\targs_json\x18\x03 \x01(\fR\bargsJson\"\xbb\x01\n" +
 	"\fInvokeResult\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1d\n" +
 	"\n" +
-	"value_json\x18\x02 \x01(\tR\tvalueJson\x12\x1d\n" +
+	"value_json\x18\x02 \x01(\fR\tvalueJson\x12\x1d\n" +
 	"\n" +
-	"error_json\x18\x03 \x01(\tR\terrorJson\x12\x14\n" +
-	"\x05error\x18\x04 \x01(\tR\x05error\x12\x16\n" +
-	"\x06closed\x18\x05 \x01(\bR\x06closed\"\x1d\n" +
+	"error_json\x18\x03 \x01(\fR\terrorJson\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\fR\x05error\x12\x16\n" +
+	"\x06closed\x18\x05 \x01(\bR\x06closed\x12/\n" +
+	"\x03err\x18\x06 \x01(\v2\x1d.codemode.remote.v1.ExecErrorR\x03err\"\x1d\n" +
 	"\vLogsRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\"/\n" +
 	"\tLogsReply\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x12\n" +
-	"\x04logs\x18\x02 \x03(\tR\x04logs\"\t\n" +
-	"\aRelease\"\x1e\n" +
+	"\x04logs\x18\x02 \x03(\fR\x04logs\"\t\n" +
+	"\aRelease\"O\n" +
 	"\x06Closed\x12\x14\n" +
-	"\x05error\x18\x01 \x01(\tR\x05error\"f\n" +
+	"\x05error\x18\x01 \x01(\fR\x05error\x12/\n" +
+	"\x03err\x18\x02 \x01(\v2\x1d.codemode.remote.v1.ExecErrorR\x03err\"f\n" +
 	"\x05Stats\x12\x1d\n" +
 	"\n" +
 	"elapsed_us\x18\x01 \x01(\x03R\telapsedUs\x12\x1d\n" +
 	"\n" +
 	"host_calls\x18\x02 \x01(\x03R\thostCalls\x12\x1f\n" +
 	"\vpeak_memory\x18\x03 \x01(\x03R\n" +
-	"peakMemory2\xa4\x01\n" +
+	"peakMemory*\xe7\x02\n" +
+	"\bSentinel\x12\x18\n" +
+	"\x14SENTINEL_UNSPECIFIED\x10\x00\x12\x15\n" +
+	"\x11SENTINEL_CANCELED\x10\x01\x12\x1e\n" +
+	"\x1aSENTINEL_DEADLINE_EXCEEDED\x10\x02\x12\x14\n" +
+	"\x10SENTINEL_TIMEOUT\x10\x03\x12\x13\n" +
+	"\x0fSENTINEL_CLOSED\x10\x04\x12\x11\n" +
+	"\rSENTINEL_BUSY\x10\x05\x12\x1a\n" +
+	"\x16SENTINEL_MEMORY_BUDGET\x10\x06\x12\x1c\n" +
+	"\x18SENTINEL_RETAINED_CLOSED\x10\a\x12\x18\n" +
+	"\x14SENTINEL_NIL_CONTEXT\x10\b\x12\x19\n" +
+	"\x15SENTINEL_CONTINUATION\x10\t\x12!\n" +
+	"\x1dSENTINEL_CONTINUATION_EXPIRED\x10\n" +
+	"\x12\x1d\n" +
+	"\x19SENTINEL_INVALID_DECISION\x10\v\x12\x1b\n" +
+	"\x17SENTINEL_INVALID_LIMITS\x10\f2\xa4\x01\n" +
 	"\bExecutor\x12S\n" +
 	"\aProgram\x12!.codemode.remote.v1.ClientMessage\x1a!.codemode.remote.v1.ServerMessage(\x010\x01\x12C\n" +
 	"\n" +
@@ -1900,69 +2218,75 @@ func file_codemode_remote_v1_remote_proto_rawDescGZIP() []byte {
 	return file_codemode_remote_v1_remote_proto_rawDescData
 }
 
-var file_codemode_remote_v1_remote_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_codemode_remote_v1_remote_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_codemode_remote_v1_remote_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_codemode_remote_v1_remote_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_codemode_remote_v1_remote_proto_goTypes = []any{
-	(Start_Mode)(0),       // 0: codemode.remote.v1.Start.Mode
-	(*ClientMessage)(nil), // 1: codemode.remote.v1.ClientMessage
-	(*ServerMessage)(nil), // 2: codemode.remote.v1.ServerMessage
-	(*Start)(nil),         // 3: codemode.remote.v1.Start
-	(*Governance)(nil),    // 4: codemode.remote.v1.Governance
-	(*ToolPolicy)(nil),    // 5: codemode.remote.v1.ToolPolicy
-	(*Resume)(nil),        // 6: codemode.remote.v1.Resume
-	(*Paused)(nil),        // 7: codemode.remote.v1.Paused
-	(*Provider)(nil),      // 8: codemode.remote.v1.Provider
-	(*ToolDoc)(nil),       // 9: codemode.remote.v1.ToolDoc
-	(*Capability)(nil),    // 10: codemode.remote.v1.Capability
-	(*Limits)(nil),        // 11: codemode.remote.v1.Limits
-	(*Call)(nil),          // 12: codemode.remote.v1.Call
-	(*Answer)(nil),        // 13: codemode.remote.v1.Answer
-	(*Result)(nil),        // 14: codemode.remote.v1.Result
-	(*Invoke)(nil),        // 15: codemode.remote.v1.Invoke
-	(*InvokeResult)(nil),  // 16: codemode.remote.v1.InvokeResult
-	(*LogsRequest)(nil),   // 17: codemode.remote.v1.LogsRequest
-	(*LogsReply)(nil),     // 18: codemode.remote.v1.LogsReply
-	(*Release)(nil),       // 19: codemode.remote.v1.Release
-	(*Closed)(nil),        // 20: codemode.remote.v1.Closed
-	(*Stats)(nil),         // 21: codemode.remote.v1.Stats
-	nil,                   // 22: codemode.remote.v1.Start.TraceEntry
-	nil,                   // 23: codemode.remote.v1.Governance.ToolsEntry
-	nil,                   // 24: codemode.remote.v1.Call.TraceEntry
+	(Sentinel)(0),           // 0: codemode.remote.v1.Sentinel
+	(Start_Mode)(0),         // 1: codemode.remote.v1.Start.Mode
+	(*ClientMessage)(nil),   // 2: codemode.remote.v1.ClientMessage
+	(*ServerMessage)(nil),   // 3: codemode.remote.v1.ServerMessage
+	(*Start)(nil),           // 4: codemode.remote.v1.Start
+	(*Governance)(nil),      // 5: codemode.remote.v1.Governance
+	(*ToolPolicyEntry)(nil), // 6: codemode.remote.v1.ToolPolicyEntry
+	(*ToolPolicy)(nil),      // 7: codemode.remote.v1.ToolPolicy
+	(*Resume)(nil),          // 8: codemode.remote.v1.Resume
+	(*Paused)(nil),          // 9: codemode.remote.v1.Paused
+	(*Provider)(nil),        // 10: codemode.remote.v1.Provider
+	(*ToolDoc)(nil),         // 11: codemode.remote.v1.ToolDoc
+	(*Capability)(nil),      // 12: codemode.remote.v1.Capability
+	(*Limits)(nil),          // 13: codemode.remote.v1.Limits
+	(*Call)(nil),            // 14: codemode.remote.v1.Call
+	(*Answer)(nil),          // 15: codemode.remote.v1.Answer
+	(*Result)(nil),          // 16: codemode.remote.v1.Result
+	(*ExecError)(nil),       // 17: codemode.remote.v1.ExecError
+	(*Invoke)(nil),          // 18: codemode.remote.v1.Invoke
+	(*InvokeResult)(nil),    // 19: codemode.remote.v1.InvokeResult
+	(*LogsRequest)(nil),     // 20: codemode.remote.v1.LogsRequest
+	(*LogsReply)(nil),       // 21: codemode.remote.v1.LogsReply
+	(*Release)(nil),         // 22: codemode.remote.v1.Release
+	(*Closed)(nil),          // 23: codemode.remote.v1.Closed
+	(*Stats)(nil),           // 24: codemode.remote.v1.Stats
+	nil,                     // 25: codemode.remote.v1.Start.TraceEntry
+	nil,                     // 26: codemode.remote.v1.Call.TraceEntry
 }
 var file_codemode_remote_v1_remote_proto_depIdxs = []int32{
-	3,  // 0: codemode.remote.v1.ClientMessage.start:type_name -> codemode.remote.v1.Start
-	13, // 1: codemode.remote.v1.ClientMessage.answer:type_name -> codemode.remote.v1.Answer
-	15, // 2: codemode.remote.v1.ClientMessage.invoke:type_name -> codemode.remote.v1.Invoke
-	17, // 3: codemode.remote.v1.ClientMessage.logs:type_name -> codemode.remote.v1.LogsRequest
-	19, // 4: codemode.remote.v1.ClientMessage.release:type_name -> codemode.remote.v1.Release
-	12, // 5: codemode.remote.v1.ServerMessage.call:type_name -> codemode.remote.v1.Call
-	14, // 6: codemode.remote.v1.ServerMessage.result:type_name -> codemode.remote.v1.Result
-	16, // 7: codemode.remote.v1.ServerMessage.invoke_result:type_name -> codemode.remote.v1.InvokeResult
-	18, // 8: codemode.remote.v1.ServerMessage.logs:type_name -> codemode.remote.v1.LogsReply
-	20, // 9: codemode.remote.v1.ServerMessage.closed:type_name -> codemode.remote.v1.Closed
-	0,  // 10: codemode.remote.v1.Start.mode:type_name -> codemode.remote.v1.Start.Mode
-	8,  // 11: codemode.remote.v1.Start.providers:type_name -> codemode.remote.v1.Provider
-	10, // 12: codemode.remote.v1.Start.capabilities:type_name -> codemode.remote.v1.Capability
-	11, // 13: codemode.remote.v1.Start.limits:type_name -> codemode.remote.v1.Limits
-	4,  // 14: codemode.remote.v1.Start.governance:type_name -> codemode.remote.v1.Governance
-	6,  // 15: codemode.remote.v1.Start.resume:type_name -> codemode.remote.v1.Resume
-	22, // 16: codemode.remote.v1.Start.trace:type_name -> codemode.remote.v1.Start.TraceEntry
-	23, // 17: codemode.remote.v1.Governance.tools:type_name -> codemode.remote.v1.Governance.ToolsEntry
-	9,  // 18: codemode.remote.v1.Provider.apis:type_name -> codemode.remote.v1.ToolDoc
-	24, // 19: codemode.remote.v1.Call.trace:type_name -> codemode.remote.v1.Call.TraceEntry
-	21, // 20: codemode.remote.v1.Result.stats:type_name -> codemode.remote.v1.Stats
-	11, // 21: codemode.remote.v1.Result.limits:type_name -> codemode.remote.v1.Limits
-	7,  // 22: codemode.remote.v1.Result.paused:type_name -> codemode.remote.v1.Paused
-	5,  // 23: codemode.remote.v1.Governance.ToolsEntry.value:type_name -> codemode.remote.v1.ToolPolicy
-	1,  // 24: codemode.remote.v1.Executor.Program:input_type -> codemode.remote.v1.ClientMessage
-	3,  // 25: codemode.remote.v1.Executor.Standalone:input_type -> codemode.remote.v1.Start
-	2,  // 26: codemode.remote.v1.Executor.Program:output_type -> codemode.remote.v1.ServerMessage
-	14, // 27: codemode.remote.v1.Executor.Standalone:output_type -> codemode.remote.v1.Result
-	26, // [26:28] is the sub-list for method output_type
-	24, // [24:26] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	4,  // 0: codemode.remote.v1.ClientMessage.start:type_name -> codemode.remote.v1.Start
+	15, // 1: codemode.remote.v1.ClientMessage.answer:type_name -> codemode.remote.v1.Answer
+	18, // 2: codemode.remote.v1.ClientMessage.invoke:type_name -> codemode.remote.v1.Invoke
+	20, // 3: codemode.remote.v1.ClientMessage.logs:type_name -> codemode.remote.v1.LogsRequest
+	22, // 4: codemode.remote.v1.ClientMessage.release:type_name -> codemode.remote.v1.Release
+	14, // 5: codemode.remote.v1.ServerMessage.call:type_name -> codemode.remote.v1.Call
+	16, // 6: codemode.remote.v1.ServerMessage.result:type_name -> codemode.remote.v1.Result
+	19, // 7: codemode.remote.v1.ServerMessage.invoke_result:type_name -> codemode.remote.v1.InvokeResult
+	21, // 8: codemode.remote.v1.ServerMessage.logs:type_name -> codemode.remote.v1.LogsReply
+	23, // 9: codemode.remote.v1.ServerMessage.closed:type_name -> codemode.remote.v1.Closed
+	1,  // 10: codemode.remote.v1.Start.mode:type_name -> codemode.remote.v1.Start.Mode
+	10, // 11: codemode.remote.v1.Start.providers:type_name -> codemode.remote.v1.Provider
+	12, // 12: codemode.remote.v1.Start.capabilities:type_name -> codemode.remote.v1.Capability
+	13, // 13: codemode.remote.v1.Start.limits:type_name -> codemode.remote.v1.Limits
+	5,  // 14: codemode.remote.v1.Start.governance:type_name -> codemode.remote.v1.Governance
+	8,  // 15: codemode.remote.v1.Start.resume:type_name -> codemode.remote.v1.Resume
+	25, // 16: codemode.remote.v1.Start.trace:type_name -> codemode.remote.v1.Start.TraceEntry
+	6,  // 17: codemode.remote.v1.Governance.tools:type_name -> codemode.remote.v1.ToolPolicyEntry
+	7,  // 18: codemode.remote.v1.ToolPolicyEntry.policy:type_name -> codemode.remote.v1.ToolPolicy
+	11, // 19: codemode.remote.v1.Provider.apis:type_name -> codemode.remote.v1.ToolDoc
+	26, // 20: codemode.remote.v1.Call.trace:type_name -> codemode.remote.v1.Call.TraceEntry
+	24, // 21: codemode.remote.v1.Result.stats:type_name -> codemode.remote.v1.Stats
+	13, // 22: codemode.remote.v1.Result.limits:type_name -> codemode.remote.v1.Limits
+	9,  // 23: codemode.remote.v1.Result.paused:type_name -> codemode.remote.v1.Paused
+	17, // 24: codemode.remote.v1.Result.err:type_name -> codemode.remote.v1.ExecError
+	0,  // 25: codemode.remote.v1.ExecError.matches:type_name -> codemode.remote.v1.Sentinel
+	17, // 26: codemode.remote.v1.InvokeResult.err:type_name -> codemode.remote.v1.ExecError
+	17, // 27: codemode.remote.v1.Closed.err:type_name -> codemode.remote.v1.ExecError
+	2,  // 28: codemode.remote.v1.Executor.Program:input_type -> codemode.remote.v1.ClientMessage
+	4,  // 29: codemode.remote.v1.Executor.Standalone:input_type -> codemode.remote.v1.Start
+	3,  // 30: codemode.remote.v1.Executor.Program:output_type -> codemode.remote.v1.ServerMessage
+	16, // 31: codemode.remote.v1.Executor.Standalone:output_type -> codemode.remote.v1.Result
+	30, // [30:32] is the sub-list for method output_type
+	28, // [28:30] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_codemode_remote_v1_remote_proto_init() }
@@ -1984,7 +2308,7 @@ func file_codemode_remote_v1_remote_proto_init() {
 		(*ServerMessage_Logs)(nil),
 		(*ServerMessage_Closed)(nil),
 	}
-	file_codemode_remote_v1_remote_proto_msgTypes[12].OneofWrappers = []any{
+	file_codemode_remote_v1_remote_proto_msgTypes[13].OneofWrappers = []any{
 		(*Answer_Envelope)(nil),
 		(*Answer_ResultJson)(nil),
 		(*Answer_Failure)(nil),
@@ -1994,8 +2318,8 @@ func file_codemode_remote_v1_remote_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_codemode_remote_v1_remote_proto_rawDesc), len(file_codemode_remote_v1_remote_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   24,
+			NumEnums:      2,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
