@@ -80,7 +80,7 @@ func envelopeFailure(answer []byte) (string, bool) {
 			if !s.value() {
 				return MsgOutsideEnvelope, true
 			}
-			if jsString(key) == "error" {
+			if keyIs(key, "error") {
 				start, end = v, s.i
 			}
 			s.ws()
@@ -212,7 +212,7 @@ func ownToString(s *jscan) bool {
 		s.ws()
 		k := s.i
 		s.str()
-		if jsString(s.b[k+1:s.i-1]) == "toString" {
+		if keyIs(s.b[k+1:s.i-1], "toString") {
 			found = true
 		}
 		s.ws()
@@ -262,6 +262,15 @@ func numberText(f float64) string {
 		return mant + "e-" + strconv.Itoa(1-n)
 	}
 	return mant + "e+" + strconv.Itoa(n-1)
+}
+
+// keyIs reports whether the inside of a JSON string reads as name (an
+// ASCII name).
+func keyIs(raw []byte, name string) bool {
+	if string(raw) == name { // no copy made to compare
+		return true
+	}
+	return len(raw) > len(name) && jsString(raw) == name // escapes: longer
 }
 
 // jsString is the text of a JSON string's inside (between its quotes, as
