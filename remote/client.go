@@ -659,8 +659,21 @@ func failed(name string, err error) codemode.ExecuteResult {
 // before its result came: if ctx had ended, what the executor reports for
 // a run whose caller cancelled (kind internal, matching
 // context.Canceled) or whose caller's deadline passed (kind timeout after
-// budget, matching context.DeadlineExceeded); else failed's.
+// budget, matching context.DeadlineExceeded), also when the stream ended
+// with the deadline a moment before ctx saw it pass; else failed's.
 func lost(ctx context.Context, name string, budget time.Duration, err error) codemode.ExecuteResult {
+	if d, ok := ctx.Deadline(); ok && ctx.Err() == nil && status.Code(err) == codes.DeadlineExceeded {
+		// The caller's deadline travelled with the stream and the daemon
+		// (or grpc's own timer) saw it pass before this context's timer
+		// fired: the context ends within moments, so wait for it (bounded)
+		// and report what ended the program as the executor would.
+		t := time.NewTimer(time.Until(d) + time.Second)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
 	switch ctx.Err() {
 	case nil:
 		return failed(name, err)

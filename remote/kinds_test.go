@@ -13,8 +13,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/codemode-go/codemode"
+	"github.com/codemode-go/codemode/remote"
 )
 
 // holders are programs that each hold 5 MiB of a memory budget while
@@ -344,4 +347,24 @@ func TestBadDecisionRedeemsNothing(t *testing.T) {
 		mu.Unlock()
 	}
 	assert.Equal(t, got[0], got[1])
+}
+
+// TestLostAtTheCallersDeadline: a stream that ends with DEADLINE_EXCEEDED
+// a moment before the caller's context sees its deadline pass (the daemon
+// saw it first, or grpc's timer fired before the context's) is the
+// executor's timeout, not an internal error: seen once in CI as
+// "remote: DeadlineExceeded: stream terminated by RST_STREAM".
+func TestLostAtTheCallersDeadline(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	err := status.Error(codes.DeadlineExceeded, "stream terminated by RST_STREAM with error code: CANCEL")
+	res := remote.Lost(ctx, codemode.RunJSToolName, 300*time.Millisecond, err)
+	require.NotNil(t, res.Err)
+	assert.Equal(t, codemode.KindTimeout, res.Err.Kind)
+	assert.Equal(t, "The program timed out after 300ms.", res.Error)
+	assert.ErrorIs(t, res.Err, codemode.ErrTimeout)
+	// Without a deadline the status is the daemon's.
+	res = remote.Lost(context.Background(), codemode.RunJSToolName, 0, err)
+	assert.Equal(t, codemode.KindInternal, res.Err.Kind)
+	assert.Equal(t, "remote: DeadlineExceeded: stream terminated by RST_STREAM with error code: CANCEL", res.Error)
 }

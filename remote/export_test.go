@@ -1,0 +1,4 @@
+package remote
+
+// Lost is lost, for TestLostAtTheCallersDeadline.
+var Lost = lost
