@@ -33,8 +33,7 @@ PROTOC_GEN_GO_GRPC ?= google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.0
 # then the root module's under ASan and LSan in both modes (leakcheck).
 # vet runs with -race so that it type-checks against the race build the
 # tests use: a plain vet compiled every dependency of every module a second
-# time (issue 47). No build besides
-# race, cgocheck2 and ASan is made.
+# time (issue 47). No build besides race, cgocheck2 and ASan is made.
 test:
 	$(GO) vet -race ./...
 	$(GO) vet -race -tags soak . && cd remote && $(GO) vet -race -tags soak .

@@ -172,6 +172,10 @@ static int32_t conclude(bridge_slot *s, int32_t st, bridge_out *out)
 	out->peak_heap = s->heap_peak;
 	if ((s->retained && !is_kill(st) && s->open) || st == BRIDGE_PENDING) {
 		out->wait_ns = bridge_slot_wait(s);
+	} else if (s->session_run && s->open) {
+		session_end(s, st == BRIDGE_DONE);
+		out->charged = s->charged;
+		hand_over_logs(s, out);
 	} else {
 		finish(s, out);
 	}
@@ -514,11 +518,16 @@ static int32_t script_threw(bridge_slot *s, bridge_out *out)
 static int32_t slot_run(bridge_slot *s, const bridge_config *cfg, const char *src, size_t len, bridge_out *out)
 {
 	memset(out, 0, sizeof(*out));
+	/* A session's run goes on in the session's sandbox when it has one. */
+	bool cont = cfg->session && s->session && s->open;
+	s->session_run = cfg->session != 0;
+	s->ckpt_taken = false;
 	s->killed = 0;
 	s->run_id = cfg->run_id;
 	s->run_start = now_ns();
 	s->deadline = s->run_start + cfg->budget_ns;
-	s->heap_used = 0;
+	if (!cont)
+		s->heap_used = 0;
 	s->heap_limit = cfg->memory;
 	s->payload = cfg->payload;
 	s->logs_limit = cfg->logs;
@@ -540,7 +549,7 @@ static int32_t slot_run(bridge_slot *s, const bridge_config *cfg, const char *sr
 	s->det_ticks = 0;
 	s->det_bc = cfg->det_bc;
 	s->det_bc_len = cfg->det_bc_len;
-	s->det_ready = false;
+	s->det_ready = cont && s->session_det;
 
 	/* Memory admission: the slot's charge covers what it holds and what
 	 * a new sandbox takes to open, or the run waits (Go) and comes again. */
@@ -551,7 +560,9 @@ static int32_t slot_run(bridge_slot *s, const bridge_config *cfg, const char *sr
 		return BRIDGE_BUDGET;
 	}
 	int32_t st;
-	int opened = open_run(s, cfg);
+	int opened = cont ? session_checkpoint(s) : open_run(s, cfg);
+	if (opened == 0 && cfg->session)
+		s->session = true;
 	s->heap_peak = s->heap_used;
 	if (s->mb && held == 0) {
 		/* What a new slot holds once open (or as far as it got), so the
@@ -572,6 +583,8 @@ static int32_t slot_run(bridge_slot *s, const bridge_config *cfg, const char *sr
 			if (JS_HasException(s->ctx))
 				JS_FreeValue(s->ctx, JS_GetException(s->ctx));
 			opened = -1;
+		} else if (cfg->session) {
+			s->session_det = true;
 		}
 	}
 	if (opened < 0) {
@@ -587,9 +600,17 @@ static int32_t slot_run(bridge_slot *s, const bridge_config *cfg, const char *sr
 			if (JS_HasException(s->ctx))
 				JS_FreeValue(s->ctx, JS_GetException(s->ctx));
 		} else {
-			JSValue v = cfg->mode == BRIDGE_MODE_EXECUTE ? start_execute(s, cfg, src, len, out)
-			            : cfg->mode == BRIDGE_MODE_TOOL  ? start_tool(s, cfg, src, len, out)
-			                                             : load_source(s, cfg, src, len, out);
+			/* A session's run declares its top-level names first: a name
+			 * an earlier run declared fails it here, before it runs. */
+			JSValue v = cfg->prologue_len ? eval_source(s, cfg->prologue, cfg->prologue_len, "<session>") : JS_UNDEFINED;
+			if (JS_IsException(v)) {
+				/* as the run's own throw */
+			} else {
+				JS_FreeValue(s->ctx, v);
+				v = cfg->mode == BRIDGE_MODE_EXECUTE ? start_execute(s, cfg, src, len, out)
+				    : cfg->mode == BRIDGE_MODE_TOOL  ? start_tool(s, cfg, src, len, out)
+				                                     : load_source(s, cfg, src, len, out);
+			}
 			bool sync_body = cfg->mode == BRIDGE_MODE_SCRIPT && cfg->sync_body;
 			if (JS_IsException(v) && sync_body && !s->killed && !s->syntax) {
 				st = script_threw(s, out);
@@ -618,9 +639,11 @@ static int32_t slot_run(bridge_slot *s, const bridge_config *cfg, const char *sr
 int32_t bridge_slot_run(bridge_slot *s, const bridge_config *cfg, const char *src, size_t len, const uint8_t *bc,
                         size_t bc_len, const char *entry, size_t entry_len, const uint8_t *entry_bc,
                         size_t entry_bc_len, const char *args, size_t args_len, const char *selftest,
-                        size_t selftest_len, bridge_out *out)
+                        size_t selftest_len, const char *prologue, size_t prologue_len, bridge_out *out)
 {
 	bridge_config c = *cfg; /* the inputs live as long as this call */
+	c.prologue = prologue;
+	c.prologue_len = prologue_len;
 	c.bc = bc;
 	c.bc_len = bc_len;
 	c.entry = entry;
@@ -903,6 +926,7 @@ void bridge_slot_free(bridge_slot *s)
 		return;
 	if (s->open)
 		sandbox_close(s);
+	session_free(s);
 	for (int i = 0; i < NIMAGES; i++)
 		if (s->images[i].bytes && s->images[i].mapped)
 			munmap(s->images[i].bytes, s->images[i].mapped);
@@ -950,7 +974,7 @@ int64_t bridge_raw_lifecycle(bridge_slot *s, const bridge_config *cfg, const cha
                              size_t bc_len)
 {
 	bridge_out out;
-	int32_t st = bridge_slot_run(s, cfg, src, len, bc, bc_len, NULL, 0, NULL, 0, NULL, 0, NULL, 0, &out);
+	int32_t st = bridge_slot_run(s, cfg, src, len, bc, bc_len, NULL, 0, NULL, 0, NULL, 0, NULL, 0, NULL, 0, &out);
 	int64_t n = st == BRIDGE_DONE ? (int64_t)out.size : -1;
 	if (st == BRIDGE_PENDING) {
 		bridge_out tail;

@@ -158,6 +158,13 @@ typedef struct bridge_config {
 	 * the body's own: adopted if a thenable, and a throw is reported
 	 * after the jobs queued before it, as the async function would. */
 	int32_t sync_body;
+	/* A session's run (bridge_session.c): it goes on in the slot's
+	 * session sandbox when there is one (else it opens it) and is a
+	 * transaction on it; it runs the prologue (global code declaring the
+	 * run's top-level names, set by bridge_slot_run) before its source. */
+	int32_t session;
+	const char *prologue;
+	size_t prologue_len;
 } bridge_config;
 
 typedef struct bridge_out {
@@ -255,7 +262,7 @@ void bridge_slot_cancel(bridge_slot *s, int64_t run_id);
 int32_t bridge_slot_run(bridge_slot *s, const bridge_config *cfg, const char *src, size_t len, const uint8_t *bc,
                         size_t bc_len, const char *entry, size_t entry_len, const uint8_t *entry_bc,
                         size_t entry_bc_len, const char *args, size_t args_len, const char *selftest,
-                        size_t selftest_len, bridge_out *out);
+                        size_t selftest_len, const char *prologue, size_t prologue_len, bridge_out *out);
 
 /* Settles async host call `call` of a pending run: resolves its promise
  * with the JSON in data (BRIDGE_CALL_OK; data[len] must be '\0') or

@@ -91,7 +91,7 @@ static void forget_sandbox(bridge_slot *s)
 
 /* Records how far the arena's allocations reached, for the next restore
  * to clear. */
-static void mark_dirty(bridge_slot *s)
+void mark_dirty(bridge_slot *s)
 {
 	if (s->ar->hwm > s->dirty_end)
 		s->dirty_end = s->ar->hwm;
@@ -276,7 +276,7 @@ static int build_image(bridge_slot *s, const bridge_config *cfg, slot_image *im)
 /* Puts a sandbox's bytes back: zeroes over whatever differs from zero
  * past them (another image, the last run's allocations), then the
  * region's prefix and the slot's pointers into it. */
-static void restore_bytes(bridge_slot *s, const uint8_t *bytes, size_t len, const saved_state *saved)
+void restore_bytes(bridge_slot *s, const uint8_t *bytes, size_t len, const saved_state *saved)
 {
 	char *base = (char *)s->ar;
 	if (s->dirty_end > len) {

@@ -320,7 +320,30 @@ struct bridge_slot {
 	size_t logs_used; /* text bytes + one per line, measured against logs_limit */
 	size_t logs_limit;
 	uint64_t logs_dropped;
+
+	/* Sessions (bridge_session.c): the sandbox is a session's and outlives
+	 * its runs; the run in progress is one of its runs; the sandbox has
+	 * the virtual clock's Date; and the checkpoint the run rolls back to
+	 * (a mapping of ckpt_mapped bytes, ckpt_len of them the arena's). */
+	bool session;
+	bool session_run;
+	bool session_det;
+	bool ckpt_taken;
+	uint8_t *ckpt;
+	size_t ckpt_mapped, ckpt_len;
+	saved_state ckpt_saved;
 };
+
+/* Sessions (bridge_session.c): the checkpoint a session's run starts from
+ * (-1 if it has no room); the end of the run, kept (ok) or rolled back;
+ * the slot's checkpoint given back. */
+int session_checkpoint(bridge_slot *s);
+void session_end(bridge_slot *s, bool ok);
+void session_free(bridge_slot *s);
+/* bridge_image.c: how far the arena was written (for the next restore),
+ * and a restore of bytes taken from it. */
+void mark_dirty(bridge_slot *s);
+void restore_bytes(bridge_slot *s, const uint8_t *bytes, size_t len, const saved_state *saved);
 
 /* Budgets (bridge_arena.c): what the slot holds resident; charging for
  * it and extra bytes more as the sandbox grows, false if the budget

@@ -288,7 +288,6 @@ type govRun struct {
 
 	ended    atomic.Bool   // the run has settled (end)
 	done     chan struct{} // closed as ended is set
-	claimed  atomic.Bool   // a resumed run's: taken by the run Resume starts
 	from     string        // a resumed run's: the continuation's id
 	stop     error         // why the run was stopped at a call: errPausedHere or a divergence
 	paused   int           // the call it paused at
@@ -775,21 +774,13 @@ func (r *govRun) pause(ex *Executor) (*Paused, error) {
 		Completed: completed, Expires: b.expiry()}, nil
 }
 
-// resumeKey carries a resumed run's governed side from Resume to Run or
-// Execute.
-type resumeKey struct{}
-
 // govern returns the governed side of a run under the executor's
-// Governance (nil without one, at no cost), or the resumed run's that ctx
-// carries; a run that may pause is made deterministic (a fresh seed and
+// Governance (nil without one, at no cost); a run that may pause is made deterministic (a fresh seed and
 // the current time on a virtual clock, unless ctx fixes them), so that a
 // resume can repeat it.
 func (e *Executor) govern(ctx context.Context, origin continuationBody) (context.Context, *govRun) {
 	if e.gov == nil {
 		return ctx, nil // nothing to govern, and no resume (Resume needs a Governance)
-	}
-	if r, ok := ctx.Value(resumeKey{}).(*govRun); ok && r.claimed.CompareAndSwap(false, true) {
-		return ctx, r // a run a handler starts with the resumed run's context is a run of its own
 	}
 	if e.gov.mayPause() {
 		d, ok := determinismOf(ctx)
@@ -855,14 +846,16 @@ func (e *Executor) Resume(ctx context.Context, continuation []byte, d Decision, 
 	r := newGovRun(e.gov, *b)
 	r.origin.Calls, r.origin.Pending, r.origin.ID = nil, 0, ""
 	r.replay, r.pending, r.decision, r.from = b.Calls, b.Pending, d, b.ID
-	ctx = context.WithValue(WithDeterminism(ctx, Determinism{Seed: b.Seed, Clock: b.Clock}), resumeKey{}, r)
+	// The run's handlers see its seed, clock and grants in ctx (a run
+	// one of them starts is a run of its own, governed afresh).
+	ctx = WithDeterminism(ctx, Determinism{Seed: b.Seed, Clock: b.Clock})
 	if b.Grants != nil {
 		ctx = Grant(ctx, b.Grants...)
 	}
 	if b.Mode == modeExecute {
-		return e.Execute(ctx, Request{Code: b.Code, Providers: b.Providers, Dispatch: dispatch})
+		return e.executeObserved(ctx, Request{Code: b.Code, Providers: b.Providers, Dispatch: dispatch}, r)
 	}
-	res, err := e.Run(ctx, b.Code)
+	res, err := e.runObserved(ctx, b.Code, r)
 	out := ExecuteResult{Logs: []string{}}
 	if res != nil {
 		out.Result, out.Stats, out.Paused = res.Value, res.Stats, res.Paused

@@ -132,6 +132,8 @@ type program struct {
 	args        []byte     // NUL-terminated argument JSON (tool calls)
 	selftest    []byte     // NUL-terminated self-test (registration), or nil
 	selftestMap *sourceMap // the self-test's positions, with selftest
+	prologue    []byte     // NUL-terminated: a session run's declarations (see jspos.SessionBody), or nil
+	session     bool       // a session's run: in the session's sandbox, a transaction on it
 	dispatch    DispatchFunc
 	retain      bool
 	outbound    http.RoundTripper // the network the run is granted (fetch), or nil
@@ -186,119 +188,9 @@ type outcome struct {
 	detail   string    // BRIDGE_COMPILE's error, BRIDGE_NOT_FUNCTION's type
 	bytecode []byte    // src's bytecode when wantBC compiled it
 	entryBC  []byte    // the entry's when wantEntryBC compiled it
-	stats    RunStats  // HostCalls and PeakMemory (the API sets Elapsed)
-}
-
-// run executes a program in a fresh sandbox. Its deadline counts from
-// start (less its queue waits, WithQueueTimeout).
-func (ex *Executor) run(ctx context.Context, prog *program, start time.Time) outcome {
-	deadline, budget := runDeadline(ctx, start, ex.limits.Deadline)
-	var clk *clock // nil: a fixed clock, the call's own (no allocation)
-	if ex.queueTimeout > 0 {
-		clk = newClock(ctx, deadline, ex.queueTimeout)
-	}
-	for tries := 1; ; tries++ {
-		o, again := ex.attempt(ctx, prog, start, deadline, budget, clk)
-		if !again {
-			return o
-		}
-		// The memory budget had no room for the run to open: it ran
-		// nothing, holds nothing, and waits for memory to come back.
-		if err := ex.waitMemory(ctx, deadline, clk, tries); err != nil {
-			return outcome{err: ex.turnedAway(ctx, prog.name, err)}
-		}
-	}
-}
-
-// attempt is one try at a run: again says the memory budget refused it
-// before any of its code ran (it may try again).
-func (ex *Executor) attempt(ctx context.Context, prog *program, start, deadline time.Time, budget time.Duration,
-	clk *clock) (o outcome, again bool) {
-	name, smap := prog.name, prog.smap
-	until, queue := deadline, false
-	if clk != nil {
-		until, queue = clk.waitUntil()
-	}
-	s, noSlot := ex.slots.get(ctx, until, ex.closing.Done(), clk)
-	clk.start()
-	if noSlot != nil {
-		cause := noSlot.cause
-		if noSlot.timeout && queue {
-			cause = ex.queueTimeoutError()
-		}
-		return outcome{err: busyError(ctx, name, cause)}, false
-	}
-	kept := false
-	caps := ex.caps.Load()
-	if names, ok := grantsOf(ctx); ok {
-		caps = ex.grantTable(caps, names)
-	}
-	if prog.outbound != nil {
-		caps = ex.fetchTable(caps)
-		ctx = context.WithValue(ctx, outboundKey{}, prog.outbound)
-	}
-	defer func() {
-		if kept {
-			o.retained = ex.retain(s, name, smap, caps)
-		} else {
-			ex.slots.put(s)
-		}
-	}()
-	s.gen++
-	s.prog = *prog // the caller's program stays on its stack
-	p := &s.prog
-	s.run = call{ex: ex, prog: p, name: p.name, slot: s, start: start, clock: clk, budget: budget,
-		caps: caps, ctx: ctx, fixed: clock{deadline: deadline}}
-	c := &s.run
-	if c.clock == nil {
-		c.clock = &c.fixed
-	}
-	s.call = c
-	defer func() {
-		if c.host != nil {
-			c.host.close()
-		}
-		s.call, s.run, s.prog = nil, call{}, program{}
-	}()
-
-	if ctx.Done() != nil {
-		s.cancel.Add(1)
-		gen := s.gen
-		stop := context.AfterFunc(ctx, func() {
-			C.bridge_slot_cancel(s.c, C.int64_t(gen))
-			s.cancel.Done()
-		})
-		defer func() {
-			if stop() {
-				s.cancel.Done()
-			}
-			s.cancel.Wait() // the slot must outlive a cancel in flight
-		}()
-	}
-
-	if err := c.enter(); err != nil {
-		return outcome{err: busyError(ctx, name, err)}, false // it never started
-	}
-	s.io.cfg = c.bridgeConfig()
-	st := slotRun(s, p)
-	c.leave()
-	if st == C.BRIDGE_BUDGET && s.io.out.unstarted != 0 {
-		C.bridge_out_free(&s.io.out)
-		return outcome{}, true
-	}
-	// Bytecode comes with the first slice; the loop's steps reuse out.
-	bc := takeBytecode(&s.io.out.bc, &s.io.out.bc_len)
-	entryBC := takeBytecode(&s.io.out.entry_bc, &s.io.out.entry_bc_len)
-	if st == C.BRIDGE_PENDING {
-		st = c.loop(ctx)
-	}
-	o = c.finish(ctx, st, &s.io.out)
-	if p.gov != nil {
-		c.governedOutcome(ctx, &o)
-	}
-	o.bytecode, o.entryBC = bc, entryBC
-	kept = p.retain && C.bridge_slot_alive(s.c) != 0
-	return o, false
+	stats    RunStats  // HostCalls, PeakMemory and Elapsed
+	refused  bool      // admit or prepare refused the run: it never opened a sandbox
+	cached   bool      // its bytecode came from the cache
 }
 
 // enter takes an execution right for the run, under its deadline, its
@@ -554,6 +446,14 @@ func (c *call) bridgeConfig() C.bridge_config {
 		if p.wantBC {
 			cfg.want_bc = 1
 		}
+		if p.session {
+			// A session's sandbox lives in an arena (its runs are
+			// checkpoints of it), in checked mode too.
+			cfg.session, cfg.unit_image = 1, 0
+			cfg.snapshot = 1
+			cfg.image_id = C.uintptr_t(uintptr(unsafe.Pointer(c.caps)))
+			cfg.tmpls = c.caps.tmpls
+		}
 	}
 	return cfg
 }
@@ -567,8 +467,9 @@ func slotRun(s *slot, p *program) C.int32_t {
 	entry, entryLen := textArg(p.entry)
 	args, argsLen := textArg(p.args)
 	self, selfLen := textArg(p.selftest)
+	pro, proLen := textArg(p.prologue)
 	return C.bridge_slot_run(s.c, &s.io.cfg, (*C.char)(unsafe.Pointer(&p.src[0])), C.size_t(len(p.src)-1),
-		bc, bcLen, entry, entryLen, entryBC, entryBCLen, args, argsLen, self, selfLen, &s.io.out)
+		bc, bcLen, entry, entryLen, entryBC, entryBCLen, args, argsLen, self, selfLen, pro, proLen, &s.io.out)
 }
 
 // bytesArg is b as a C buffer argument (NULL when empty).

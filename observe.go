@@ -30,7 +30,7 @@ type Observer interface {
 }
 
 // RunInfo names a run: its kind (RunKindRun, RunKindExecute,
-// RunKindResume) and, for a resume, the continuation's id.
+// RunKindResume, RunKindSession) and, for a resume, the continuation's id.
 type RunInfo struct {
 	Kind         string
 	Continuation string
@@ -41,6 +41,7 @@ const (
 	RunKindRun     = "run"     // Executor.Run (and CodeModeTool)
 	RunKindExecute = "execute" // Executor.Execute
 	RunKindResume  = "resume"  // Executor.Resume
+	RunKindSession = "session" // Session.Run
 )
 
 // RunEnd is how a run ended: Outcome is "ok", "paused" or the
@@ -101,12 +102,12 @@ type runObs struct {
 	ctx  context.Context
 }
 
-// runStart tells the Observer of a run; a run Resume started is kind
-// resume.
-func (e *Executor) runStart(ctx context.Context, kind string) (context.Context, runObs) {
+// runStart tells the Observer of a run; a run Resume started (resumed
+// set) is kind resume.
+func (e *Executor) runStart(ctx context.Context, kind string, resumed *govRun) (context.Context, runObs) {
 	info := RunInfo{Kind: kind}
-	if r, ok := ctx.Value(resumeKey{}).(*govRun); ok && !r.claimed.Load() {
-		info = RunInfo{Kind: RunKindResume, Continuation: r.from}
+	if resumed != nil {
+		info = RunInfo{Kind: RunKindResume, Continuation: resumed.from}
 	}
 	ctx = e.observer.RunStart(ctx, info)
 	return ctx, runObs{info: info, ctx: ctx}

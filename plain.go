@@ -61,15 +61,13 @@ func plainRun(src string, body bool, lim Limits) plainOutcome {
 // run. The Result holds the logs; an error is what was thrown (kind js),
 // or the deadline's or the memory limit's.
 func (e *Executor) runGlobal(ctx context.Context, src string) (*Result, error) {
-	start := time.Now()
-	if !e.enter() {
-		return nil, internalError(RunJSToolName, ErrClosed)
-	}
-	defer e.life.RUnlock()
 	p := &program{name: RunJSToolName, mode: C.BRIDGE_MODE_GLOBAL, file: scriptFile,
 		smap: sourceMap{file: scriptFileName, shape: jspos.Body, src: src, in: &instrumented{m: jspos.Plain(src)}},
 		src:  cString(stringBytes(src))}
-	o := e.run(ctx, p, start)
+	o := e.do(ctx, p, runInput{start: time.Now()})
+	if o.refused {
+		return nil, o.err
+	}
 	res := &Result{Logs: o.logs, Stats: o.stats}
 	if o.err != nil {
 		return res, o.err

@@ -434,7 +434,7 @@ func (s *sourceMap) syntaxError(msg string) string {
 	line, _ := enginePosition(msg, s.file)
 	var off int
 	switch se := m.SyntaxError(); {
-	case text == "break/continue label not found" && s.shape == jspos.Body:
+	case text == "break/continue label not found" && (s.shape == jspos.Body || s.shape == jspos.SessionBody):
 		// Only the wrapper's own label can be missing: the source closed
 		// the wrapper's block with a brace it never opened.
 		text = "Unexpected token '}'"

@@ -351,12 +351,18 @@ func (e *Executor) Execute(ctx context.Context, req Request) ExecuteResult {
 	if ctx == nil {
 		return refusedResult(nilContext(ExecuteName))
 	}
+	return e.executeObserved(ctx, req, nil)
+}
+
+// executeObserved is Execute, or Resume's run of an Execute program
+// (resumed set), told to the Observer.
+func (e *Executor) executeObserved(ctx context.Context, req Request, resumed *govRun) ExecuteResult {
 	if e.observer == nil {
-		res, _ := e.execute(ctx, req)
+		res, _ := e.execute(ctx, req, resumed)
 		return res
 	}
-	ctx, t := e.runStart(ctx, RunKindExecute)
-	res, cached := e.execute(ctx, req)
+	ctx, t := e.runStart(ctx, RunKindExecute, resumed)
+	res, cached := e.execute(ctx, req, resumed)
 	var err error
 	switch {
 	case res.Err != nil:
@@ -368,9 +374,10 @@ func (e *Executor) Execute(ctx context.Context, req Request) ExecuteResult {
 	return res
 }
 
-// execute is Execute; cached says the program's bytecode came from the
+// execute is Execute's input to the run's path (run.go) and its outcome
+// as an ExecuteResult; cached says the program's bytecode came from the
 // cache.
-func (e *Executor) execute(ctx context.Context, req Request) (res ExecuteResult, cached bool) {
+func (e *Executor) execute(ctx context.Context, req Request, resumed *govRun) (res ExecuteResult, cached bool) {
 	start := time.Now()
 	res.Logs = []string{}
 	defer func() { res.Stats.Elapsed = time.Since(start) }()
@@ -388,13 +395,6 @@ func (e *Executor) execute(ctx context.Context, req Request) (res ExecuteResult,
 	fail := func(err *ExecError) (ExecuteResult, bool) {
 		res.Err, res.Error = err, err.describe()
 		return res, cached
-	}
-	if !e.enter() {
-		return fail(internalError(ExecuteName, ErrClosed))
-	}
-	defer e.life.RUnlock()
-	if err := ctx.Err(); err != nil {
-		return fail(contextError(ExecuteName, err))
 	}
 	runtime, err := runtimeBytecode()
 	if err != nil {
@@ -418,31 +418,11 @@ func (e *Executor) execute(ctx context.Context, req Request) (res ExecuteResult,
 	if req.Outbound != nil {
 		p.outbound = req.Outbound
 	}
-	ctx, p.gov = e.govern(ctx, continuationBody{Mode: modeExecute, Code: req.Code, Providers: req.Providers,
-		OwnNetwork: req.Outbound != nil})
-	if p.gov != nil && e.gov.mayPause() {
-		if why := undeclarable(req.Providers); why != "" {
-			return fail(&ExecError{Kind: KindInvalidArgs, Name: ExecuteName, Reason: why})
-		}
-	}
-	key, release, lerr := e.load(ctx, start, p, unitProgram)
-	if lerr != nil {
-		return fail(lerr)
-	}
-	defer release()
-	cached = p.bc != nil
-	entryKey := entry.key
-	if bc, ok := e.cache.get(entryKey); ok {
-		p.entryBC = bc
-	} else {
-		p.wantEntryBC = true
-	}
-	o := e.run(ctx, p, start)
-	if o.bytecode != nil {
-		e.cache.put(key, o.bytecode)
-	}
-	if o.entryBC != nil {
-		e.cache.put(entryKey, o.entryBC)
+	o := e.do(ctx, p, runInput{start: start, unit: unitProgram, mode: modeExecute, ownNetwork: req.Outbound != nil,
+		resumed: resumed, cacheBC: true})
+	cached = o.cached
+	if o.refused {
+		return fail(o.err)
 	}
 	if o.logs != nil {
 		res.Logs = o.logs

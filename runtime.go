@@ -54,6 +54,7 @@ type Executor struct {
 	schemas     schemaCache
 	// retained counts the loops of retained sandboxes, which own slots.
 	retained   sync.WaitGroup
+	sessions   sessionSet // the open sessions, which own slots
 	retainIdle time.Duration
 	// queueTimeout, when positive, makes a run's deadline its own time
 	// and bounds its queue waits apart (WithQueueTimeout).
@@ -285,9 +286,11 @@ func (e *Executor) Close() error {
 	}
 	e.stopClosing()
 	e.slots.cancelAll()
+	e.sessions.cancelAll()
 	e.life.Lock()
 	defer e.life.Unlock()
 	e.retained.Wait()
+	e.sessions.closeAll()
 	e.slots.freeAll()
 	e.memory.leave(&e.slots)
 	e.capMu.Lock()
@@ -348,12 +351,18 @@ func (e *Executor) Run(ctx context.Context, script string) (*Result, error) {
 	if ctx == nil {
 		return nil, nilContext(RunJSToolName)
 	}
+	return e.runObserved(ctx, script, nil)
+}
+
+// runObserved is Run, or Resume's run of a Run program (resumed set),
+// told to the Observer.
+func (e *Executor) runObserved(ctx context.Context, script string, resumed *govRun) (*Result, error) {
 	if e.observer == nil {
-		res, err, _ := e.runScript(ctx, script)
+		res, err, _ := e.runScript(ctx, script, resumed)
 		return res, err
 	}
-	ctx, t := e.runStart(ctx, RunKindRun)
-	res, err, cached := e.runScript(ctx, script)
+	ctx, t := e.runStart(ctx, RunKindRun, resumed)
+	res, err, cached := e.runScript(ctx, script, resumed)
 	var st RunStats
 	if res != nil {
 		st = res.Stats
@@ -362,34 +371,19 @@ func (e *Executor) Run(ctx context.Context, script string) (*Result, error) {
 	return res, err
 }
 
-// runScript is Run; cached says the script's bytecode came from the cache.
-func (e *Executor) runScript(ctx context.Context, script string) (_ *Result, _ error, cached bool) {
-	start := time.Now()
-	if !e.enter() {
-		return nil, internalError(RunJSToolName, ErrClosed), false
-	}
-	defer e.life.RUnlock()
-	if err := ctx.Err(); err != nil {
-		return nil, contextError(RunJSToolName, err), false
-	}
+// runScript is Run's input to the run's path (run.go) and its outcome as a
+// Result; cached says the script's bytecode came from the cache.
+func (e *Executor) runScript(ctx context.Context, script string, resumed *govRun) (_ *Result, _ error, cached bool) {
 	p := &program{name: RunJSToolName, file: scriptFile,
 		smap:     sourceMap{file: scriptFileName, head: runHead, shape: jspos.Body, src: script, ts: e.ts, mods: e.modules},
 		outbound: e.outbound}
-	ctx, p.gov = e.govern(ctx, continuationBody{Mode: modeRun, Code: script})
-	key, release, err := e.load(ctx, start, p, unitScript)
-	if err != nil {
-		return nil, err, false
+	o := e.do(ctx, p, runInput{start: time.Now(), unit: unitScript, mode: modeRun, resumed: resumed, cacheBC: true})
+	if o.refused {
+		return nil, o.err, false
 	}
-	defer release()
-	cached = p.bc != nil
-	o := e.run(ctx, p, start)
-	if o.bytecode != nil {
-		e.cache.put(key, o.bytecode)
-	}
-	o.stats.Elapsed = time.Since(start)
 	res := &Result{Value: o.value, Logs: o.logs, Stats: o.stats, Paused: o.paused}
 	if o.err != nil {
-		return res, o.err, cached
+		return res, o.err, o.cached
 	}
-	return res, nil, cached
+	return res, nil, o.cached
 }

@@ -40,41 +40,54 @@ import (
 type unitKind int
 
 const (
-	unitScript  unitKind = iota // Run's body (wrapScript)
+	unitNone    unitKind = iota // nothing to ready: pinned bytecode, or global code as it is
+	unitScript                  // Run's body (wrapScript)
 	unitTool                    // a registered tool's source (wrapTool)
 	unitProgram                 // Execute's code over its providers (programSource)
+	unitSession                 // a session's Run body: wrapScript, its declarations hoisted (jspos.SessionBody)
 )
 
 // load readies p's source (p.smap.src) to run as kind: from the bytecode
 // cache (p.bc), or as text to compile (p.src, with p.wantBC: the run hands
 // its bytecode back for the cache under key). The instrumentation is
 // shared with the runs that prepare the same key at once, and counts
-// against the run that starts at start (see prepare). Call release once
-// the run has compiled.
-func (e *Executor) load(ctx context.Context, start time.Time, p *program, kind unitKind) (key [32]byte, release func(), err *ExecError) {
+// against the run's deadline (see instrument). Call release once the run
+// has compiled.
+func (e *Executor) load(ctx context.Context, deadline time.Time, budget time.Duration, p *program, kind unitKind) (key [32]byte, release func(), err *ExecError) {
 	src := p.smap.src
 	switch kind {
 	case unitScript:
 		key, p.syncBody = e.runKeys.key(src)
 	case unitTool:
 		key = scriptKey("tool", src)
+	case unitSession:
+		key, p.syncBody = scriptKey("session", src), awaitFree(src)
 	default:
 		key = e.programKeys.program(src, p.providers)
 	}
 	if bc, ok := e.cache.get(key); ok {
-		p.bc, p.src = bc, noSource
-		if kind == unitProgram {
-			p.smap.head = programHead(p.providers)
+		if kind != unitSession {
+			p.bc, p.src = bc, noSource
+			if kind == unitProgram {
+				p.smap.head = programHead(p.providers)
+			}
+			return key, func() {}, nil
 		}
-		return key, func() {}, nil
+		if globals, ok := e.cache.get(globalsKey(key)); ok {
+			p.bc, p.src, p.prologue = bc, noSource, globals
+			return key, func() {}, nil
+		}
 	}
-	if release, err = e.prepare(ctx, start, key, p); err != nil {
+	if release, err = e.instrument(ctx, deadline, budget, key, p); err != nil {
 		return key, nil, err
 	}
 	text := p.smap.instrument().Source()
 	switch kind {
 	case unitScript:
 		p.src = wrapScript(text, key, guarded(p.smap.in.m.Form()), jspos.StrictBody(src), p.syncBody)
+	case unitSession:
+		p.src = wrapScript(text, key, guarded(p.smap.in.m.Form()), jspos.StrictBody(src), p.syncBody)
+		p.prologue = cString([]byte(p.smap.in.m.Globals()))
 	case unitTool:
 		p.src = wrapTool(text, key)
 	default:
@@ -82,6 +95,13 @@ func (e *Executor) load(ctx context.Context, start time.Time, p *program, kind u
 	}
 	p.wantBC = true
 	return key, release, nil
+}
+
+// globalsKey is the cache key of a session body's declaration prologue,
+// next to its bytecode's key.
+func globalsKey(key [32]byte) [32]byte {
+	key[0] ^= 0xff
+	return key
 }
 
 // selftestSource readies a tool's self-test, which takes every shape a
@@ -93,13 +113,13 @@ func (e *Executor) selftestSource(src string) (*sourceMap, []byte) {
 	return sm, []byte(selftestHead + sm.instrument().Source() + selftestTail + "\x00")
 }
 
-// prepare instruments a program's source (shared with the runs that miss
-// the cache for it at once), as part of the run that starts at start: a
-// run whose deadline passes, or whose ctx ends, while its source is
-// prepared fails with that outcome, as if it had run (see
-// instruments.share). Call release once the source is compiled.
-func (e *Executor) prepare(ctx context.Context, start time.Time, key [32]byte, p *program) (release func(), err *ExecError) {
-	deadline, budget := runDeadline(ctx, start, e.limits.Deadline)
+// instrument instruments a program's source (shared with the runs that
+// miss the cache for it at once), as part of the run whose deadline is
+// deadline, budget after its start: a run whose deadline passes, or whose
+// ctx ends, while its source is prepared fails with that outcome, as if it
+// had run (see instruments.share). Call release once the source is
+// compiled.
+func (e *Executor) instrument(ctx context.Context, deadline time.Time, budget time.Duration, key [32]byte, p *program) (release func(), err *ExecError) {
 	release, st, ok := e.instruments.share(ctx, deadline, key, &p.smap)
 	if ok {
 		return release, nil

@@ -133,25 +133,16 @@ func (e *Executor) Register(ctx context.Context, src ToolSource) (RegisteredTool
 	if verr != nil {
 		return RegisteredTool{}, verr
 	}
-	if !e.enter() {
-		return RegisteredTool{}, &RegisterError{Stage: StageExecution, Exec: internalError("register", ErrClosed)}
-	}
-	defer e.life.RUnlock()
-	if err := ctx.Err(); err != nil {
-		return RegisteredTool{}, &RegisterError{Stage: StageExecution, Exec: contextError(src.Name, err)}
-	}
-
 	source := trimStatementEnd(src.Source)
 	p := &program{name: src.Name, mode: C.BRIDGE_MODE_REGISTER, file: toolFile, smap: toolMap(source, e.ts)}
-	key, release, err := e.load(ctx, start, p, unitTool)
-	if err != nil {
-		return RegisteredTool{}, &RegisterError{Stage: StageExecution, Exec: err}
-	}
-	defer release()
 	if src.SelfTest != "" {
 		p.selftestMap, p.selftest = e.selftestSource(src.SelfTest)
 	}
-	o := e.run(ctx, p, start)
+	o := e.do(ctx, p, runInput{start: start, unit: unitTool, closedName: "register"})
+	if o.refused {
+		return RegisteredTool{}, &RegisterError{Stage: StageExecution, Exec: o.err}
+	}
+	key := scriptKey("tool", p.smap.src)
 	if err := registerError(o); err != nil {
 		return RegisteredTool{}, err
 	}
@@ -185,6 +176,24 @@ func (e *Executor) Register(ctx context.Context, src ToolSource) (RegisteredTool
 	e.tools.order = append(e.tools.order, src.Name)
 	return t.meta, nil
 }
+
+// tool is the registered tool a call of name with args calls: kind
+// not_found for an unknown name, invalid_args for arguments it refuses.
+func (e *Executor) tool(name string, args json.RawMessage) (*tool, *ExecError) {
+	e.tools.mu.RLock()
+	t, ok := e.tools.byKey[name]
+	e.tools.mu.RUnlock()
+	if !ok {
+		return nil, &ExecError{Kind: KindNotFound, Name: name}
+	}
+	if reason := t.argsProblem(args); reason != "" {
+		return nil, &ExecError{Kind: KindInvalidArgs, Name: name, Reason: reason}
+	}
+	return t, nil
+}
+
+// trimArgs is a tool call's argument JSON as the engine reads it.
+func trimArgs(args json.RawMessage) []byte { return bytes.TrimSpace(args) }
 
 // registerError maps a registration run's outcome to its stage.
 func registerError(o outcome) *RegisterError {
@@ -287,25 +296,13 @@ func (e *Executor) Call(ctx context.Context, name string, args json.RawMessage) 
 		return nil, nilContext(name)
 	}
 	start := time.Now()
-	e.tools.mu.RLock()
-	t, ok := e.tools.byKey[name]
-	e.tools.mu.RUnlock()
-	if !ok {
-		return nil, &ExecError{Kind: KindNotFound, Name: name}
+	t, err := e.tool(name, args)
+	if err != nil {
+		return nil, err
 	}
-	if reason := t.argsProblem(args); reason != "" {
-		return nil, &ExecError{Kind: KindInvalidArgs, Name: name, Reason: reason}
-	}
-	if !e.enter() {
-		return nil, internalError(name, ErrClosed)
-	}
-	defer e.life.RUnlock()
-	if err := ctx.Err(); err != nil {
-		return nil, contextError(name, err)
-	}
-	e.cache.hits.Add(1) // a call reads the tool's pinned bytecode
-	o := e.run(ctx, &program{name: name, mode: C.BRIDGE_MODE_TOOL, file: toolFile, smap: toolMap(t.source, e.ts),
-		src: noSource, bc: t.bc, args: cString(bytes.TrimSpace(args)), unit: true, unitKey: t.key}, start)
+	p := &program{name: name, mode: C.BRIDGE_MODE_TOOL, file: toolFile, smap: toolMap(t.source, e.ts),
+		src: noSource, bc: t.bc, args: cString(trimArgs(args)), unit: true, unitKey: t.key}
+	o := e.do(ctx, p, runInput{start: start})
 	if o.err != nil {
 		return nil, o.err
 	}

@@ -101,6 +101,8 @@ type Map struct {
 	once  sync.Once // makes lines: a Map is safe for concurrent use
 	err   *SyntaxError
 	why   string // Unread: which bound the source passed
+	// globals is a SessionBody's declaration prologue (see hoist).
+	globals string
 }
 
 // Instrument parses src as shape and returns its instrumented text's map.
@@ -131,7 +133,14 @@ func instrument(src string, shape Shape) *Map {
 	if shape == Expression {
 		return instrumentExpression(src)
 	}
+	session := shape == SessionBody
+	if session {
+		shape = Body
+	}
 	s := analyze(src)
+	if session && s.form == Declaration {
+		s.form = Statements // a session declares it, for the runs after
+	}
 	m := &Map{src: s.code, out: s.code, form: s.form}
 	var ins []insertion
 	switch s.form {
@@ -153,6 +162,12 @@ func instrument(src string, shape Shape) *Map {
 		ins = w.ins
 	}
 	code := s.code
+	if session && s.form == Statements {
+		h := hoist(s)
+		ins = append(ins, h.ins...)
+		code = blankKeywords(code, h.keywords)
+		m.globals = h.globals
+	}
 	if shape == StrictExpression && (s.form == Function || s.form == Declaration) && len(s.blanks) > 0 {
 		b := []byte(code)
 		for _, at := range s.blanks {

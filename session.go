@@ -1,0 +1,230 @@
+package codemode
+
+/*
+#include "bridge.h"
+*/
+import "C"
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/codemode-go/codemode/internal/jspos"
+)
+
+// Session is a sandbox whose realm outlives a run: each run in it sees the
+// globals and the top-level declarations of the runs before it, as a REPL
+// does. Open one with [Executor.NewSession].
+//
+// What a later run sees: what the earlier runs declared at the top level
+// of their bodies (`let`, `const`, `var`, `function`, `class`) and what
+// they put on the global object. A name declared again fails the run
+// before any of it runs, as Node's REPL does for an input that awaits: a
+// `let`, `const` or `class` name with a SyntaxError, while a `var` or a
+// function name may be declared again (the new function replaces the
+// old). As in Node's REPL, a `const` so declared may be assigned by a
+// later run, and a name read before its declaration within its run reads
+// undefined. What a run declares below its top level (in a block, a
+// loop's head, a nested function) is its own, as is everything of a
+// program written as one arrow or function (it is called, not declared).
+//
+// Each run is a transaction: one that fails in any way (a throw, its
+// deadline, the memory limit, a cancel, a result past the payload limit,
+// a promise that can never settle) leaves the session exactly as it was
+// before it — no half-built object, no timer it set — and the next run
+// goes on from there. A run that succeeds keeps what it built, and drops
+// only what belongs to it alone: the timers it left and the host calls it
+// did not await (their promises never settle).
+//
+// Each run keeps its own deadline, stats and outcome, as a fresh run
+// does; the session's heap is bounded by the executor's memory limit. A
+// session's runs are deterministic (a fresh seed for Math.random, and a
+// virtual clock from the run's start: see [Determinism]), unless the
+// run's context fixes them. Runs in one session take turns; sessions run
+// side by side like any runs. A session holds a sandbox of its own, apart
+// from the executor's pool, until [Session.Close] or the executor's
+// Close.
+type Session struct {
+	ex *Executor
+	mu sync.Mutex // one run at a time
+	// slot is the session's, out of the pool; nil until its first run.
+	// Atomic: Close cancels the run in progress through it.
+	slot   atomic.Pointer[slot]
+	closed bool
+	caps   *capTable // the capabilities the session's sandbox was opened with
+}
+
+// ErrSessionClosed matches the error of a run in a closed session.
+var ErrSessionClosed = errors.New("codemode: the session is closed")
+
+// NewSession opens a session on the executor. The sandbox is made by its
+// first run.
+func (e *Executor) NewSession() (*Session, error) {
+	if e.isClosed() {
+		return nil, internalError(RunJSToolName, ErrClosed)
+	}
+	s := &Session{ex: e}
+	e.sessions.mu.Lock()
+	defer e.sessions.mu.Unlock()
+	if e.isClosed() {
+		return nil, internalError(RunJSToolName, ErrClosed)
+	}
+	if e.sessions.all == nil {
+		e.sessions.all = make(map[*Session]struct{})
+	}
+	e.sessions.all[s] = struct{}{}
+	return s, nil
+}
+
+// sessionSet is an executor's open sessions, which its Close ends.
+type sessionSet struct {
+	mu  sync.Mutex
+	all map[*Session]struct{}
+}
+
+// cancelAll stops the runs in progress in every session (Close).
+func (ss *sessionSet) cancelAll() {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	for s := range ss.all {
+		if sl := s.slot.Load(); sl != nil {
+			C.bridge_slot_cancel(sl.c, -1)
+		}
+	}
+}
+
+// closeAll frees every session's sandbox (Close, once no run is in
+// progress).
+func (ss *sessionSet) closeAll() {
+	ss.mu.Lock()
+	all := ss.all
+	ss.all = nil
+	ss.mu.Unlock()
+	for s := range all {
+		s.free()
+	}
+}
+
+// Run runs script in the session as [Executor.Run] runs it in a fresh
+// sandbox, with the session's globals and declarations in scope (see
+// [Session]). Its failures are Run's; a run in a closed session fails
+// with an error matching [ErrSessionClosed], and one in a closed
+// executor with [ErrClosed].
+func (s *Session) Run(ctx context.Context, script string) (*Result, error) {
+	if ctx == nil {
+		return nil, nilContext(RunJSToolName)
+	}
+	e := s.ex
+	if e.observer == nil {
+		res, err, _ := s.run(ctx, script)
+		return res, err
+	}
+	ctx, t := e.runStart(ctx, RunKindSession, nil)
+	res, err, cached := s.run(ctx, script)
+	var st RunStats
+	if res != nil {
+		st = res.Stats
+	}
+	e.runEnd(t, st, res != nil && res.Paused != nil, cached, err)
+	return res, err
+}
+
+func (s *Session) run(ctx context.Context, script string) (_ *Result, _ error, cached bool) {
+	e := s.ex
+	start := time.Now()
+	p := &program{name: RunJSToolName, file: scriptFile,
+		smap:     sourceMap{file: scriptFileName, head: runHead, shape: jspos.SessionBody, src: script, ts: e.ts, mods: e.modules},
+		outbound: e.outbound, session: true}
+	o := s.do(ctx, p, runInput{start: start, unit: unitSession, mode: modeRun, cacheBC: true, session: s})
+	if o.refused {
+		return nil, o.err, false
+	}
+	res := &Result{Value: o.value, Logs: o.logs, Stats: o.stats, Paused: o.paused}
+	if o.err != nil {
+		return res, o.err, o.cached
+	}
+	return res, nil, o.cached
+}
+
+// Call calls a registered tool (see [Executor.Call]) in the session's
+// sandbox: the tool sees the session's globals, and a call that succeeds
+// keeps what the tool left on them.
+func (s *Session) Call(ctx context.Context, name string, args json.RawMessage) (json.RawMessage, error) {
+	if ctx == nil {
+		return nil, nilContext(name)
+	}
+	e := s.ex
+	start := time.Now()
+	t, err := e.tool(name, args)
+	if err != nil {
+		return nil, err
+	}
+	p := &program{name: name, mode: C.BRIDGE_MODE_TOOL, file: toolFile, smap: toolMap(t.source, e.ts),
+		src: noSource, bc: t.bc, args: cString(trimArgs(args)), session: true}
+	o := s.do(ctx, p, runInput{start: start, session: s})
+	if o.err != nil {
+		return nil, o.err
+	}
+	return o.value, nil
+}
+
+// do runs in on the run's path, in the session's turn.
+func (s *Session) do(ctx context.Context, p *program, in runInput) outcome {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return outcome{err: internalError(p.name, ErrSessionClosed), refused: true}
+	}
+	if _, ok := determinismOf(ctx); !ok {
+		var b [8]byte
+		rand.Read(b[:])
+		ctx = WithDeterminism(ctx, Determinism{Seed: binary.LittleEndian.Uint64(b[:]), Clock: time.Now().UTC()})
+	} else if d, _ := determinismOf(ctx); d.Clock.IsZero() {
+		d.Clock = time.Now().UTC()
+		ctx = WithDeterminism(ctx, d)
+	}
+	return s.ex.do(ctx, p, in)
+}
+
+// Close ends the session and frees its sandbox; a run in progress ends
+// first (Close waits for it). It is idempotent and returns nil.
+func (s *Session) Close() error {
+	e := s.ex
+	e.sessions.mu.Lock()
+	_, open := e.sessions.all[s]
+	delete(e.sessions.all, s)
+	e.sessions.mu.Unlock()
+	if !open {
+		return nil // closed, or the executor's Close frees it
+	}
+	if sl := s.slot.Load(); sl != nil {
+		C.bridge_slot_cancel(sl.c, -1)
+	}
+	s.free()
+	return nil
+}
+
+// free closes the session and frees its slot, once its run (if any) is
+// over.
+func (s *Session) free() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.closed = true
+	if sl := s.slot.Load(); sl != nil {
+		var out C.bridge_out
+		C.bridge_slot_close(sl.c, &out)
+		C.bridge_out_free(&out)
+		sl.free()
+		s.slot.Store(nil)
+		s.ex.memory.released()
+	}
+}
