@@ -445,3 +445,57 @@ func BenchmarkWebFirstUse(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSession is a run in a warm session beside the same program's
+// fresh Run (the program in a block, so that its declarations are its
+// own and it can run again in the session), then the cost of a run's transaction as the
+// session's heap grows (heap-N-MiB: a trivial run in a session holding N
+// MiB, its checkpoint a copy of that heap).
+func BenchmarkSession(b *testing.B) {
+	e := newExecutor(b, WithLimits(Limits{Memory: 256 << 20}))
+	ctx := context.Background()
+	for _, w := range benchScripts(b) {
+		b.Run("fresh/"+w.name, func(b *testing.B) {
+			b.ReportAllocs()
+			src := "{\n" + w.src + "\n}"
+			for b.Loop() {
+				if _, err := e.Run(ctx, src); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("session/"+w.name, func(b *testing.B) {
+			s, err := e.NewSession()
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			b.ReportAllocs()
+			src := "{\n" + w.src + "\n}"
+			for b.Loop() {
+				if _, err := s.Run(ctx, src); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	for _, mib := range []int{1, 10, 50} {
+		b.Run(fmt.Sprintf("heap-%d-MiB", mib), func(b *testing.B) {
+			s, err := e.NewSession()
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			// Strings of 1 KiB, each its own block.
+			if _, err := s.Run(ctx, fmt.Sprintf("const kept = []; for (let i = 0; i < %d; i++) kept.push(String(i).padEnd(1024, '.'))", mib<<10)); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := s.Run(ctx, "return kept.length"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -853,7 +853,7 @@ func (e *Executor) Resume(ctx context.Context, continuation []byte, d Decision, 
 		ctx = Grant(ctx, b.Grants...)
 	}
 	if b.Mode == modeExecute {
-		return e.executeObserved(ctx, Request{Code: b.Code, Providers: b.Providers, Dispatch: dispatch}, r)
+		return e.executeObserved(ctx, Request{Code: b.Code, Providers: b.Providers, Dispatch: dispatch}, r, nil)
 	}
 	res, err := e.runObserved(ctx, b.Code, r)
 	out := ExecuteResult{Logs: []string{}}

@@ -351,18 +351,22 @@ func (e *Executor) Execute(ctx context.Context, req Request) ExecuteResult {
 	if ctx == nil {
 		return refusedResult(nilContext(ExecuteName))
 	}
-	return e.executeObserved(ctx, req, nil)
+	return e.executeObserved(ctx, req, nil, nil)
 }
 
-// executeObserved is Execute, or Resume's run of an Execute program
-// (resumed set), told to the Observer.
-func (e *Executor) executeObserved(ctx context.Context, req Request, resumed *govRun) ExecuteResult {
+// executeObserved is Execute, Resume's run of an Execute program
+// (resumed set), or a session's Execute (sess set), told to the Observer.
+func (e *Executor) executeObserved(ctx context.Context, req Request, resumed *govRun, sess *Session) ExecuteResult {
 	if e.observer == nil {
-		res, _ := e.execute(ctx, req, resumed)
+		res, _ := e.execute(ctx, req, resumed, sess)
 		return res
 	}
-	ctx, t := e.runStart(ctx, RunKindExecute, resumed)
-	res, cached := e.execute(ctx, req, resumed)
+	kind := RunKindExecute
+	if sess != nil {
+		kind = RunKindSession
+	}
+	ctx, t := e.runStart(ctx, kind, resumed)
+	res, cached := e.execute(ctx, req, resumed, sess)
 	var err error
 	switch {
 	case res.Err != nil:
@@ -377,7 +381,7 @@ func (e *Executor) executeObserved(ctx context.Context, req Request, resumed *go
 // execute is Execute's input to the run's path (run.go) and its outcome
 // as an ExecuteResult; cached says the program's bytecode came from the
 // cache.
-func (e *Executor) execute(ctx context.Context, req Request, resumed *govRun) (res ExecuteResult, cached bool) {
+func (e *Executor) execute(ctx context.Context, req Request, resumed *govRun, sess *Session) (res ExecuteResult, cached bool) {
 	start := time.Now()
 	res.Logs = []string{}
 	defer func() { res.Stats.Elapsed = time.Since(start) }()
@@ -418,8 +422,20 @@ func (e *Executor) execute(ctx context.Context, req Request, resumed *govRun) (r
 	if req.Outbound != nil {
 		p.outbound = req.Outbound
 	}
-	o := e.do(ctx, p, runInput{start: start, unit: unitProgram, mode: modeExecute, ownNetwork: req.Outbound != nil,
-		resumed: resumed, cacheBC: true})
+	in := runInput{start: start, unit: unitProgram, mode: modeExecute, ownNetwork: req.Outbound != nil,
+		resumed: resumed, cacheBC: true}
+	var o outcome
+	if sess != nil {
+		if req.RetainHandles {
+			return fail(&ExecError{Kind: KindInvalidArgs, Name: ExecuteName,
+				Reason: "a session's run cannot retain its sandbox (RetainHandles): the session keeps it"})
+		}
+		p.session, p.unit, p.smap.shape = true, false, jspos.SessionStrictExpression
+		in.unit, in.session = unitSessionProgram, sess
+		o = sess.do(ctx, p, in)
+	} else {
+		o = e.do(ctx, p, in)
+	}
 	cached = o.cached
 	if o.refused {
 		return fail(o.err)

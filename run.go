@@ -299,7 +299,7 @@ func (r *run) settle(in *runInput, st C.int32_t, o *outcome) {
 	if in.cacheBC {
 		if r.bc != nil {
 			r.ex.cache.put(r.key, r.bc)
-			if in.unit == unitSession {
+			if in.unit == unitSession || in.unit == unitSessionProgram {
 				r.ex.cache.put(globalsKey(r.key), c.prog.prologue)
 			}
 		}

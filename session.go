@@ -174,6 +174,23 @@ func (s *Session) Call(ctx context.Context, name string, args json.RawMessage) (
 	return o.value, nil
 }
 
+// Execute runs a request in the session as [Executor.Execute] runs it in a
+// fresh sandbox, with the session's globals in scope. The providers (and
+// the dispatch) are the request's, and may differ from run to run: they
+// are bound for this run only, as the program's parameters, so a helper
+// an earlier run declared that calls a provider reaches the provider
+// object it closed over, whose calls go to the dispatch of the run in
+// progress when it is called. A program written as statements keeps its
+// top-level declarations as Run does in a session; one written as a
+// function keeps only what it puts on globalThis. RetainHandles is
+// refused: the session keeps its sandbox.
+func (s *Session) Execute(ctx context.Context, req Request) ExecuteResult {
+	if ctx == nil {
+		return refusedResult(nilContext(ExecuteName))
+	}
+	return s.ex.executeObserved(ctx, req, nil, s)
+}
+
 // do runs in on the run's path, in the session's turn.
 func (s *Session) do(ctx context.Context, p *program, in runInput) outcome {
 	s.mu.Lock()

@@ -241,3 +241,35 @@ func TestSessionClose(t *testing.T) {
 	_, err = e.NewSession()
 	assert.ErrorIs(t, err, ErrClosed)
 }
+
+// TestSessionExecute: Execute requests in a session keep what their
+// statements declare, their providers may differ from run to run, and
+// they see what Run declared.
+func TestSessionExecute(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t)
+	s := newSession(t, e)
+	var seen []string
+	dispatch := func(run string) DispatchFunc {
+		return func(_ context.Context, provider, tool, args string) (string, error) {
+			seen = append(seen, run+":"+provider+"."+tool+args)
+			return `{"result":{"rows":[1,2,3]}}`, nil
+		}
+	}
+	res := s.Execute(context.Background(), Request{Code: "const data = await db.query('q'); function rows() { return data.rows }",
+		Providers: []Provider{{Name: "db", Tools: []string{"query"}}}, Dispatch: dispatch("1")})
+	require.Nil(t, res.Err, res.Error)
+	sessionRun(t, s, "const doubled = rows().map((x) => x * 2)")
+	res = s.Execute(context.Background(), Request{Code: "async () => { await kv.put(doubled); return [rows(), doubled, typeof db] }",
+		Providers: []Provider{{Name: "kv", Tools: []string{"put"}}}, Dispatch: dispatch("3")})
+	require.Nil(t, res.Err, res.Error)
+	assert.Equal(t, `[[1,2,3],[2,4,6],"undefined"]`, string(res.Result))
+	assert.Equal(t, []string{`1:db.query["q"]`, `3:kv.put[[2,4,6]]`}, seen)
+	// A failed Execute rolls back as a Run does.
+	res = s.Execute(context.Background(), Request{Code: "doubled.push(8); throw new Error('no')", Dispatch: dispatch("4")})
+	require.NotNil(t, res.Err)
+	assert.Equal(t, "[2,4,6]", sessionRun(t, s, "return doubled"))
+	res = s.Execute(context.Background(), Request{Code: "async () => 1", RetainHandles: true})
+	require.NotNil(t, res.Err)
+	assert.Equal(t, KindInvalidArgs, res.Err.Kind)
+}

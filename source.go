@@ -45,6 +45,7 @@ const (
 	unitTool                    // a registered tool's source (wrapTool)
 	unitProgram                 // Execute's code over its providers (programSource)
 	unitSession                 // a session's Run body: wrapScript, its declarations hoisted (jspos.SessionBody)
+	unitSessionProgram          // a session's Execute code: programSource, its declarations hoisted
 )
 
 // load readies p's source (p.smap.src) to run as kind: from the bytecode
@@ -62,11 +63,13 @@ func (e *Executor) load(ctx context.Context, deadline time.Time, budget time.Dur
 		key = scriptKey("tool", src)
 	case unitSession:
 		key, p.syncBody = scriptKey("session", src), awaitFree(src)
+	case unitSessionProgram:
+		key = sessionProgramKey(src, p.providers)
 	default:
 		key = e.programKeys.program(src, p.providers)
 	}
 	if bc, ok := e.cache.get(key); ok {
-		if kind != unitSession {
+		if kind != unitSession && kind != unitSessionProgram {
 			p.bc, p.src = bc, noSource
 			if kind == unitProgram {
 				p.smap.head = programHead(p.providers)
@@ -75,6 +78,9 @@ func (e *Executor) load(ctx context.Context, deadline time.Time, budget time.Dur
 		}
 		if globals, ok := e.cache.get(globalsKey(key)); ok {
 			p.bc, p.src, p.prologue = bc, noSource, globals
+			if kind == unitSessionProgram {
+				p.smap.head = programHead(p.providers)
+			}
 			return key, func() {}, nil
 		}
 	}
@@ -87,6 +93,9 @@ func (e *Executor) load(ctx context.Context, deadline time.Time, budget time.Dur
 		p.src = wrapScript(text, key, guarded(p.smap.in.m.Form()), jspos.StrictBody(src), p.syncBody)
 	case unitSession:
 		p.src = wrapScript(text, key, guarded(p.smap.in.m.Form()), jspos.StrictBody(src), p.syncBody)
+		p.prologue = cString([]byte(p.smap.in.m.Globals()))
+	case unitSessionProgram:
+		p.src, p.smap.head = programSource(text, p.providers, key)
 		p.prologue = cString([]byte(p.smap.in.m.Globals()))
 	case unitTool:
 		p.src = wrapTool(text, key)
@@ -375,7 +384,18 @@ func programHead(providers []Provider) int {
 // programKey is the cache key of a program unit: its code and the names
 // it binds.
 func programKey(code string, providers []Provider) [32]byte {
-	k := newKey("program")
+	return programKeyOf("program", code, providers)
+}
+
+// sessionProgramKey is the cache key of a session's Execute program unit
+// (its declarations hoisted).
+func sessionProgramKey(code string, providers []Provider) [32]byte {
+	return programKeyOf("session-program", code, providers)
+}
+
+// programKeyOf keys a program unit of kind.
+func programKeyOf(kind, code string, providers []Provider) [32]byte {
+	k := newKey(kind)
 	for _, p := range providers {
 		k.h.Write(stringBytes(p.Name))
 		k.h.Write(stringBytes(","))

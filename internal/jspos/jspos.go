@@ -133,9 +133,12 @@ func instrument(src string, shape Shape) *Map {
 	if shape == Expression {
 		return instrumentExpression(src)
 	}
-	session := shape == SessionBody
-	if session {
+	session := shape == SessionBody || shape == SessionStrictExpression
+	switch shape {
+	case SessionBody:
 		shape = Body
+	case SessionStrictExpression:
+		shape = StrictExpression
 	}
 	s := analyze(src)
 	if session && s.form == Declaration {

@@ -34,9 +34,14 @@ import (
 // everything of a body whose form is not Statements (an arrow or a value
 // is called or returned, not declared).
 
-// SessionBody is [Body] for a run in a session: its top-level
-// declarations are hoisted into [Map.Globals].
-const SessionBody Shape = 100
+// SessionBody is [Body] for a run in a session, and
+// SessionStrictExpression [StrictExpression] for an Execute program in
+// one: the top-level declarations of a body (a program written as
+// statements) are hoisted into [Map.Globals].
+const (
+	SessionBody             Shape = 100
+	SessionStrictExpression Shape = 101
+)
 
 // hoisting is what a session run's hoist makes of a body.
 type hoisting struct {
