@@ -77,7 +77,7 @@ fuzz:
 # new interesting inputs. A failure stops it with the crasher written to
 # the package's testdata/fuzz/<Target>/ (make it a regression test).
 FUZZ_TARGETS = .:.:FuzzRun .:.:FuzzExecute .:.:FuzzDispatchCodec .:.:FuzzDispatchAnswer .:.:FuzzValidate .:.:FuzzCall \
-	.:.:FuzzShapes .:.:FuzzArgPlan .:.:FuzzFlatDecode .:.:FuzzContinuation .:.:FuzzContinuationBody .:.:FuzzPlainJSON .:.:FuzzJSIdentifier .:./internal/jspos:FuzzInstrument \
+	.:.:FuzzShapes .:.:FuzzArgPlan .:.:FuzzFlatDecode .:.:FuzzContinuation .:.:FuzzContinuationBody .:.:FuzzSessionOpen .:.:FuzzPlainJSON .:.:FuzzJSIdentifier .:./internal/jspos:FuzzInstrument \
 	typescript:.:FuzzDeclarations typescript:.:FuzzShapes cmd/codemode:.:FuzzBatchInput mcp:.:FuzzUnwrap remote:.:FuzzDaemonFrames remote:.:FuzzDaemonStandalone remote:.:FuzzDaemonText
 FUZZPARALLEL ?= 1
 fuzz-all:

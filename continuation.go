@@ -63,6 +63,11 @@ type continuationBody struct {
 	// OwnNetwork says the program had a network of its own
 	// (Request.Outbound), which a resume cannot restore: it is refused.
 	OwnNetwork bool `json:"ownNetwork,omitempty"`
+	// Session is the id of the session the run was one of ("" for none),
+	// and SessionRuns how many runs the session had kept when it began:
+	// it resumes only in that session, in that state (Session.Resume).
+	Session     string `json:"session,omitempty"`
+	SessionRuns int    `json:"sessionRuns,omitempty"`
 }
 
 const (
@@ -138,10 +143,16 @@ func sealContinuation(g *Governance, b *continuationBody) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	k := keysOf(g)
+	return sealBytes(continuationMagic, keysOf(g), g.Encrypt, plain)
+}
+
+// sealBytes is magic, the flags, plain (sealed when encrypt is set) and
+// the tag over them, under keys: a continuation's or a session's form.
+func sealBytes(magic string, k contKeys, encrypt bool, plain []byte) ([]byte, error) {
 	macKey, sealKey := k.mac, k.seal
-	out := append(make([]byte, 0, continuationHead+len(plain)+64), continuationMagic...)
-	if g.Encrypt {
+	head := len(magic) + 1
+	out := append(make([]byte, 0, head+len(plain)+64), magic...)
+	if encrypt {
 		out = append(out, sealedFlag)
 		aead, err := newAEAD(sealKey)
 		if err != nil {
@@ -150,7 +161,7 @@ func sealContinuation(g *Governance, b *continuationBody) ([]byte, error) {
 		nonce := make([]byte, aead.NonceSize())
 		rand.Read(nonce)
 		out = append(out, nonce...)
-		out = aead.Seal(out, nonce, plain, out[:continuationHead])
+		out = aead.Seal(out, nonce, plain, out[:head])
 	} else {
 		out = append(out, 0)
 		out = append(out, plain...)
@@ -182,34 +193,9 @@ func openWith(g *Governance, c []byte, now time.Time) (*continuationBody, error)
 	if len(c) > MaxContinuation {
 		return nil, refuse("it is %d bytes, over %d", len(c), MaxContinuation)
 	}
-	if len(c) < continuationHead+continuationTag || string(c[:len(continuationMagic)]) != continuationMagic {
-		return nil, refuse("it is not a continuation, or it is truncated")
-	}
-	k := keysOf(g)
-	macKey, sealKey := k.mac, k.seal
-	body, tag := c[:len(c)-continuationTag], c[len(c)-continuationTag:]
-	m := hmac.New(sha256.New, macKey)
-	m.Write(body)
-	if !hmac.Equal(m.Sum(nil), tag) {
-		return nil, refuse("its tag does not match: it was altered, truncated, or made with another key")
-	}
-	flags, plain := body[len(continuationMagic)], body[continuationHead:]
-	switch flags {
-	case 0:
-	case sealedFlag:
-		aead, err := newAEAD(sealKey)
-		if err != nil {
-			return nil, refuse("%v", err)
-		}
-		if len(plain) < aead.NonceSize() {
-			return nil, refuse("its sealed body is truncated")
-		}
-		nonce, sealed := plain[:aead.NonceSize()], plain[aead.NonceSize():]
-		if plain, err = aead.Open(nil, nonce, sealed, body[:continuationHead]); err != nil {
-			return nil, refuse("its sealed body does not open")
-		}
-	default:
-		return nil, refuse("unknown flags %#x", flags)
+	plain, err := openBytes(continuationMagic, "continuation", keysOf(g), c)
+	if err != nil {
+		return nil, err
 	}
 	var b continuationBody
 	if err := jsonv2.Unmarshal(plain, &b, jsonv1.DefaultOptionsV1()); err != nil {
@@ -227,6 +213,41 @@ func openWith(g *Governance, c []byte, now time.Time) (*continuationBody, error)
 			cause: ErrContinuationExpired}
 	}
 	return &b, nil
+}
+
+// openBytes authenticates what sealBytes made under keys and returns its
+// plain body: nothing of it is read before its tag checks out. what names
+// it in refusals.
+func openBytes(magic, what string, k contKeys, c []byte) ([]byte, error) {
+	head := len(magic) + 1
+	if len(c) < head+continuationTag || string(c[:len(magic)]) != magic {
+		return nil, refuse("it is not a %s, or it is truncated", what)
+	}
+	body, tag := c[:len(c)-continuationTag], c[len(c)-continuationTag:]
+	m := hmac.New(sha256.New, k.mac)
+	m.Write(body)
+	if !hmac.Equal(m.Sum(nil), tag) {
+		return nil, refuse("its tag does not match: it was altered, truncated, or made with another key")
+	}
+	flags, plain := body[len(magic)], body[head:]
+	switch flags {
+	case 0:
+		return plain, nil
+	case sealedFlag:
+		aead, err := newAEAD(k.seal)
+		if err != nil {
+			return nil, refuse("%v", err)
+		}
+		if len(plain) < aead.NonceSize() {
+			return nil, refuse("its sealed body is truncated")
+		}
+		nonce, sealed := plain[:aead.NonceSize()], plain[aead.NonceSize():]
+		if plain, err = aead.Open(nil, nonce, sealed, body[:head]); err != nil {
+			return nil, refuse("its sealed body does not open")
+		}
+		return plain, nil
+	}
+	return nil, refuse("unknown flags %#x", flags)
 }
 
 // expiry is when b stops being accepted.

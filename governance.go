@@ -286,6 +286,11 @@ type govRun struct {
 	counts   map[string]int
 	slots    map[string]chan struct{}
 
+	// restoring: the run replays a session's journal, where a call its
+	// record holds no answer for fails rather than runs (it never
+	// completed in the run that made it).
+	restoring bool
+
 	ended    atomic.Bool   // the run has settled (end)
 	done     chan struct{} // closed as ended is set
 	from     string        // a resumed run's: the continuation's id
@@ -360,6 +365,9 @@ func (r *govRun) issue(ctx context.Context, tool string, args []byte) verdict {
 			r.counts[tool]++
 			v.act, v.rec = actAnswer, *want
 			r.calls[seq] = *want
+			return v
+		case r.restoring:
+			v.act, v.msg = actFail, fmt.Sprintf("tool %q did not complete in the session's run that called it, and is not called again as it is restored", tool)
 			return v
 		}
 		// Made before the pause but never run: governed as a live call.
@@ -826,22 +834,45 @@ func (e *Executor) Resume(ctx context.Context, continuation []byte, d Decision, 
 	if ctx == nil {
 		return refusedResult(nilContext(ExecuteName))
 	}
+	b, r, ctx, refused := e.resumption(ctx, continuation, d, nil)
+	if refused != nil {
+		return *refused
+	}
+	if b.Mode == modeExecute {
+		return e.executeObserved(ctx, Request{Code: b.Code, Providers: b.Providers, Dispatch: dispatch}, r, nil)
+	}
+	res, err := e.runObserved(ctx, b.Code, r)
+	return runAsExecuteResult(res, err)
+}
+
+// resumption opens a continuation for a resume in sess (nil: none) with
+// decision d: its body, the governed side that replays it, and the
+// context the run goes on with (its seed, clock and grants); or the
+// result of a refusal, when nothing may run.
+func (e *Executor) resumption(ctx context.Context, continuation []byte, d Decision, sess *Session) (
+	*continuationBody, *govRun, context.Context, *ExecuteResult) {
+	refused := func(err error) *ExecuteResult {
+		return &ExecuteResult{Logs: []string{}, Error: err.Error(), Err: internalError(ExecuteName, err)}
+	}
 	if e.gov == nil {
-		err := refuse("this executor has no Governance (WithGovernance)")
-		return ExecuteResult{Logs: []string{}, Error: err.Error(), Err: internalError(ExecuteName, err)}
+		return nil, nil, nil, refused(refuse("this executor has no Governance (WithGovernance)"))
 	}
 	b, err := openWith(e.gov, continuation, time.Now())
+	if err == nil {
+		err = sessionBinding(b, sess)
+	}
 	if err == nil {
 		// Before admit: a Redeem that lets a continuation resume once must
 		// not spend it on a decision refused here.
 		pending := &b.Calls[b.Pending]
 		if err := d.Check(ToolCall{Tool: pending.Tool, Args: json.RawMessage(pending.Args)}); err != nil {
-			return refusedResult(&ExecError{Kind: KindInvalidArgs, Name: ExecuteName, Reason: err.(*decisionError).reason, cause: err})
+			res := refusedResult(&ExecError{Kind: KindInvalidArgs, Name: ExecuteName, Reason: err.(*decisionError).reason, cause: err})
+			return nil, nil, nil, &res
 		}
 		err = e.admit(b)
 	}
 	if err != nil {
-		return ExecuteResult{Logs: []string{}, Error: err.Error(), Err: internalError(ExecuteName, err)}
+		return nil, nil, nil, refused(err)
 	}
 	r := newGovRun(e.gov, *b)
 	r.origin.Calls, r.origin.Pending, r.origin.ID = nil, 0, ""
@@ -852,10 +883,29 @@ func (e *Executor) Resume(ctx context.Context, continuation []byte, d Decision, 
 	if b.Grants != nil {
 		ctx = Grant(ctx, b.Grants...)
 	}
-	if b.Mode == modeExecute {
-		return e.executeObserved(ctx, Request{Code: b.Code, Providers: b.Providers, Dispatch: dispatch}, r, nil)
+	return b, r, ctx, nil
+}
+
+// sessionBinding refuses a continuation of a session's run outside that
+// session, or in it once it has moved on; and one of a plain run in a
+// session.
+func sessionBinding(b *continuationBody, sess *Session) error {
+	switch {
+	case sess == nil && b.Session != "":
+		return refuse("it is a session's run: resume it with that session's Resume")
+	case sess == nil:
+		return nil
+	case b.Session != sess.id:
+		return refuse("it is not a run of this session")
+	case b.SessionRuns != len(sess.journal):
+		return refuse("the session has kept %d runs since the paused one began (it began after %d)",
+			len(sess.journal)-b.SessionRuns, b.SessionRuns)
 	}
-	res, err := e.runObserved(ctx, b.Code, r)
+	return nil
+}
+
+// runAsExecuteResult is a Run's outcome in the ExecuteResult's form.
+func runAsExecuteResult(res *Result, err error) ExecuteResult {
 	out := ExecuteResult{Logs: []string{}}
 	if res != nil {
 		out.Result, out.Stats, out.Paused = res.Value, res.Stats, res.Paused

@@ -140,11 +140,21 @@ func (r *run) admit(p *program, in *runInput) *ExecError {
 	switch {
 	case in.resumed != nil:
 		p.gov = in.resumed
+	case in.session != nil:
+		// A session's run is recorded (its journal replays it), and
+		// governed as any run when the executor has a Governance.
+		origin := continuationBody{Mode: in.mode, Code: p.smap.src, Providers: p.providers, OwnNetwork: in.ownNetwork,
+			Session: in.session.id, SessionRuns: len(in.session.journal)}
+		if ex.gov != nil && in.mode != "" {
+			r.ctx, p.gov = ex.govern(r.ctx, origin)
+		} else {
+			p.gov = newGovRun(&sessionRecorder, origin)
+		}
 	case in.mode != "" && ex.gov != nil:
 		r.ctx, p.gov = ex.govern(r.ctx, continuationBody{Mode: in.mode, Code: p.smap.src, Providers: p.providers,
 			OwnNetwork: in.ownNetwork})
 	}
-	if p.gov != nil && p.mode == C.BRIDGE_MODE_EXECUTE && ex.gov.mayPause() {
+	if p.gov != nil && p.mode == C.BRIDGE_MODE_EXECUTE && ex.gov != nil && ex.gov.mayPause() {
 		if why := undeclarable(p.providers); why != "" {
 			return &ExecError{Kind: KindInvalidArgs, Name: p.name, Reason: why}
 		}

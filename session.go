@@ -6,6 +6,7 @@ package codemode
 import "C"
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -52,7 +53,11 @@ import (
 // Close.
 type Session struct {
 	ex *Executor
+	id string     // random: a paused run's continuation names it
 	mu sync.Mutex // one run at a time
+	// journal is every run the session kept, in order: what Seal writes
+	// and a restore replays.
+	journal []sessionRun
 	// slot is the session's, out of the pool; nil until its first run.
 	// Atomic: Close cancels the run in progress through it.
 	slot   atomic.Pointer[slot]
@@ -69,17 +74,24 @@ func (e *Executor) NewSession() (*Session, error) {
 	if e.isClosed() {
 		return nil, internalError(RunJSToolName, ErrClosed)
 	}
-	s := &Session{ex: e}
-	e.sessions.mu.Lock()
-	defer e.sessions.mu.Unlock()
+	s := &Session{ex: e, id: newContinuationID()}
+	return s, e.sessions.add(s)
+}
+
+// add registers an open session; an error matching ErrClosed once the
+// executor is closed.
+func (ss *sessionSet) add(s *Session) error {
+	e := s.ex
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
 	if e.isClosed() {
-		return nil, internalError(RunJSToolName, ErrClosed)
+		return internalError(RunJSToolName, ErrClosed)
 	}
-	if e.sessions.all == nil {
-		e.sessions.all = make(map[*Session]struct{})
+	if ss.all == nil {
+		ss.all = make(map[*Session]struct{})
 	}
-	e.sessions.all[s] = struct{}{}
-	return s, nil
+	ss.all[s] = struct{}{}
+	return nil
 }
 
 // sessionSet is an executor's open sessions, which its Close ends.
@@ -122,11 +134,11 @@ func (s *Session) Run(ctx context.Context, script string) (*Result, error) {
 	}
 	e := s.ex
 	if e.observer == nil {
-		res, err, _ := s.run(ctx, script)
+		res, err, _ := s.run(ctx, script, nil)
 		return res, err
 	}
 	ctx, t := e.runStart(ctx, RunKindSession, nil)
-	res, err, cached := s.run(ctx, script)
+	res, err, cached := s.run(ctx, script, nil)
 	var st RunStats
 	if res != nil {
 		st = res.Stats
@@ -135,13 +147,15 @@ func (s *Session) Run(ctx context.Context, script string) (*Result, error) {
 	return res, err
 }
 
-func (s *Session) run(ctx context.Context, script string) (_ *Result, _ error, cached bool) {
+// run is Run's input to the run's path, or a resumed or replayed one's
+// (resumed set).
+func (s *Session) run(ctx context.Context, script string, resumed *govRun) (_ *Result, _ error, cached bool) {
 	e := s.ex
 	start := time.Now()
 	p := &program{name: RunJSToolName, file: scriptFile,
 		smap:     sourceMap{file: scriptFileName, head: runHead, shape: jspos.SessionBody, src: script, ts: e.ts, mods: e.modules},
 		outbound: e.outbound, session: true}
-	o := s.do(ctx, p, runInput{start: start, unit: unitSession, mode: modeRun, cacheBC: true, session: s})
+	o := s.do(ctx, p, runInput{start: start, unit: unitSession, mode: modeRun, resumed: resumed, cacheBC: true, session: s})
 	if o.refused {
 		return nil, o.err, false
 	}
@@ -159,6 +173,11 @@ func (s *Session) Call(ctx context.Context, name string, args json.RawMessage) (
 	if ctx == nil {
 		return nil, nilContext(name)
 	}
+	return s.call(ctx, name, args, nil)
+}
+
+// call is Call, or a replayed one (resumed set).
+func (s *Session) call(ctx context.Context, name string, args json.RawMessage, resumed *govRun) (json.RawMessage, error) {
 	e := s.ex
 	start := time.Now()
 	t, err := e.tool(name, args)
@@ -167,7 +186,7 @@ func (s *Session) Call(ctx context.Context, name string, args json.RawMessage) (
 	}
 	p := &program{name: name, mode: C.BRIDGE_MODE_TOOL, file: toolFile, smap: toolMap(t.source, e.ts),
 		src: noSource, bc: t.bc, args: cString(trimArgs(args)), session: true}
-	o := s.do(ctx, p, runInput{start: start, session: s})
+	o := s.do(ctx, p, runInput{start: start, resumed: resumed, session: s})
 	if o.err != nil {
 		return nil, o.err
 	}
@@ -198,15 +217,40 @@ func (s *Session) do(ctx context.Context, p *program, in runInput) outcome {
 	if s.closed {
 		return outcome{err: internalError(p.name, ErrSessionClosed), refused: true}
 	}
-	if _, ok := determinismOf(ctx); !ok {
+	d, ok := determinismOf(ctx)
+	if !ok {
 		var b [8]byte
 		rand.Read(b[:])
-		ctx = WithDeterminism(ctx, Determinism{Seed: binary.LittleEndian.Uint64(b[:]), Clock: time.Now().UTC()})
-	} else if d, _ := determinismOf(ctx); d.Clock.IsZero() {
+		d.Seed = binary.LittleEndian.Uint64(b[:])
+	}
+	if !ok || d.Clock.IsZero() {
 		d.Clock = time.Now().UTC()
 		ctx = WithDeterminism(ctx, d)
 	}
-	return s.ex.do(ctx, p, in)
+	o := s.ex.do(ctx, p, in)
+	if o.err == nil && o.paused == nil && !o.refused {
+		s.keep(p, in, d, ctx)
+	}
+	return o
+}
+
+// keep appends a run the session kept to its journal: its program, the
+// seed and clock it ran with, its grants, and every host call it made
+// with its answer.
+func (s *Session) keep(p *program, in runInput, d Determinism, ctx context.Context) {
+	e := sessionRun{Mode: in.mode, Code: p.smap.src, Providers: p.providers, Seed: d.Seed, Clock: d.Clock}
+	if in.mode == "" {
+		e.Mode, e.Code, e.Tool, e.Args = modeCall, "", p.name, string(bytes.TrimSuffix(p.args, []byte{0}))
+	}
+	if names, ok := grantsOf(ctx); ok {
+		e.Grants = append([]string{}, names...)
+	}
+	if g := p.gov; g != nil {
+		g.mu.Lock()
+		e.Calls = append([]callRecord(nil), g.calls...)
+		g.mu.Unlock()
+	}
+	s.journal = append(s.journal, e)
 }
 
 // Close ends the session and frees its sandbox; a run in progress ends

@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// sessionRun runs script in s and returns its value's JSON, or fails.
-func sessionRun(t *testing.T, s *Session, script string) string {
+// runIn runs script in s and returns its value's JSON, or fails.
+func runIn(t *testing.T, s *Session, script string) string {
 	t.Helper()
 	res, err := s.Run(context.Background(), script)
 	require.NoError(t, err, script)
@@ -42,37 +42,37 @@ func newSession(t *testing.T, e *Executor) *Session {
 func TestSessionKeepsDeclarations(t *testing.T) {
 	t.Parallel()
 	s := newSession(t, newExecutor(t))
-	assert.Equal(t, "1", sessionRun(t, s, `
+	assert.Equal(t, "1", runIn(t, s, `
 const a = 1
 let b = [1, 2], {c, d: [e = 5]} = {c: 3, d: []}
 var v = 'v'
 function twice(x) { return x * 2 }
 class C { get three() { return 3 } }
 return a`))
-	assert.Equal(t, `[1,[1,2],3,5,"v",4,3]`, sessionRun(t, s, "return [a, b, c, e, v, twice(2), new C().three]"))
+	assert.Equal(t, `[1,[1,2],3,5,"v",4,3]`, runIn(t, s, "return [a, b, c, e, v, twice(2), new C().three]"))
 	// Globals set by hand persist too, and a later run builds on an
 	// earlier one's values.
-	sessionRun(t, s, "globalThis.g = 'set'; b.push(3)")
-	assert.Equal(t, `["set",[1,2,3]]`, sessionRun(t, s, "return [g, b]"))
+	runIn(t, s, "globalThis.g = 'set'; b.push(3)")
+	assert.Equal(t, `["set",[1,2,3]]`, runIn(t, s, "return [g, b]"))
 	// A function declared in one run sees the globals of the runs after.
-	sessionRun(t, s, "function total() { return b.reduce((x, y) => x + y, 0) }")
-	sessionRun(t, s, "b.push(10)")
-	assert.Equal(t, "16", sessionRun(t, s, "return total()"))
+	runIn(t, s, "function total() { return b.reduce((x, y) => x + y, 0) }")
+	runIn(t, s, "b.push(10)")
+	assert.Equal(t, "16", runIn(t, s, "return total()"))
 	// What a run declares below its top level is its own.
-	sessionRun(t, s, "{ let inner = 1 } for (let i = 0; i < 1; i++) {} const f = () => { const local = 1 }")
-	assert.Equal(t, `["undefined","undefined","undefined"]`, sessionRun(t, s, "return [typeof inner, typeof i, typeof local]"))
+	runIn(t, s, "{ let inner = 1 } for (let i = 0; i < 1; i++) {} const f = () => { const local = 1 }")
+	assert.Equal(t, `["undefined","undefined","undefined"]`, runIn(t, s, "return [typeof inner, typeof i, typeof local]"))
 	// A program written as one arrow is called, as in Run: its
 	// declarations are its own.
-	assert.Equal(t, "7", sessionRun(t, s, "async () => { const mine = 7; return mine }"))
-	assert.Equal(t, `"undefined"`, sessionRun(t, s, "return typeof mine"))
+	assert.Equal(t, "7", runIn(t, s, "async () => { const mine = 7; return mine }"))
+	assert.Equal(t, `"undefined"`, runIn(t, s, "return typeof mine"))
 	// A lone function declaration is declared, not called.
-	assert.Equal(t, "null", sessionRun(t, s, "function lone() { throw new Error('called') }"))
-	assert.Equal(t, `"function"`, sessionRun(t, s, "return typeof lone"))
+	assert.Equal(t, "null", runIn(t, s, "function lone() { throw new Error('called') }"))
+	assert.Equal(t, `"function"`, runIn(t, s, "return typeof lone"))
 	// Await at the top level, with declarations after it.
-	assert.Equal(t, "42", sessionRun(t, s, "const w = await Promise.resolve(41); return w + 1"))
-	assert.Equal(t, "41", sessionRun(t, s, "return w"))
+	assert.Equal(t, "42", runIn(t, s, "const w = await Promise.resolve(41); return w + 1"))
+	assert.Equal(t, "41", runIn(t, s, "return w"))
 	// A last expression is the result, as in Run.
-	assert.Equal(t, "43", sessionRun(t, s, "const z = w + 2\nz"))
+	assert.Equal(t, "43", runIn(t, s, "const z = w + 2\nz"))
 }
 
 // TestSessionRedeclaration: a name declared again fails the run before it
@@ -86,7 +86,7 @@ func TestSessionRedeclaration(t *testing.T) {
 		return nil, nil
 	}}))
 	s := newSession(t, e)
-	sessionRun(t, s, "let x = 1; const y = 2; class K {} var v = 1; function f() { return 1 }")
+	runIn(t, s, "let x = 1; const y = 2; class K {} var v = 1; function f() { return 1 }")
 	for _, src := range []string{"mark(); let x = 3", "mark(); const y = 3", "mark(); class K {}", "mark(); let v = 1",
 		"mark(); let f = 1", "mark(); var x = 1", "mark(); function y() {}"} {
 		ee := sessionFails(t, s, src)
@@ -94,13 +94,13 @@ func TestSessionRedeclaration(t *testing.T) {
 		assert.Contains(t, ee.Message, "SyntaxError", src)
 	}
 	assert.Zero(t, calls.Load(), "a redeclaration fails the run before any of it runs")
-	assert.Equal(t, "[1,2,1]", sessionRun(t, s, "return [x, y, f()]"))
-	sessionRun(t, s, "var v = 2; function f() { return 2 }")
-	assert.Equal(t, "[2,2]", sessionRun(t, s, "return [v, f()]"))
+	assert.Equal(t, "[1,2,1]", runIn(t, s, "return [x, y, f()]"))
+	runIn(t, s, "var v = 2; function f() { return 2 }")
+	assert.Equal(t, "[2,2]", runIn(t, s, "return [v, f()]"))
 	// As in Node's REPL for an input that awaits, a const so declared may
 	// be assigned by a later run.
-	sessionRun(t, s, "y = 5")
-	assert.Equal(t, "5", sessionRun(t, s, "return y"))
+	runIn(t, s, "y = 5")
+	assert.Equal(t, "5", runIn(t, s, "return y"))
 }
 
 // TestSessionRunsAreTransactions: the issue's case. Run 1 defines a
@@ -116,8 +116,8 @@ func TestSessionRunsAreTransactions(t *testing.T) {
 			return []map[string]int{{"n": 1}, {"n": 2}, {"n": 3}, {"n": 4}}, nil
 		}}))
 	s := newSession(t, e)
-	sessionRun(t, s, "const records = await load(); function sum(rs) { return rs.reduce((a, r) => a + r.n, 0) }")
-	assert.Equal(t, "10", sessionRun(t, s, "records.push({n: 5}); return sum(records) - 5"))
+	runIn(t, s, "const records = await load(); function sum(rs) { return rs.reduce((a, r) => a + r.n, 0) }")
+	assert.Equal(t, "10", runIn(t, s, "records.push({n: 5}); return sum(records) - 5"))
 	assert.Equal(t, int32(1), loads.Load())
 
 	ee := sessionFails(t, s, `
@@ -127,7 +127,7 @@ for (let i = 0; i < records.length; i++) {
 	if (i === 2) for (;;) {}
 }`)
 	assert.Equal(t, KindTimeout, ee.Kind)
-	assert.Equal(t, `[[1,2,3,4,5],"undefined"]`, sessionRun(t, s, "return [records.map((r) => r.n), typeof half]"))
+	assert.Equal(t, `[[1,2,3,4,5],"undefined"]`, runIn(t, s, "return [records.map((r) => r.n), typeof half]"))
 	assert.Equal(t, int32(1), loads.Load(), "no tool call repeated")
 }
 
@@ -135,10 +135,10 @@ func TestSessionFailuresRollBack(t *testing.T) {
 	t.Parallel()
 	e := newExecutor(t, WithLimits(Limits{Deadline: 2 * time.Second, Memory: 32 << 20}))
 	s := newSession(t, e)
-	sessionRun(t, s, "const list = [1]; globalThis.count = 1")
+	runIn(t, s, "const list = [1]; globalThis.count = 1")
 	check := func(why string) {
 		t.Helper()
-		assert.Equal(t, `[[1],1,"undefined","undefined"]`, sessionRun(t, s, "return [list, count, typeof extra, typeof tick]"), why)
+		assert.Equal(t, `[[1],1,"undefined","undefined"]`, runIn(t, s, "return [list, count, typeof extra, typeof tick]"), why)
 	}
 	ee := sessionFails(t, s, "list.push(2); count++; let extra = 1; throw new Error('boom')")
 	assert.Equal(t, KindJS, ee.Kind)
@@ -161,7 +161,7 @@ func TestSessionFailuresRollBack(t *testing.T) {
 	// opens a fresh one.
 	s2 := newSession(t, e)
 	sessionFails(t, s2, "globalThis.first = 1; throw 1")
-	assert.Equal(t, `"undefined"`, sessionRun(t, s2, "return typeof first"))
+	assert.Equal(t, `"undefined"`, runIn(t, s2, "return typeof first"))
 }
 
 // TestSessionDropsTimers: a run's timers end with it, whether it kept its
@@ -169,26 +169,26 @@ func TestSessionFailuresRollBack(t *testing.T) {
 func TestSessionDropsTimers(t *testing.T) {
 	t.Parallel()
 	s := newSession(t, newExecutor(t))
-	sessionRun(t, s, "setTimeout(() => { globalThis.late = 1 }, 1); setInterval(() => {}, 1); globalThis.n = 0")
+	runIn(t, s, "setTimeout(() => { globalThis.late = 1 }, 1); setInterval(() => {}, 1); globalThis.n = 0")
 	time.Sleep(20 * time.Millisecond)
-	assert.Equal(t, `"undefined"`, sessionRun(t, s, "return typeof late"))
+	assert.Equal(t, `"undefined"`, runIn(t, s, "return typeof late"))
 	// A run's own timers work as in any run.
-	assert.Equal(t, "3", sessionRun(t, s, "await new Promise((r) => setTimeout(r, 5)); n += 3; return n"))
+	assert.Equal(t, "3", runIn(t, s, "await new Promise((r) => setTimeout(r, 5)); n += 3; return n"))
 }
 
 func TestSessionsAreIsolated(t *testing.T) {
 	t.Parallel()
 	e := newExecutor(t)
 	a, b := newSession(t, e), newSession(t, e)
-	sessionRun(t, a, "const secret = 'a'; globalThis.mine = 'a'")
-	assert.Equal(t, `["undefined","undefined"]`, sessionRun(t, b, "return [typeof secret, typeof mine]"))
+	runIn(t, a, "const secret = 'a'; globalThis.mine = 'a'")
+	assert.Equal(t, `["undefined","undefined"]`, runIn(t, b, "return [typeof secret, typeof mine]"))
 	res, err := e.Run(context.Background(), "return [typeof secret, typeof mine]")
 	require.NoError(t, err)
 	assert.Equal(t, `["undefined","undefined"]`, string(res.Value))
 	// b may declare the same name.
-	sessionRun(t, b, "const secret = 'b'")
-	assert.Equal(t, `"a"`, sessionRun(t, a, "return secret"))
-	assert.Equal(t, `"b"`, sessionRun(t, b, "return secret"))
+	runIn(t, b, "const secret = 'b'")
+	assert.Equal(t, `"a"`, runIn(t, a, "return secret"))
+	assert.Equal(t, `"b"`, runIn(t, b, "return secret"))
 }
 
 func TestSessionCallAndStats(t *testing.T) {
@@ -197,7 +197,7 @@ func TestSessionCallAndStats(t *testing.T) {
 	_, err := e.Register(context.Background(), ToolSource{Name: "bump", Source: "(args) => { globalThis.bumps = (globalThis.bumps || 0) + args.by; return bumps }"})
 	require.NoError(t, err)
 	s := newSession(t, e)
-	sessionRun(t, s, "globalThis.bumps = 10")
+	runIn(t, s, "globalThis.bumps = 10")
 	v, err := s.Call(context.Background(), "bump", json.RawMessage(`{"by": 2}`))
 	require.NoError(t, err)
 	assert.Equal(t, "12", string(v))
@@ -217,7 +217,7 @@ func TestSessionClose(t *testing.T) {
 	require.NoError(t, err)
 	s, err := e.NewSession()
 	require.NoError(t, err)
-	sessionRun(t, s, "const a = 1")
+	runIn(t, s, "const a = 1")
 	require.NoError(t, s.Close())
 	require.NoError(t, s.Close())
 	_, err = s.Run(context.Background(), "return 1")
@@ -226,7 +226,7 @@ func TestSessionClose(t *testing.T) {
 	// The executor's Close stops a session's run in progress and frees it.
 	s2, err := e.NewSession()
 	require.NoError(t, err)
-	sessionRun(t, s2, "const b = 1")
+	runIn(t, s2, "const b = 1")
 	done := make(chan error, 1)
 	go func() {
 		_, err := s2.Run(context.Background(), "for (;;) {}")
@@ -259,7 +259,7 @@ func TestSessionExecute(t *testing.T) {
 	res := s.Execute(context.Background(), Request{Code: "const data = await db.query('q'); function rows() { return data.rows }",
 		Providers: []Provider{{Name: "db", Tools: []string{"query"}}}, Dispatch: dispatch("1")})
 	require.Nil(t, res.Err, res.Error)
-	sessionRun(t, s, "const doubled = rows().map((x) => x * 2)")
+	runIn(t, s, "const doubled = rows().map((x) => x * 2)")
 	res = s.Execute(context.Background(), Request{Code: "async () => { await kv.put(doubled); return [rows(), doubled, typeof db] }",
 		Providers: []Provider{{Name: "kv", Tools: []string{"put"}}}, Dispatch: dispatch("3")})
 	require.Nil(t, res.Err, res.Error)
@@ -268,8 +268,191 @@ func TestSessionExecute(t *testing.T) {
 	// A failed Execute rolls back as a Run does.
 	res = s.Execute(context.Background(), Request{Code: "doubled.push(8); throw new Error('no')", Dispatch: dispatch("4")})
 	require.NotNil(t, res.Err)
-	assert.Equal(t, "[2,4,6]", sessionRun(t, s, "return doubled"))
+	assert.Equal(t, "[2,4,6]", runIn(t, s, "return doubled"))
 	res = s.Execute(context.Background(), Request{Code: "async () => 1", RetainHandles: true})
 	require.NotNil(t, res.Err)
 	assert.Equal(t, KindInvalidArgs, res.Err.Kind)
+}
+
+var testSessionKey = SessionKey{Key: []byte("0123456789abcdef0123456789abcdef")}
+
+// TestSessionSealRestore: a session sealed, restored on another executor
+// (another process's, as far as the session knows): the next run sees the
+// state, and no tool is called again.
+func TestSessionSealRestore(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	load := Capability{Name: "load", Async: true, Func: func(_ context.Context, args json.RawMessage) (any, error) {
+		calls.Add(1)
+		return map[string]any{"rows": []int{1, 2, 3}, "args": args}, nil
+	}}
+	e1 := newExecutor(t, WithCapability(load))
+	s := newSession(t, e1)
+	runIn(t, s, "const data = await load({q: 'a'}); let total = data.rows.reduce((x, y) => x + y, 0)")
+	runIn(t, s, "const r = Math.random(), when = Date.now(); total += 1; function report() { return [total, data.args] }")
+	sessionFails(t, s, "total = 100; throw new Error('not kept')")
+	res := s.Execute(context.Background(), Request{Code: "const got = await kv.get('k')", Providers: []Provider{{Name: "kv", Tools: []string{"get"}}},
+		Dispatch: func(context.Context, string, string, string) (string, error) {
+			calls.Add(1)
+			return `{"result":"v"}`, nil
+		}})
+	require.Nil(t, res.Err, res.Error)
+	before := runIn(t, s, "return [report(), r, when, got]")
+	require.Equal(t, int32(2), calls.Load())
+
+	for _, encrypt := range []bool{false, true} {
+		k := testSessionKey
+		k.Encrypt = encrypt
+		sealed, err := s.Seal(k)
+		require.NoError(t, err)
+		if encrypt {
+			assert.NotContains(t, string(sealed), "reduce")
+		}
+		e2 := newExecutor(t, WithCapability(load))
+		s2, err := e2.RestoreSession(context.Background(), sealed, k)
+		require.NoError(t, err)
+		assert.Equal(t, before, runIn(t, s2, "return [report(), r, when, got]"))
+		assert.Equal(t, int32(2), calls.Load(), "no tool called again")
+		runIn(t, s2, "total += 10")
+		assert.Equal(t, "17", runIn(t, s2, "return total"))
+		require.NoError(t, s2.Close())
+	}
+	assert.Equal(t, "7", runIn(t, s, "return total"), "the sealed session goes on")
+}
+
+func TestSessionRestoreRefused(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t)
+	s := newSession(t, e)
+	runIn(t, s, "const a = 1")
+	sealed, err := s.Seal(testSessionKey)
+	require.NoError(t, err)
+	ctx := context.Background()
+	_, err = e.RestoreSession(ctx, sealed, SessionKey{Key: []byte("another key, long enough for it!!")})
+	assert.ErrorIs(t, err, ErrSessionRefused)
+	bad := append([]byte{}, sealed...)
+	bad[10] ^= 1
+	_, err = e.RestoreSession(ctx, bad, testSessionKey)
+	assert.ErrorIs(t, err, ErrSessionRefused)
+	_, err = e.RestoreSession(ctx, sealed[:len(sealed)-1], testSessionKey)
+	assert.ErrorIs(t, err, ErrSessionRefused)
+	_, err = s.Seal(SessionKey{Key: []byte("short")})
+	assert.Error(t, err)
+	k := testSessionKey
+	k.TTL = time.Nanosecond
+	expired, err := s.Seal(k)
+	require.NoError(t, err)
+	time.Sleep(time.Millisecond)
+	_, err = e.RestoreSession(ctx, expired, k)
+	assert.ErrorIs(t, err, ErrSessionRefused)
+	other := newExecutor(t, WithLimits(Limits{Memory: 64 << 20}))
+	_, err = other.RestoreSession(ctx, sealed, testSessionKey)
+	assert.ErrorIs(t, err, ErrSessionRefused)
+}
+
+// TestSessionRestoreDiverged: a journal that no longer replays (here a
+// capability that answers otherwise is not what diverges: its answers come
+// from the record; a registered tool changed is) fails with diverged.
+func TestSessionRestoreDiverged(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e1 := newExecutor(t)
+	_, err := e1.Register(ctx, ToolSource{Name: "pick", Source: "(a) => { globalThis.picked = a.n; return a.n }"})
+	require.NoError(t, err)
+	s := newSession(t, e1)
+	_, err = s.Call(ctx, "pick", json.RawMessage(`{"n": 3}`))
+	require.NoError(t, err)
+	runIn(t, s, "if (picked !== 3) throw new Error('other'); const kept = picked")
+	sealed, err := s.Seal(testSessionKey)
+	require.NoError(t, err)
+
+	same := newExecutor(t)
+	_, err = same.Register(ctx, ToolSource{Name: "pick", Source: "(a) => { globalThis.picked = a.n; return a.n }"})
+	require.NoError(t, err)
+	s2, err := same.RestoreSession(ctx, sealed, testSessionKey)
+	require.NoError(t, err)
+	assert.Equal(t, "3", runIn(t, s2, "return kept"))
+	require.NoError(t, s2.Close())
+
+	changed := newExecutor(t)
+	_, err = changed.Register(ctx, ToolSource{Name: "pick", Source: "(a) => { globalThis.picked = a.n + 1; return a.n }"})
+	require.NoError(t, err)
+	_, err = changed.RestoreSession(ctx, sealed, testSessionKey)
+	var ee *ExecError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, KindDiverged, ee.Kind)
+}
+
+// FuzzSessionOpen: the sealed-session decoder never panics, and refuses
+// what it cannot read with ErrSessionRefused.
+func FuzzSessionOpen(f *testing.F) {
+	e, err := New()
+	require.NoError(f, err)
+	defer e.Close()
+	s, err := e.NewSession()
+	require.NoError(f, err)
+	_, err = s.Run(context.Background(), "const a = [1, 'two']; function f() { return a }")
+	require.NoError(f, err)
+	sealed, err := s.Seal(testSessionKey)
+	require.NoError(f, err)
+	f.Add(sealed)
+	f.Add([]byte("cms1\x00{}"))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		body, err := openSession(testSessionKey, b, time.Now())
+		if err != nil {
+			assert.ErrorIs(t, err, ErrSessionRefused)
+			return
+		}
+		assert.Equal(t, 1, body.V)
+	})
+}
+
+// TestSessionPauseResume: a governed run in a session that pauses leaves
+// the session as it was, and resumes in that session only, and only
+// while the session has not moved on.
+func TestSessionPauseResume(t *testing.T) {
+	t.Parallel()
+	var writes atomic.Int32
+	e := newExecutor(t, WithGovernance(Governance{Tools: map[string]ToolPolicy{"write": {RequiresApproval: true}}, Key: testKey}),
+		WithCapability(Capability{Name: "write", Async: true, Func: func(context.Context, json.RawMessage) (any, error) {
+			writes.Add(1)
+			return "written", nil
+		}}))
+	ctx := context.Background()
+	s := newSession(t, e)
+	runIn(t, s, "const log = ['start']")
+	res, err := s.Run(ctx, "log.push('before'); const w = await write({v: 1}); log.push(w); return log")
+	require.NoError(t, err)
+	require.NotNil(t, res.Paused)
+	assert.Zero(t, writes.Load())
+	// Looked at by a run that is not kept (it throws what it saw): a kept
+	// one would move the session on.
+	ee := sessionFails(t, s, "throw new Error(JSON.stringify([log, typeof w]))")
+	assert.Contains(t, ee.Message, `[["start"],"undefined"]`, "a paused run leaves the session as it was")
+
+	// Elsewhere it is refused: in the executor, in another session.
+	out := e.Resume(ctx, res.Paused.Continuation, Approve(), nil)
+	require.NotNil(t, out.Err)
+	assert.ErrorIs(t, out.Err, ErrContinuation)
+	other := newSession(t, e)
+	out = other.Resume(ctx, res.Paused.Continuation, Approve(), nil)
+	require.NotNil(t, out.Err)
+	assert.ErrorIs(t, out.Err, ErrContinuation)
+
+	out = s.Resume(ctx, res.Paused.Continuation, Approve(), nil)
+	require.Nil(t, out.Err, out.Error)
+	assert.Equal(t, `["start","before","written"]`, string(out.Result))
+	assert.Equal(t, int32(1), writes.Load())
+	assert.Equal(t, `[["start","before","written"],"written"]`, runIn(t, s, "return [log, w]"))
+
+	// Once the session kept another run, an older pause is refused.
+	res, err = s.Run(ctx, "await write({v: 2})")
+	require.NoError(t, err)
+	require.NotNil(t, res.Paused)
+	runIn(t, s, "log.push('moved on')")
+	out = s.Resume(ctx, res.Paused.Continuation, Approve(), nil)
+	require.NotNil(t, out.Err)
+	assert.ErrorIs(t, out.Err, ErrContinuation)
+	assert.Equal(t, int32(1), writes.Load())
 }

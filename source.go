@@ -40,12 +40,12 @@ import (
 type unitKind int
 
 const (
-	unitNone    unitKind = iota // nothing to ready: pinned bytecode, or global code as it is
-	unitScript                  // Run's body (wrapScript)
-	unitTool                    // a registered tool's source (wrapTool)
-	unitProgram                 // Execute's code over its providers (programSource)
-	unitSession                 // a session's Run body: wrapScript, its declarations hoisted (jspos.SessionBody)
-	unitSessionProgram          // a session's Execute code: programSource, its declarations hoisted
+	unitNone           unitKind = iota // nothing to ready: pinned bytecode, or global code as it is
+	unitScript                         // Run's body (wrapScript)
+	unitTool                           // a registered tool's source (wrapTool)
+	unitProgram                        // Execute's code over its providers (programSource)
+	unitSession                        // a session's Run body: wrapScript, its declarations hoisted (jspos.SessionBody)
+	unitSessionProgram                 // a session's Execute code: programSource, its declarations hoisted
 )
 
 // load readies p's source (p.smap.src) to run as kind: from the bytecode
