@@ -31,9 +31,13 @@ import (
 // function name may be declared again (the new function replaces the
 // old). As in Node's REPL, a `const` so declared may be assigned by a
 // later run, and a name read before its declaration within its run reads
-// undefined. What a run declares below its top level (in a block, a
-// loop's head, a nested function) is its own, as is everything of a
-// program written as one arrow or function (it is called, not declared).
+// undefined. Where Node's REPL and a script differ, a session is a
+// script: a `var` declared again without an initializer keeps its value
+// (Node's REPL resets it to undefined). TestSessionMatchesNodeREPL types
+// the same inputs into both. What a run declares below its top level (in
+// a block, a loop's head, a nested function) is its own, as is everything
+// of a program written as one arrow or function (it is called, not
+// declared).
 //
 // Each run is a transaction: one that fails in any way (a throw, its
 // deadline, the memory limit, a cancel, a result past the payload limit,

@@ -1,9 +1,13 @@
 package codemode
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -455,4 +459,82 @@ func TestSessionPauseResume(t *testing.T) {
 	require.NotNil(t, out.Err)
 	assert.ErrorIs(t, out.Err, ErrContinuation)
 	assert.Equal(t, int32(1), writes.Load())
+}
+
+// TestSessionMatchesNodeREPL types the same inputs into Node's REPL and
+// into a session, one after another: each input throws the same error or
+// gives the same value. Every input awaits (as a session's run is an async
+// body, Node's REPL treats an input that awaits as one, which is where it
+// lets a const be assigned later). Inputs that fail do so before they
+// declare anything: a session rolls a failed run back, where Node's REPL
+// keeps what ran before the throw (a deliberate difference, tested in
+// TestSessionFailuresRollBack). One more is left out: Node's REPL resets a
+// var declared again without an initializer (`var w` after `var w = 3`)
+// to undefined, where a script, the browsers' consoles and a session keep
+// its value.
+func TestSessionMatchesNodeREPL(t *testing.T) {
+	t.Parallel()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not on the PATH: sessions are not compared with Node's REPL")
+	}
+	seqs := [][]string{
+		{"let x = 1", "let x = 2", "x"},
+		{"const y = 1", "y = 2", "y", "const y = 3"},
+		{"function f() { return 1 }", "function f() { return 2 }", "f()"},
+		{"var v = 1", "var v = 2", "v", "let v = 3", "v"},
+		{"class C { m() { return 'c' } }", "class C {}", "new C().m()", "C = 5", "C"},
+		{"let a = 1", "var a = 2", "function a() {}", "a"},
+		{"const {p, q: [r = 5]} = {p: 1, q: []}", "[p, r]", "let {p: p2} = {p: 3}; p2"},
+		{"let [m, ...rest] = [1, 2, 3]", "rest", "m + rest.length"},
+		{"nope", "let nope = 1", "nope"},
+		{"let z = 1; z = z + 1", "z", "z *= 10", "z"},
+		{"let t", "t", "t = 'set'", "t"},
+		{"var w", "w", "var w = 3; w"},
+		{"function g() { return h() } function h() { return 'h' }", "g()"},
+		{"let u = await Promise.resolve(7)", "u"},
+		{"globalThis.gg = 1", "gg", "let gg = 2", "gg"},
+		{"typeof undeclared", "let same = 1, same2 = same + 1", "same2", "let same3 = 1, same = 2"},
+		{"let o = {a: 1}", "o.a++", "o", "const o2 = o; o2.a"},
+		{"let e1 = 1; let e2 = e1 + 1; e2", "e1 + e2"},
+	}
+	in := make([][]string, len(seqs))
+	for i, seq := range seqs {
+		for _, code := range seq {
+			in[i] = append(in[i], "await 0; "+code)
+		}
+	}
+	body, err := json.Marshal(in)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, filepath.Join("testdata", "repl.js"))
+	cmd.Stdin = bytes.NewReader(body)
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	type result struct {
+		Value  *string `json:"value"`
+		Thrown *string `json:"thrown"`
+	}
+	var theirs [][]result
+	require.NoError(t, json.Unmarshal(out, &theirs))
+	require.Len(t, theirs, len(in))
+
+	e := newExecutor(t)
+	for i, seq := range in {
+		s := newSession(t, e)
+		require.Len(t, theirs[i], len(seq), "node answered every input of %q", seq)
+		for j, code := range seq {
+			want := theirs[i][j]
+			res, err := s.Run(context.Background(), code)
+			if want.Thrown != nil {
+				var ee *ExecError
+				require.ErrorAs(t, err, &ee, "%q then %q: node threw %s", seq[:j], code, *want.Thrown)
+				assert.True(t, strings.HasPrefix(ee.Message, *want.Thrown+":"), "%q then %q: node threw %s, we %s", seq[:j], code, *want.Thrown, ee.Message)
+				continue
+			}
+			require.NoError(t, err, "%q then %q", seq[:j], code)
+			assert.JSONEq(t, *want.Value, string(res.Value), "%q then %q", seq[:j], code)
+		}
+	}
 }
