@@ -298,6 +298,9 @@ void bridge_slot_invocation_drop(bridge_slot *s, uint32_t inv);
 /* ns until the slot's next timer is due, or -1; whether it holds a sandbox. */
 int64_t bridge_slot_wait(bridge_slot *s);
 int32_t bridge_slot_alive(bridge_slot *s);
+/* A session's slot between runs: its checkpoint's pages go back
+ * (bridge_session.c). */
+void bridge_slot_rest(bridge_slot *s);
 /* Whether every byte of the arena above what the current sandbox and its
  * image use, up to the furthest any run or build ever wrote, is zero: the
  * restore's scrub at work (tests). */

@@ -525,7 +525,7 @@ static size_t footprint(const bridge_slot *s, size_t *below)
 		for (int i = 0; i < NIMAGES; i++)
 			if (s->images[i].bytes)
 				imgs += round_to(s->images[i].len, page);
-		imgs += s->ckpt_mapped; /* a session's checkpoint */
+		imgs += s->ckpt_resident; /* a session's checkpoint, unless at rest */
 		arena = round_to(ext, page) + imgs;
 	}
 	bool libc = !s->snapshot && s->rt;

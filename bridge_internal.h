@@ -331,6 +331,7 @@ struct bridge_slot {
 	bool ckpt_taken;
 	uint8_t *ckpt;
 	size_t ckpt_mapped, ckpt_len;
+	size_t ckpt_resident; /* how much of it may be resident: 0 once at rest */
 	saved_state ckpt_saved;
 };
 

@@ -45,6 +45,8 @@ int session_checkpoint(bridge_slot *s)
 	memset((char *)s->ar + s->ar->top, 0, len - s->ar->top);
 	memcpy(s->ckpt, s->ar, len);
 	s->ckpt_len = len;
+	if (s->ckpt_resident < len)
+		s->ckpt_resident = (len + 4095) & ~(size_t)4095;
 	s->ckpt_saved = (saved_state){.rt = s->rt, .ctx = s->ctx, .rtobj = s->rtobj, .marks = s->marks,
 	                              .marks_get = s->marks_get, .marks_set = s->marks_set,
 	                              .lazy_getters = s->lazy_getters, .guards = s->guards,
@@ -115,10 +117,23 @@ void session_end(bridge_slot *s, bool ok)
 	mb_settle(s);
 }
 
+/* At rest a session holds its sandbox and not a second copy of it: the
+ * checkpoint's pages go back to the kernel, and the memory budget's charge
+ * with them. Not after every run: the next run's copy would fault every
+ * page in again, five times the copy's own cost. */
+void bridge_slot_rest(bridge_slot *s)
+{
+	if (s->ckpt && s->ckpt_resident) {
+		madvise(s->ckpt, s->ckpt_mapped, MADV_DONTNEED);
+		s->ckpt_resident = 0;
+		mb_settle(s);
+	}
+}
+
 void session_free(bridge_slot *s)
 {
 	if (s->ckpt)
 		munmap(s->ckpt, s->ckpt_mapped);
 	s->ckpt = NULL;
-	s->ckpt_mapped = s->ckpt_len = 0;
+	s->ckpt_mapped = s->ckpt_len = s->ckpt_resident = 0;
 }

@@ -419,10 +419,22 @@ func (b *MemoryBudget) poolList() []*slotPool {
 }
 
 // reclaim asks every idle sandbox of the budget's executors for its pages
-// (a run waiting for room to start).
+// (a run waiting for room to start); then, while there is no room for the
+// run, idle sessions are evicted to their journals, the least recently
+// used first.
 func (b *MemoryBudget) reclaim() {
-	for _, p := range b.poolList() {
+	pools := b.poolList()
+	for _, p := range pools {
 		p.reclaim()
+	}
+	for _, p := range pools {
+		if b.room() {
+			return
+		}
+		if p.sessions != nil {
+			for !b.room() && p.sessions.evict(1) > 0 {
+			}
+		}
 	}
 }
 
@@ -437,6 +449,9 @@ func (b *MemoryBudget) reclaimFor(need int64) bool {
 	var idle int64
 	for _, p := range pools {
 		idle += p.idleCharge()
+		if p.sessions != nil {
+			idle += p.sessions.idleCharge()
+		}
 	}
 	if need <= 0 || idle < need {
 		return false
@@ -447,6 +462,14 @@ func (b *MemoryBudget) reclaimFor(need int64) bool {
 			break
 		}
 		got += p.reclaimSome(need - got)
+	}
+	for _, p := range pools {
+		if got >= need {
+			break
+		}
+		if p.sessions != nil {
+			got += p.sessions.evict(need - got)
+		}
 	}
 	return got > 0
 }

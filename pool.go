@@ -49,6 +49,9 @@ type slotPool struct {
 	warm    int
 	budget  int64         // bytes idle slots may keep resident (WithIdleMemory)
 	memory  *MemoryBudget // the runs' memory budget, or nil
+	// sessions are the executor's: their idle sandboxes are evicted for
+	// memory as idle slots are reclaimed.
+	sessions *sessionSet
 	made    int           // slots counted against max (idle, in use, being made)
 	idle    []idleSlot    // free slots, the most recently used last
 	waiters []chan *slot  // runs waiting for a slot, the longest waiting first

@@ -54,7 +54,8 @@ type Executor struct {
 	schemas     schemaCache
 	// retained counts the loops of retained sandboxes, which own slots.
 	retained   sync.WaitGroup
-	sessions   sessionSet // the open sessions, which own slots
+	sessions   sessionSet    // the open sessions, which own slots
+	sessionTTL time.Duration // WithSessionTTL, or 0: sessions live until closed
 	retainIdle time.Duration
 	// queueTimeout, when positive, makes a run's deadline its own time
 	// and bounds its queue waits apart (WithQueueTimeout).
@@ -78,6 +79,7 @@ type config struct {
 	caps          []Capability
 	retainIdle    time.Duration
 	queue         time.Duration
+	sessionTTL    time.Duration
 	cacheSize     int
 	ts            TypeScript
 	tsSet         bool
@@ -213,7 +215,7 @@ func New(opts ...Option) (*Executor, error) {
 			return nil, err
 		}
 	}
-	e := &Executor{limits: limits, retainIdle: cfg.retainIdle, queueTimeout: cfg.queue, checked: checkedMode, ts: cfg.ts,
+	e := &Executor{limits: limits, retainIdle: cfg.retainIdle, queueTimeout: cfg.queue, sessionTTL: cfg.sessionTTL, checked: checkedMode, ts: cfg.ts,
 		outbound: cfg.outbound, gov: cfg.gov, observer: cfg.observer}
 	if !cfg.tsSet {
 		e.ts = registeredTypeScript()
@@ -242,6 +244,7 @@ func New(opts ...Option) (*Executor, error) {
 		return nil, err
 	}
 	e.slots.init(cfg.slots, warmSlots(cfg.concurrency), idle, e.memory)
+	e.slots.sessions = &e.sessions
 	e.gate = newGate(cfg.concurrency)
 	if cfg.cacheSize == 0 {
 		cfg.cacheSize = DefaultCacheSize

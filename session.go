@@ -12,6 +12,9 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"cmp"
+	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -58,7 +61,13 @@ import (
 type Session struct {
 	ex *Executor
 	id string     // random: a paused run's continuation names it
-	mu sync.Mutex // one run at a time
+	mu sync.Mutex // the session's turn: one run (or seal, eviction, rest) at a time
+	// evicted: the sandbox was given back for memory; the journal makes
+	// it again on the next run. expired: WithSessionTTL ended it.
+	evicted, expired bool
+	rested           bool        // the checkpoint's pages went back since the last run
+	used             atomic.Uint64 // when it last ran, on the executor's session clock (LRU)
+	timer            *time.Timer // rest, then TTL
 	// journal is every run the session kept, in order: what Seal writes
 	// and a restore replays.
 	journal []sessionRun
@@ -69,8 +78,13 @@ type Session struct {
 	caps   *capTable // the capabilities the session's sandbox was opened with
 }
 
-// ErrSessionClosed matches the error of a run in a closed session.
-var ErrSessionClosed = errors.New("codemode: the session is closed")
+// ErrSessionClosed matches the error of a run in a closed session, and
+// ErrSessionExpired (which matches ErrSessionClosed too) that of one
+// WithSessionTTL ended.
+var (
+	ErrSessionClosed  = errors.New("codemode: the session is closed")
+	ErrSessionExpired = fmt.Errorf("%w: it was idle past its TTL (WithSessionTTL)", ErrSessionClosed)
+)
 
 // NewSession opens a session on the executor. The sandbox is made by its
 // first run.
@@ -98,10 +112,77 @@ func (ss *sessionSet) add(s *Session) error {
 	return nil
 }
 
+// WithSessionTTL ends a session idle for ttl: its sandbox and journal are
+// freed, and its next run fails with an error matching
+// [ErrSessionExpired]. Zero (the default) keeps sessions until they are
+// closed. A negative ttl is refused.
+func WithSessionTTL(ttl time.Duration) Option {
+	return func(c *config) error {
+		if ttl < 0 {
+			return fmt.Errorf("%w: session TTL %v is negative", ErrInvalidLimits, ttl)
+		}
+		c.sessionTTL = ttl
+		return nil
+	}
+}
+
 // sessionSet is an executor's open sessions, which its Close ends.
 type sessionSet struct {
-	mu  sync.Mutex
-	all map[*Session]struct{}
+	mu    sync.Mutex
+	all   map[*Session]struct{}
+	clock atomic.Uint64 // orders the sessions' runs (LRU)
+}
+
+// evict gives back the sandboxes of idle sessions for memory, the least
+// recently used first, until need bytes of charge came back (need <= 0:
+// every idle one). It reports what came back. A session in use, or being
+// sealed, is skipped: its turn is taken.
+func (ss *sessionSet) evict(need int64) int64 {
+	ss.mu.Lock()
+	idle := make([]*Session, 0, len(ss.all))
+	for s := range ss.all {
+		if s.slot.Load() != nil {
+			idle = append(idle, s)
+		}
+	}
+	ss.mu.Unlock()
+	slices.SortFunc(idle, func(a, b *Session) int { return cmp.Compare(a.used.Load(), b.used.Load()) })
+	var got int64
+	for _, s := range idle {
+		if need > 0 && got >= need {
+			break
+		}
+		if !s.mu.TryLock() {
+			continue
+		}
+		if sl := s.slot.Load(); sl != nil && !s.closed {
+			got += sl.charged()
+			s.drop()
+			s.evicted = true
+		}
+		s.mu.Unlock()
+	}
+	return got
+}
+
+// idleCharge is what the budget charges idle sessions.
+func (ss *sessionSet) idleCharge() int64 {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	var n int64
+	for s := range ss.all {
+		if sl := s.slot.Load(); sl != nil {
+			n += sl.charged()
+		}
+	}
+	return n
+}
+
+// remove forgets s (closed).
+func (ss *sessionSet) remove(s *Session) {
+	ss.mu.Lock()
+	delete(ss.all, s)
+	ss.mu.Unlock()
 }
 
 // cancelAll stops the runs in progress in every session (Close).
@@ -136,6 +217,8 @@ func (s *Session) Run(ctx context.Context, script string) (*Result, error) {
 	if ctx == nil {
 		return nil, nilContext(RunJSToolName)
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	e := s.ex
 	if e.observer == nil {
 		res, err, _ := s.run(ctx, script, nil)
@@ -177,6 +260,8 @@ func (s *Session) Call(ctx context.Context, name string, args json.RawMessage) (
 	if ctx == nil {
 		return nil, nilContext(name)
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	return s.call(ctx, name, args, nil)
 }
 
@@ -211,15 +296,25 @@ func (s *Session) Execute(ctx context.Context, req Request) ExecuteResult {
 	if ctx == nil {
 		return refusedResult(nilContext(ExecuteName))
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	return s.ex.executeObserved(ctx, req, nil, s)
 }
 
-// do runs in on the run's path, in the session's turn.
+// do runs in on the run's path; the caller has the session's turn (s.mu).
+// An evicted session is made again from its journal first.
 func (s *Session) do(ctx context.Context, p *program, in runInput) outcome {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.closed {
-		return outcome{err: internalError(p.name, ErrSessionClosed), refused: true}
+		err := ErrSessionClosed
+		if s.expired {
+			err = ErrSessionExpired
+		}
+		return outcome{err: internalError(p.name, err), refused: true}
+	}
+	if s.evicted {
+		if err := s.rebuild(ctx); err != nil {
+			return outcome{err: err, refused: true}
+		}
 	}
 	d, ok := determinismOf(ctx)
 	if !ok {
@@ -235,7 +330,90 @@ func (s *Session) do(ctx context.Context, p *program, in runInput) outcome {
 	if o.err == nil && o.paused == nil && !o.refused {
 		s.keep(p, in, d, ctx)
 	}
+	s.used.Store(s.ex.sessions.clock.Add(1))
+	s.rested = false
+	s.idle()
 	return o
+}
+
+// rebuild makes an evicted session's sandbox again: its journal replays
+// (as RestoreSession's does), no tool called again.
+func (s *Session) rebuild(ctx context.Context) *ExecError {
+	journal := s.journal
+	s.journal, s.evicted = nil, false
+	for i := range journal {
+		if err := s.replay(ctx, &journal[i]); err != nil {
+			s.journal, s.evicted = journal, true
+			s.drop()
+			var ee *ExecError
+			if !errors.As(err, &ee) {
+				ee = internalError(RunJSToolName, err)
+			}
+			return &ExecError{Kind: KindDiverged, Name: ee.Name,
+				Message: fmt.Sprintf("the evicted session did not replay (run %d): %s", i+1, ee.Error())}
+		}
+	}
+	return nil
+}
+
+// drop frees the session's slot (its sandbox and its checkpoint); the
+// caller has the session's turn.
+func (s *Session) drop() {
+	if sl := s.slot.Load(); sl != nil {
+		var out C.bridge_out
+		C.bridge_slot_close(sl.c, &out)
+		C.bridge_out_free(&out)
+		s.slot.Store(nil)
+		sl.free()
+		s.caps = nil
+		s.ex.memory.released()
+	}
+}
+
+// idle arms the session's timer for its next rest (the checkpoint given
+// back) and, with WithSessionTTL, its end; the caller has the turn.
+func (s *Session) idle() {
+	after := sessionRest
+	if ttl := s.ex.sessionTTL; ttl > 0 && (s.rested || ttl < after) {
+		after = ttl
+	}
+	if s.timer == nil {
+		s.timer = time.AfterFunc(after, s.wake)
+	} else {
+		s.timer.Reset(after)
+	}
+}
+
+// sessionRest is how long a session is idle before its checkpoint's pages
+// go back.
+const sessionRest = time.Second
+
+// wake is the session's idle timer: the first time it rests the session,
+// then (WithSessionTTL) it ends it. A session in use is left alone.
+func (s *Session) wake() {
+	if !s.mu.TryLock() {
+		return // a run is in progress: it re-arms the timer as it ends
+	}
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	ttl := s.ex.sessionTTL
+	if !s.rested {
+		if sl := s.slot.Load(); sl != nil {
+			C.bridge_slot_rest(sl.c)
+			s.ex.memory.released()
+		}
+		s.rested = true
+		if ttl > sessionRest {
+			s.timer.Reset(ttl - sessionRest)
+			return
+		}
+	}
+	if ttl > 0 {
+		s.expired = true
+		go s.Close()
+	}
 }
 
 // keep appends a run the session kept to its journal: its program, the
@@ -284,12 +462,9 @@ func (s *Session) free() {
 		return
 	}
 	s.closed = true
-	if sl := s.slot.Load(); sl != nil {
-		var out C.bridge_out
-		C.bridge_slot_close(sl.c, &out)
-		C.bridge_out_free(&out)
-		sl.free()
-		s.slot.Store(nil)
-		s.ex.memory.released()
+	if s.timer != nil {
+		s.timer.Stop()
 	}
+	s.drop()
+	s.journal = nil
 }

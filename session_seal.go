@@ -186,12 +186,16 @@ func (e *Executor) RestoreSession(ctx context.Context, sealed []byte, k SessionK
 			"this executor's are %d, %d, %d and %d", l.Memory, l.Stack, l.Payload, l.Logs, m.Memory, m.Stack, m.Payload, m.Logs))
 	}
 	s := &Session{ex: e, id: b.ID}
+	s.mu.Lock() // no eviction while it is made
+	defer s.mu.Unlock()
 	if err := e.sessions.add(s); err != nil {
 		return nil, err
 	}
 	for i := range b.Runs {
 		if err := s.replay(ctx, &b.Runs[i]); err != nil {
-			s.Close()
+			e.sessions.remove(s)
+			s.closed = true
+			s.drop()
 			var ee *ExecError
 			if errors.As(err, &ee) && ee.Kind != KindDiverged && ee.Kind != KindInternal {
 				err = &ExecError{Kind: KindDiverged, Name: ee.Name,
@@ -242,8 +246,8 @@ func (s *Session) Resume(ctx context.Context, continuation []byte, d Decision, d
 		return refusedResult(nilContext(ExecuteName))
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	b, r, ctx, refused := s.ex.resumption(ctx, continuation, d, s)
-	s.mu.Unlock()
 	if refused != nil {
 		return *refused
 	}

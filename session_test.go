@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -537,4 +538,83 @@ func TestSessionMatchesNodeREPL(t *testing.T) {
 			assert.JSONEq(t, *want.Value, string(res.Value), "%q then %q", seq[:j], code)
 		}
 	}
+}
+
+// TestSessionsUnderMemoryBudget: 200 sessions against a budget with room
+// for a few of them: idle ones are evicted to their journals and made
+// again on their next run, and every outcome is what it is with room for
+// all.
+func TestSessionsUnderMemoryBudget(t *testing.T) {
+	t.Parallel()
+	const n = 200
+	outcomes := func(e *Executor) (values []string, evicted int) {
+		var ss []*Session
+		var seen []string
+		for i := range n {
+			s := newSession(t, e)
+			ss = append(ss, s)
+			seen = append(seen, runIn(t, s, fmt.Sprintf("const id = %d; const data = Array.from({length: 20000}, (_, k) => k * %d); "+
+				"globalThis.seen = Math.random(); return seen", i, i)))
+		}
+		for i, s := range ss {
+			if s.slot.Load() == nil {
+				evicted++
+			}
+			values = append(values, runIn(t, s, "data.push(id); return [id, data.length, data[19999], data.at(-1)]"))
+			assert.Equal(t, seen[i], runIn(t, s, "return seen"), "session %d has its own random value back", i)
+		}
+		return values, evicted
+	}
+	b, err := NewMemoryBudget(48 << 20)
+	require.NoError(t, err)
+	tight := newExecutor(t, WithMemoryBudget(b), WithLimits(Limits{Memory: 16 << 20}))
+	roomy := newExecutor(t, WithLimits(Limits{Memory: 16 << 20}))
+	got, evicted := outcomes(tight)
+	assert.Greater(t, evicted, n/2, "most sessions were evicted")
+	want, none := outcomes(roomy)
+	assert.Zero(t, none)
+	assert.Equal(t, want, got)
+}
+
+func TestSessionTTL(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t, WithSessionTTL(300*time.Millisecond))
+	s := newSession(t, e)
+	runIn(t, s, "const a = 1")
+	// Used within its TTL, it lives on.
+	for range 3 {
+		time.Sleep(30 * time.Millisecond)
+		assert.Equal(t, "1", runIn(t, s, "return a"))
+	}
+	// Left alone, it ends (looked at without a run, which would keep it).
+	expired := func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.expired
+	}
+	for start := time.Now(); !expired() && time.Since(start) < 10*time.Second; {
+		time.Sleep(10 * time.Millisecond)
+	}
+	_, err := s.Run(context.Background(), "return a")
+	assert.ErrorIs(t, err, ErrSessionExpired)
+	assert.ErrorIs(t, err, ErrSessionClosed)
+	_, err = New(WithSessionTTL(-1))
+	assert.ErrorIs(t, err, ErrInvalidLimits)
+}
+
+// TestSessionRest: an idle session gives its checkpoint's pages back, and
+// the budget's charge with them; its next run works as before.
+func TestSessionRest(t *testing.T) {
+	t.Parallel()
+	b, err := NewMemoryBudget(256 << 20)
+	require.NoError(t, err)
+	e := newExecutor(t, WithMemoryBudget(b), WithLimits(Limits{Memory: 64 << 20}))
+	s := newSession(t, e)
+	runIn(t, s, "const kept = []; for (let i = 0; i < 8192; i++) kept.push(String(i).padEnd(1024, '.'))")
+	runIn(t, s, "return kept.length") // this run's checkpoint holds the 8 MiB
+	busy := s.slot.Load().charged()
+	s.wake()
+	rested := s.slot.Load().charged()
+	assert.Less(t, rested, busy-4<<20, "the checkpoint's charge went back (%d -> %d)", busy, rested)
+	assert.Equal(t, "8192", runIn(t, s, "return kept.length"))
 }
