@@ -44,20 +44,20 @@ func warmSlots(concurrency int) int { return max(2*concurrency, 4) }
 // none free queues, first come first served, under its deadline and
 // context. Close cancels and frees them all.
 type slotPool struct {
-	mu      sync.Mutex
-	max     int
-	warm    int
-	budget  int64         // bytes idle slots may keep resident (WithIdleMemory)
-	memory  *MemoryBudget // the runs' memory budget, or nil
+	mu     sync.Mutex
+	max    int
+	warm   int
+	budget int64         // bytes idle slots may keep resident (WithIdleMemory)
+	memory *MemoryBudget // the runs' memory budget, or nil
 	// sessions are the executor's: their idle sandboxes are evicted for
 	// memory as idle slots are reclaimed.
 	sessions *sessionSet
-	made    int           // slots counted against max (idle, in use, being made)
-	idle    []idleSlot    // free slots, the most recently used last
-	waiters []chan *slot  // runs waiting for a slot, the longest waiting first
-	all     map[*slot]struct{}
-	closed  bool
-	trim    *time.Timer // armed while idle slots may need trimming
+	made     int          // slots counted against max (idle, in use, being made)
+	idle     []idleSlot   // free slots, the most recently used last
+	waiters  []chan *slot // runs waiting for a slot, the longest waiting first
+	all      map[*slot]struct{}
+	closed   bool
+	trim     *time.Timer // armed while idle slots may need trimming
 	// retire (tests) keeps a returned slot out of use until Close, in
 	// retired: every run then gets a new slot, in a region of its own.
 	retire  bool

@@ -7,12 +7,12 @@ import "C"
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
-	"cmp"
 	"fmt"
 	"slices"
 	"sync"
@@ -65,9 +65,9 @@ type Session struct {
 	// evicted: the sandbox was given back for memory; the journal makes
 	// it again on the next run. expired: WithSessionTTL ended it.
 	evicted, expired bool
-	rested           bool        // the checkpoint's pages went back since the last run
+	rested           bool          // the checkpoint's pages went back since the last run
 	used             atomic.Uint64 // when it last ran, on the executor's session clock (LRU)
-	timer            *time.Timer // rest, then TTL
+	timer            *time.Timer   // rest, then TTL
 	// journal is every run the session kept, in order: what Seal writes
 	// and a restore replays.
 	journal []sessionRun
