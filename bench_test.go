@@ -499,3 +499,72 @@ func BenchmarkSession(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkSessionJournal is what a session's durable form costs: Seal
+// and RestoreSession of a session of 100 runs (each with a host call),
+// per run of its journal, and its size; and what a session holds at rest
+// (its sandbox once its checkpoint went back), in bytes.
+func BenchmarkSessionJournal(b *testing.B) {
+	const runs = 100
+	get := Capability{Name: "get", Async: true, Func: func(_ context.Context, args json.RawMessage) (any, error) {
+		return map[string]any{"rows": []int{1, 2, 3}, "args": args}, nil
+	}}
+	e := newExecutor(b, WithCapability(get))
+	ctx := context.Background()
+	s, err := e.NewSession()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.Run(ctx, "const results = []"); err != nil {
+		b.Fatal(err)
+	}
+	for i := 1; i < runs; i++ {
+		if _, err := s.Run(ctx, fmt.Sprintf("const r%d = await get({n: %d}); results.push(r%d.rows.length)", i, i, i)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	k := SessionKey{Key: []byte("0123456789abcdef0123456789abcdef")}
+	sealed, err := s.Seal(k)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("seal", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := s.Seal(k); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/runs, "ns/run")
+		b.ReportMetric(float64(len(sealed))/runs, "bytes/run")
+	})
+	b.Run("restore", func(b *testing.B) {
+		for b.Loop() {
+			s2, err := e.RestoreSession(ctx, sealed, k)
+			if err != nil {
+				b.Fatal(err)
+			}
+			s2.Close()
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/runs, "ns/run")
+	})
+	b.Run("at-rest", func(b *testing.B) {
+		var held int64
+		for b.Loop() {
+			s2, err := e.NewSession()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := s2.Run(ctx, "const a = {n: 1}"); err != nil {
+				b.Fatal(err)
+			}
+			s2.mu.Lock()
+			sl := s2.slot.Load()
+			sl.rest()
+			held = sl.holds()
+			s2.mu.Unlock()
+			s2.Close()
+		}
+		b.ReportMetric(float64(held), "bytes/session")
+	})
+}

@@ -401,7 +401,7 @@ func (s *Session) wake() {
 	ttl := s.ex.sessionTTL
 	if !s.rested {
 		if sl := s.slot.Load(); sl != nil {
-			C.bridge_slot_rest(sl.c)
+			sl.rest()
 			s.ex.memory.released()
 		}
 		s.rested = true
@@ -468,3 +468,6 @@ func (s *Session) free() {
 	s.drop()
 	s.journal = nil
 }
+
+// rest gives a session slot's checkpoint pages back.
+func (sl *slot) rest() { C.bridge_slot_rest(sl.c) }
