@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // RunJSParameters returns the JSON Schema of run_js's arguments: one
@@ -47,6 +48,11 @@ const (
 	contractOffline = "There is no filesystem, no network, no import and no Intl; console.log output comes back with the result."
 	contractOnline  = "fetch reaches the network the host allows; there is no filesystem, no import and no Intl; " +
 		"console.log output comes back with the result."
+	// contractSession ends the contract of a tool that keeps a session
+	// per conversation (WithSessions).
+	contractSession = " State persists between calls in this conversation: what a call declares at its top level " +
+		"(const, let, function, class) and puts on globalThis is there in the next call (declaring the same const or " +
+		"let again is an error: assign it instead); a call that fails changes nothing."
 )
 
 // describeContract is the contract of an executor without TypeScript or
@@ -408,7 +414,8 @@ type CodeModeTool struct {
 	apis        []ToolAPI // the tools, for Granted
 	contract    string
 	async       bool
-	grant       []string // Granted's names; nil: every tool
+	grant       []string       // Granted's names; nil: every tool
+	convs       *conversations // WithSessions: each conversation's session; nil: none
 }
 
 // NewCodeModeTool wraps tools as capabilities of a new executor with the
@@ -432,6 +439,7 @@ func NewCodeModeTool(tools []Tool, limits Limits, opts ...Option) (*CodeModeTool
 		}
 	}
 	async := !probe.syncTools
+	sessions := probe.sessions
 	opts = append([]Option{WithLimits(limits)}, opts...)
 	apis := make([]ToolAPI, 0, len(tools))
 	owner := map[string]string{}
@@ -456,7 +464,13 @@ func NewCodeModeTool(tools []Tool, limits Limits, opts ...Option) (*CodeModeTool
 		return nil, err
 	}
 	c := contract(exec.ts != nil, exec.outbound != nil, async)
-	return &CodeModeTool{exec: exec, description: describeDeclared(apis, c, async), apis: apis, contract: c, async: async}, nil
+	t := &CodeModeTool{exec: exec, apis: apis, async: async}
+	if sessions {
+		c += contractSession
+		t.convs = &conversations{m: map[string]*Session{}}
+	}
+	t.contract, t.description = c, describeDeclared(apis, c, async)
+	return t, nil
 }
 
 // WithSyncTools makes [NewCodeModeTool] wrap its tools as synchronous
@@ -566,6 +580,19 @@ func (t *CodeModeTool) Invoke(ctx context.Context, args json.RawMessage) (CallRe
 	if t.grant != nil {
 		ctx = Grant(ctx, t.grant...)
 	}
+	if s, err := t.session(ctx); err != nil {
+		return CallResult{}, err
+	} else if s != nil {
+		res, err := s.Run(ctx, code)
+		if errors.Is(err, ErrSessionClosed) && !errors.Is(err, ErrClosed) {
+			// Ended (its TTL) between the lookup and the run: a new one.
+			if s, err = t.session(ctx); err != nil {
+				return CallResult{}, err
+			}
+			res, err = s.Run(ctx, code)
+		}
+		return t.callResult(res, err)
+	}
 	return t.callResult(t.exec.Run(ctx, code))
 }
 
@@ -579,7 +606,14 @@ func (t *CodeModeTool) Resume(ctx context.Context, continuation []byte, d Decisi
 	if t.grant != nil {
 		ctx = Grant(ctx, t.grant...)
 	}
-	r := t.exec.Resume(ctx, continuation, d, nil)
+	var r ExecuteResult
+	if s, err := t.session(ctx); err != nil {
+		return CallResult{}, err
+	} else if s != nil {
+		r = s.Resume(ctx, continuation, d, nil)
+	} else {
+		r = t.exec.Resume(ctx, continuation, d, nil)
+	}
 	res := &Result{Value: r.Result, Logs: r.Logs, Stats: r.Stats, Paused: r.Paused}
 	if r.Err != nil {
 		return t.callResult(res, r.Err)
@@ -691,4 +725,88 @@ func (t *sandboxTool) Call(ctx context.Context, args json.RawMessage) (json.RawM
 		args = json.RawMessage("{}")
 	}
 	return t.exec.Call(ctx, t.meta.Name, args)
+}
+
+// WithSessions makes [NewCodeModeTool] keep one [Session] per
+// conversation: a call whose context carries a conversation's id
+// ([WithConversation]; an agent loop sets it once per conversation, and
+// the adapters pass the context through) runs in that conversation's
+// session, so what one call declares the next sees, and the description
+// tells the model so. A call without an id runs in a fresh sandbox, as
+// without this option. Sessions end with [CodeModeTool.EndConversation],
+// the tool's Close, or an idle TTL ([WithSessionTTL]); a conversation
+// whose session ended gets a new one on its next call. Idle sessions are
+// evicted under a [MemoryBudget] and made again when next used.
+func WithSessions() Option {
+	return func(c *config) error {
+		c.sessions = true
+		return nil
+	}
+}
+
+// conversationKey carries a conversation's id in a context.
+type conversationKey struct{}
+
+// WithConversation returns ctx carrying the id of the conversation the
+// calls made with it belong to (see [WithSessions]).
+func WithConversation(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, conversationKey{}, id)
+}
+
+// ConversationOf returns the conversation id ctx carries, if any.
+func ConversationOf(ctx context.Context) (string, bool) {
+	id, ok := ctx.Value(conversationKey{}).(string)
+	return id, ok
+}
+
+// conversations are a CodeModeTool's sessions, by conversation id.
+type conversations struct {
+	mu sync.Mutex
+	m  map[string]*Session
+}
+
+// session is the session of ctx's conversation (made on its first call,
+// or again once it ended), or nil: no sessions, or no conversation.
+func (t *CodeModeTool) session(ctx context.Context) (*Session, error) {
+	if t.convs == nil {
+		return nil, nil
+	}
+	id, ok := ConversationOf(ctx)
+	if !ok {
+		return nil, nil
+	}
+	c := t.convs
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s := c.m[id]; s != nil && !s.ended() {
+		return s, nil
+	}
+	if len(c.m) >= 64 && len(c.m)%64 == 0 {
+		for k, s := range c.m { // forget the ended ones now and then
+			if s.ended() {
+				delete(c.m, k)
+			}
+		}
+	}
+	s, err := t.exec.NewSession()
+	if err != nil {
+		return nil, err
+	}
+	c.m[id] = s
+	return s, nil
+}
+
+// EndConversation closes the session of conversation id (WithSessions),
+// if it has one: its state is gone, and its next call starts afresh.
+func (t *CodeModeTool) EndConversation(id string) {
+	if t.convs == nil {
+		return
+	}
+	t.convs.mu.Lock()
+	s := t.convs.m[id]
+	delete(t.convs.m, id)
+	t.convs.mu.Unlock()
+	if s != nil {
+		s.Close()
+	}
 }

@@ -80,6 +80,7 @@ type config struct {
 	retainIdle    time.Duration
 	queue         time.Duration
 	sessionTTL    time.Duration
+	sessions      bool // WithSessions (CodeModeTool)
 	cacheSize     int
 	ts            TypeScript
 	tsSet         bool

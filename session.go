@@ -411,8 +411,10 @@ func (s *Session) wake() {
 		}
 	}
 	if ttl > 0 {
-		s.expired = true
-		go s.Close()
+		s.ex.sessions.remove(s)
+		s.expired, s.closed = true, true
+		s.drop()
+		s.journal = nil
 	}
 }
 
@@ -451,6 +453,16 @@ func (s *Session) Close() error {
 	}
 	s.free()
 	return nil
+}
+
+// ended reports whether the session was closed (by Close, its TTL or the
+// executor's Close).
+func (s *Session) ended() bool {
+	e := s.ex
+	e.sessions.mu.Lock()
+	defer e.sessions.mu.Unlock()
+	_, open := e.sessions.all[s]
+	return !open
 }
 
 // free closes the session and frees its slot, once its run (if any) is

@@ -618,3 +618,35 @@ func TestSessionRest(t *testing.T) {
 	assert.Less(t, rested, busy-4<<20, "the checkpoint's charge went back (%d -> %d)", busy, rested)
 	assert.Equal(t, "8192", runIn(t, s, "return kept.length"))
 }
+
+// TestCodeModeToolSessions: with WithSessions, each conversation's calls
+// share a session; calls without one, and other conversations, do not.
+func TestCodeModeToolSessions(t *testing.T) {
+	t.Parallel()
+	echo := NewTool(ToolDefinition{Name: "echo"}, func(_ context.Context, args json.RawMessage) (json.RawMessage, error) { return args, nil })
+	cm, err := NewCodeModeTool([]Tool{echo}, Limits{}, WithSessions())
+	require.NoError(t, err)
+	t.Cleanup(func() { cm.Close() })
+	assert.Contains(t, cm.Description(), "State persists between calls in this conversation")
+	call := func(ctx context.Context, code string) string {
+		t.Helper()
+		args, err := json.Marshal(map[string]string{"code": code})
+		require.NoError(t, err)
+		r, err := cm.Invoke(ctx, args)
+		require.NoError(t, err)
+		return string(r.Output)
+	}
+	a := WithConversation(context.Background(), "a")
+	b := WithConversation(context.Background(), "b")
+	assert.JSONEq(t, `{"result":{"v":1}}`, call(a, "const got = await echo({v: 1}); return got"))
+	assert.JSONEq(t, `{"result":1}`, call(a, "return got.v"))
+	assert.Contains(t, call(b, "return got.v"), "ReferenceError")
+	assert.Contains(t, call(context.Background(), "return typeof got"), `"undefined"`)
+	cm.EndConversation("a")
+	assert.Contains(t, call(a, "return typeof got"), `"undefined"`)
+
+	plain, err := NewCodeModeTool([]Tool{echo}, Limits{})
+	require.NoError(t, err)
+	t.Cleanup(func() { plain.Close() })
+	assert.NotContains(t, plain.Description(), "State persists")
+}

@@ -16,6 +16,11 @@
 // naming its server-side code execution) is a different sandbox; the
 // returned ToolParam leaves AllowedCallers unset, so run_js is called
 // directly, and a caller may set it.
+//
+// State across a conversation's calls: build the code tool with
+// codemode.WithSessions and give the agent loop's context
+// codemode.WithConversation(ctx, conversationID); every call made with it
+// runs in that conversation's session.
 package anthropic
 
 import (

@@ -8,6 +8,11 @@
 // tool set into the code tool over it, with the tools named plain (the
 // stop tools, which a react agent may also return directly) kept beside it
 // unchanged.
+//
+// State across a conversation's calls: build the code tool with
+// codemode.WithSessions and give the agent loop's context
+// codemode.WithConversation(ctx, conversationID); every call made with it
+// runs in that conversation's session.
 package eino
 
 import (

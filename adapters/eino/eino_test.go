@@ -156,3 +156,28 @@ type infoOnly struct{}
 func (infoOnly) Info(context.Context) (*schema.ToolInfo, error) {
 	return &schema.ToolInfo{Name: "streamer"}, nil
 }
+
+// TestToolsNodeConversation: a code tool built WithSessions, driven by
+// Eino's ToolsNode in two turns of one conversation (its context carries
+// the conversation's id): the second turn's program sees what the first
+// declared; another conversation does not.
+func TestToolsNodeConversation(t *testing.T) {
+	cm, err := codemode.NewCodeModeTool(nil, codemode.Limits{Deadline: 10 * time.Second}, codemode.WithSessions())
+	require.NoError(t, err)
+	defer cm.Close()
+	node, err := compose.NewToolNode(context.Background(), &compose.ToolsNodeConfig{Tools: []tool.BaseTool{cmeino.Tool(cm)}})
+	require.NoError(t, err)
+	turn := func(ctx context.Context, code string) string {
+		args, err := json.Marshal(map[string]string{"code": code})
+		require.NoError(t, err)
+		out, err := node.Invoke(ctx, &schema.Message{Role: schema.Assistant, ToolCalls: []schema.ToolCall{
+			{ID: "c", Function: schema.FunctionCall{Name: "run_js", Arguments: string(args)}}}})
+		require.NoError(t, err)
+		require.Len(t, out, 1)
+		return out[0].Content
+	}
+	conv := codemode.WithConversation(context.Background(), "conversation-1")
+	assert.Equal(t, `{"result":3}`, turn(conv, "const items = [1, 2, 3]; items.length"))
+	assert.Equal(t, `{"result":6}`, turn(conv, "items.reduce((a, b) => a + b, 0)"))
+	assert.Contains(t, turn(codemode.WithConversation(context.Background(), "conversation-2"), "items.length"), "items is not defined")
+}

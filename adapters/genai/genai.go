@@ -13,6 +13,11 @@
 // schema is turned into the JSON Schema the sandbox checks arguments
 // against); [CodeMode] turns the whole set into the code tool over them,
 // with the declarations named plain (the stop tools) kept beside it.
+//
+// State across a conversation's calls: build the code tool with
+// codemode.WithSessions and give the agent loop's context
+// codemode.WithConversation(ctx, conversationID); every call made with it
+// runs in that conversation's session.
 package genai
 
 import (

@@ -11,6 +11,11 @@
 // [FromResponsesTools] wrap them as [codemode.Tool]s; [ChatCodeMode] and
 // [ResponsesCodeMode] turn the whole set into the code tool over them,
 // with the tools named plain (the stop tools) kept beside it unchanged.
+//
+// State across a conversation's calls: build the code tool with
+// codemode.WithSessions and give the agent loop's context
+// codemode.WithConversation(ctx, conversationID); every call made with it
+// runs in that conversation's session.
 package openai
 
 import (
