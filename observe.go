@@ -30,10 +30,12 @@ type Observer interface {
 }
 
 // RunInfo names a run: its kind (RunKindRun, RunKindExecute,
-// RunKindResume, RunKindSession) and, for a resume, the continuation's id.
+// RunKindResume), for a resume the continuation's id, and for a run in a
+// [Session] the session's id.
 type RunInfo struct {
 	Kind         string
 	Continuation string
+	Session      string
 }
 
 // The kinds of a run.
@@ -41,7 +43,6 @@ const (
 	RunKindRun     = "run"     // Executor.Run (and CodeModeTool)
 	RunKindExecute = "execute" // Executor.Execute
 	RunKindResume  = "resume"  // Executor.Resume
-	RunKindSession = "session" // Session.Run
 )
 
 // RunEnd is how a run ended: Outcome is "ok", "paused" or the
@@ -104,10 +105,13 @@ type runObs struct {
 
 // runStart tells the Observer of a run; a run Resume started (resumed
 // set) is kind resume.
-func (e *Executor) runStart(ctx context.Context, kind string, resumed *govRun) (context.Context, runObs) {
+func (e *Executor) runStart(ctx context.Context, kind string, resumed *govRun, sess *Session) (context.Context, runObs) {
 	info := RunInfo{Kind: kind}
-	if resumed != nil {
+	if resumed != nil && resumed.from != "" { // a replay of a session's journal has none
 		info = RunInfo{Kind: RunKindResume, Continuation: resumed.from}
+	}
+	if sess != nil {
+		info.Session = sess.id
 	}
 	ctx = e.observer.RunStart(ctx, info)
 	return ctx, runObs{info: info, ctx: ctx}

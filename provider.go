@@ -361,11 +361,7 @@ func (e *Executor) executeObserved(ctx context.Context, req Request, resumed *go
 		res, _ := e.execute(ctx, req, resumed, sess)
 		return res
 	}
-	kind := RunKindExecute
-	if sess != nil {
-		kind = RunKindSession
-	}
-	ctx, t := e.runStart(ctx, kind, resumed)
+	ctx, t := e.runStart(ctx, RunKindExecute, resumed, sess)
 	res, cached := e.execute(ctx, req, resumed, sess)
 	var err error
 	switch {

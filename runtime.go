@@ -365,7 +365,7 @@ func (e *Executor) runObserved(ctx context.Context, script string, resumed *govR
 		res, err, _ := e.runScript(ctx, script, resumed)
 		return res, err
 	}
-	ctx, t := e.runStart(ctx, RunKindRun, resumed)
+	ctx, t := e.runStart(ctx, RunKindRun, resumed, nil)
 	res, err, cached := e.runScript(ctx, script, resumed)
 	var st RunStats
 	if res != nil {

@@ -219,13 +219,19 @@ func (s *Session) Run(ctx context.Context, script string) (*Result, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.runObserved(ctx, script, nil)
+}
+
+// runObserved is Run, or Resume's run of a Run program (resumed set),
+// told to the Observer; the caller has the session's turn.
+func (s *Session) runObserved(ctx context.Context, script string, resumed *govRun) (*Result, error) {
 	e := s.ex
 	if e.observer == nil {
-		res, err, _ := s.run(ctx, script, nil)
+		res, err, _ := s.run(ctx, script, resumed)
 		return res, err
 	}
-	ctx, t := e.runStart(ctx, RunKindSession, nil)
-	res, err, cached := s.run(ctx, script, nil)
+	ctx, t := e.runStart(ctx, RunKindRun, resumed, s)
+	res, err, cached := s.run(ctx, script, resumed)
 	var st RunStats
 	if res != nil {
 		st = res.Stats

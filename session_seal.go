@@ -252,9 +252,7 @@ func (s *Session) Resume(ctx context.Context, continuation []byte, d Decision, d
 		return *refused
 	}
 	if b.Mode == modeExecute {
-		res, _ := s.ex.execute(ctx, Request{Code: b.Code, Providers: b.Providers, Dispatch: dispatch}, r, s)
-		return res
+		return s.ex.executeObserved(ctx, Request{Code: b.Code, Providers: b.Providers, Dispatch: dispatch}, r, s)
 	}
-	res, err, _ := s.run(ctx, b.Code, r)
-	return runAsExecuteResult(res, err)
+	return runAsExecuteResult(s.runObserved(ctx, b.Code, r))
 }

@@ -286,3 +286,40 @@ func TestProgressiveDiscovery(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, `No tool matches "zebra".`, res.Content[0].(*mcp.TextContent).Text)
 }
+
+// TestServerSessions: with ServerOptions.Sessions, each client's programs
+// share a session (what one declares, the next sees), two clients do not
+// see each other's, reset_js starts a client's state afresh, and a
+// client's session ends with its MCP session. Through the official SDK's
+// client.
+func TestServerSessions(t *testing.T) {
+	ctx := context.Background()
+	up, err := cmcp.NewUpstream(ctx, "shapes", connect(t, upstreamServer(nil)))
+	require.NoError(t, err)
+	r, err := cmcp.NewRouter(up)
+	require.NoError(t, err)
+	srv, err := cmcp.NewServer(newExec(t), r, cmcp.ServerOptions{Sessions: true})
+	require.NoError(t, err)
+	a, b := connect(t, srv), connect(t, srv)
+	tools, err := a.ListTools(ctx, nil)
+	require.NoError(t, err)
+	var names []string
+	for _, tool := range tools.Tools {
+		names = append(names, tool.Name)
+		if tool.Name == "run_js" {
+			assert.Contains(t, tool.Description, "State persists between calls in this session")
+			assert.Contains(t, tool.Description, "reset_js clears the state")
+		}
+	}
+	assert.ElementsMatch(t, []string{"run_js", "reset_js"}, names)
+
+	assert.Equal(t, `{"result":3,"logs":[]}`, text(t, runJS(t, a, "run_js", "const n = (await shapes.get_json({n: 3})).n; n")))
+	assert.Equal(t, `{"result":4,"logs":[]}`, text(t, runJS(t, a, "run_js", "n + 1")))
+	assert.Contains(t, text(t, runJS(t, b, "run_js", "n")), "n is not defined")
+	res := runJS(t, a, "run_js", "const n = 1")
+	assert.True(t, res.IsError, "declaring n again is an error")
+	assert.Equal(t, `{"result":3,"logs":[]}`, text(t, runJS(t, a, "run_js", "n")))
+	_, err = a.CallTool(ctx, &mcp.CallToolParams{Name: "reset_js", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	assert.Equal(t, `{"result":"undefined","logs":[]}`, text(t, runJS(t, a, "run_js", "typeof n")))
+}

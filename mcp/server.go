@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -51,6 +52,15 @@ type ServerOptions struct {
 	Resume bool
 	// ResumeToolName is the resume tool's name (default "resume_js").
 	ResumeToolName string
+	// Sessions keeps one codemode.Session per MCP session: consecutive
+	// programs of a client see what the earlier ones declared at their
+	// top level and put on globalThis, a program that fails changes
+	// nothing, and a second tool, ResetToolName, starts the state afresh.
+	// The descriptions say so. A client's session ends with its MCP
+	// session (or the executor's WithSessionTTL).
+	Sessions bool
+	// ResetToolName is the reset tool's name (default "reset_js").
+	ResetToolName string
 }
 
 // DefaultTokenBudget is ServerOptions.TokenBudget's default.
@@ -112,12 +122,15 @@ func NewServer(exec *codemode.Executor, router *Router, opts ServerOptions) (*mc
 	if opts.ResumeToolName == "" {
 		opts.ResumeToolName = "resume_js"
 	}
+	if opts.ResetToolName == "" {
+		opts.ResetToolName = "reset_js"
+	}
 	for _, p := range router.Providers() {
 		if p.Name == searchProvider {
 			return nil, fmt.Errorf("mcp: the provider name %q is the server's own (progressive discovery)", searchProvider)
 		}
 	}
-	h := &handler{exec: exec, router: router, opts: opts}
+	h := &handler{exec: exec, router: router, opts: opts, sessions: map[*mcp.ServerSession]*codemode.Session{}}
 	upstream := false
 	for _, rt := range router.routes {
 		if u, ok := rt.(*Upstream); ok && len(u.tools) > 0 {
@@ -131,6 +144,9 @@ func NewServer(exec *codemode.Executor, router *Router, opts ServerOptions) (*mc
 		desc = full
 		if h.progressive {
 			desc = progressiveDescription(router.Providers(), upstream)
+		}
+		if opts.Sessions {
+			desc += "\n\n" + sessionNote(opts.ResetToolName)
 		}
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, nil)
@@ -168,6 +184,14 @@ func NewServer(exec *codemode.Executor, router *Router, opts ServerOptions) (*mc
 			OutputSchema: map[string]any{"type": "object", "properties": outputProperties},
 		}, h.resume)
 	}
+	if opts.Sessions {
+		s.AddTool(&mcp.Tool{
+			Name: opts.ResetToolName,
+			Description: "Clears the state " + opts.ToolName + " programs keep between calls (what they declared at their top level and put on globalThis): " +
+				"the next program starts afresh. Takes no arguments.",
+			InputSchema: map[string]any{"type": "object", "additionalProperties": false},
+		}, h.reset)
+	}
 	if h.progressive {
 		s.AddTool(&mcp.Tool{
 			Name: "search_tools",
@@ -199,6 +223,96 @@ type handler struct {
 	router      *Router
 	opts        ServerOptions
 	progressive bool
+
+	mu       sync.Mutex
+	sessions map[*mcp.ServerSession]*codemode.Session // ServerOptions.Sessions: each client's
+}
+
+// sessionNote is what the code tool's description says of sessions.
+func sessionNote(reset string) string {
+	return "State persists between calls in this session: what a program declares at its top level (const, let, function, class) " +
+		"and puts on globalThis is there in the next program (declaring the same const or let again is an error: assign it instead); " +
+		"a program that fails changes nothing. " + reset + " clears the state."
+}
+
+// session is the codemode session of the client's MCP session, made on
+// its first program and closed when the MCP session ends; nil without
+// ServerOptions.Sessions (or a session to key it by).
+func (h *handler) session(ss *mcp.ServerSession) (*codemode.Session, error) {
+	if !h.opts.Sessions || ss == nil {
+		return nil, nil
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s := h.sessions[ss]; s != nil {
+		return s, nil
+	}
+	s, err := h.exec.NewSession()
+	if err != nil {
+		return nil, err
+	}
+	if _, watched := h.sessions[ss]; !watched {
+		go func() {
+			ss.Wait()
+			h.mu.Lock()
+			s := h.sessions[ss]
+			delete(h.sessions, ss)
+			h.mu.Unlock()
+			if s != nil {
+				s.Close()
+			}
+		}()
+	}
+	h.sessions[ss] = s
+	return s, nil
+}
+
+// reset serves the reset tool: the client's session is closed, and its
+// next program gets a new one.
+func (h *handler) reset(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	h.mu.Lock()
+	s := h.sessions[req.Session]
+	if s != nil {
+		h.sessions[req.Session] = nil // still watched: its end forgets it
+	}
+	h.mu.Unlock()
+	if s != nil {
+		s.Close()
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: `{"reset":true}`}}}, nil
+}
+
+// execute runs a request in the client's session, or afresh.
+func (h *handler) execute(ctx context.Context, ss *mcp.ServerSession, req codemode.Request) codemode.ExecuteResult {
+	s, err := h.session(ss)
+	if err != nil {
+		return codemode.ExecuteResult{Logs: []string{}, Error: err.Error(), Err: &codemode.ExecError{Kind: codemode.KindInternal, Message: err.Error()}}
+	}
+	if s == nil {
+		return h.exec.Execute(ctx, req)
+	}
+	res := s.Execute(ctx, req)
+	if res.Err != nil && errors.Is(res.Err, codemode.ErrSessionExpired) {
+		h.mu.Lock()
+		if h.sessions[ss] == s {
+			h.sessions[ss] = nil
+		}
+		h.mu.Unlock()
+		if s, err = h.session(ss); err == nil {
+			res = s.Execute(ctx, req)
+		}
+	}
+	return res
+}
+
+// resumeIn resumes a paused program in the client's session, or in the
+// executor.
+func (h *handler) resumeIn(ctx context.Context, ss *mcp.ServerSession, cont []byte, d codemode.Decision,
+	dispatch codemode.DispatchFunc) codemode.ExecuteResult {
+	if s, err := h.session(ss); err == nil && s != nil {
+		return s.Resume(ctx, cont, d, dispatch)
+	}
+	return h.exec.Resume(ctx, cont, d, dispatch)
 }
 
 // run serves the code tool.
@@ -219,11 +333,11 @@ func (h *handler) run(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallT
 			return failure(h.invalidArgs(err.Error()), nil), nil
 		}
 		return h.serve(ctx, req, func(ctx context.Context, _ []codemode.Provider, dispatch codemode.DispatchFunc) codemode.ExecuteResult {
-			return h.exec.Resume(ctx, cont, d, dispatch)
+			return h.resumeIn(ctx, req.Session, cont, d, dispatch)
 		})
 	}
 	return h.serve(ctx, req, func(ctx context.Context, providers []codemode.Provider, dispatch codemode.DispatchFunc) codemode.ExecuteResult {
-		return h.exec.Execute(ctx, codemode.Request{Code: *in.Code, Providers: providers, Dispatch: dispatch})
+		return h.execute(ctx, req.Session, codemode.Request{Code: *in.Code, Providers: providers, Dispatch: dispatch})
 	})
 }
 
@@ -250,7 +364,7 @@ func (h *handler) resume(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 		}
 	}
 	return h.serve(ctx, req, func(ctx context.Context, _ []codemode.Provider, dispatch codemode.DispatchFunc) codemode.ExecuteResult {
-		return h.exec.Resume(ctx, cont, d, dispatch)
+		return h.resumeIn(ctx, req.Session, cont, d, dispatch)
 	})
 }
 

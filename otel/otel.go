@@ -75,6 +75,8 @@ const (
 	AttrRunPeakMemory  = attribute.Key("codemode.run.peak_memory_bytes")
 	AttrRunCached      = attribute.Key("codemode.run.cached")
 	AttrContinuationID = attribute.Key("codemode.continuation.id")
+	// AttrSessionID is the id of the session a run is one of.
+	AttrSessionID = attribute.Key("codemode.session.id")
 	AttrToolProvider   = attribute.Key("codemode.tool.provider")
 	AttrToolSeq        = attribute.Key("codemode.tool.seq")
 	AttrToolOutcome    = attribute.Key("codemode.tool.outcome")
@@ -174,6 +176,9 @@ func (o *Observer) RunStart(ctx context.Context, run codemode.RunInfo) context.C
 		return ctx
 	}
 	attrs := []attribute.KeyValue{AttrRunKind.String(run.Kind)}
+	if run.Session != "" {
+		attrs = append(attrs, AttrSessionID.String(run.Session))
+	}
 	if run.Continuation != "" {
 		attrs = append(attrs, AttrContinuationID.String(run.Continuation))
 	}

@@ -35,9 +35,10 @@ func TestMCPServe(t *testing.T) {
 
 	tools, err := cs.ListTools(ctx, nil)
 	require.NoError(t, err)
-	require.Len(t, tools.Tools, 1)
-	assert.Equal(t, "run_js", tools.Tools[0].Name)
-	assert.Contains(t, tools.Tools[0].Description, "Adds a and b.")
+	require.Len(t, tools.Tools, 2, "run_js, and reset_js: --sessions is on by default")
+	assert.Equal(t, "reset_js", tools.Tools[0].Name)
+	assert.Equal(t, "run_js", tools.Tools[1].Name)
+	assert.Contains(t, tools.Tools[1].Description, "Adds a and b.")
 	assert.Contains(t, stderr.String(), `mcp server "broken"`)
 
 	call := func(ctx context.Context, code string) (*mcp.CallToolResult, error) {
@@ -118,7 +119,7 @@ func TestMCPGoverned(t *testing.T) {
 	for _, tl := range tools.Tools {
 		names = append(names, tl.Name)
 	}
-	assert.ElementsMatch(t, []string{"run_js", "resume_js"}, names)
+	assert.ElementsMatch(t, []string{"run_js", "resume_js", "reset_js"}, names)
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_js", Arguments: code})
 	require.NoError(t, err)
 	var out struct {

@@ -38,6 +38,12 @@ and a second tool, resume_js, goes on with {continuation, approve, reason?,
 args?}. Continuations are always sealed here, and each resumes once. Whoever
 calls resume_js decides: use it with clients whose user confirms tool calls.
 
+Each client's programs share state (--sessions, on by default): what a program
+declares at its top level, and puts on globalThis, the next program of the same
+MCP session sees; a program that fails changes nothing; reset_js starts afresh.
+The tool's description tells the model. --sessions=false runs every program in
+a fresh sandbox.
+
 Examples:
   codemode mcp --config servers.json
   codemode mcp --config servers.json --http 127.0.0.1:8080 --deadline 30s
@@ -54,6 +60,7 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	addr := fs.String("http", "", "serve streamable HTTP on this address instead of stdio")
 	toolName := fs.String("tool-name", "run_js", "the code tool's name")
 	budget := fs.Int("token-budget", cmcp.DefaultTokenBudget, "the description's budget in tokens; past it, progressive discovery")
+	sessions := fs.Bool("sessions", true, "keep each client's state between its programs (one session per MCP session, and a reset_js tool)")
 	var tl telemetryFlags
 	tl.register(fs, telemetryTimeoutDaemon)
 	if status, ok := parseFlags(fs, args); !ok {
@@ -92,7 +99,7 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	defer exec.Close()
 	srv, err := cmcp.NewServer(exec, router, cmcp.ServerOptions{ToolName: *toolName, TokenBudget: *budget,
-		Resume: gov != nil && len(gov.Key) > 0})
+		Resume: gov != nil && len(gov.Key) > 0, Sessions: *sessions})
 	if err != nil {
 		return exitFor(stderr, err)
 	}

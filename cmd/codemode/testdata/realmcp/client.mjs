@@ -104,9 +104,9 @@ if (cfg.transport === "stdio") {
 async function main() {
   await client.connect(transport, { timeout });
 
-  // The tools: run_js, and search_tools only past the budget.
+  // The tools: run_js, reset_js (sessions), and search_tools only past the budget.
   const { tools } = await client.listTools(undefined, { timeout });
-  equal("tools/list names", tools.map((t) => t.name), progressive ? ["run_js", "search_tools"] : ["run_js"]);
+  equal("tools/list names", tools.map((t) => t.name).sort(), progressive ? ["reset_js", "run_js", "search_tools"] : ["reset_js", "run_js"]);
   const runTool = tools.find((t) => t.name === "run_js");
   const desc = runTool?.description ?? "";
   equal("run_js input schema requires code", runTool?.inputSchema?.required, ["code"]);
@@ -184,6 +184,20 @@ async function main() {
   equal("Promise.all program text is its structured content", safeParse(p1text), p1.structuredContent);
   notEscaped("Promise.all program text not HTML-escaped", p1text);
   contains("Promise.all program text as a model reads it", p1text, '"echoed":"Echo: <hi> & bye"');
+
+  // The client's session: a program sees what the last one declared; one
+  // that fails changes nothing; reset_js starts afresh.
+  const s1 = await run(`const kept = await memory.read_graph({}); const n = 41; n`);
+  equal("session: first program", s1.structuredContent?.result, 41);
+  const s2 = await run(`n + 1 + (typeof kept === "object" ? 0 : 100)`);
+  equal("session: the next program sees it", s2.structuredContent?.result, 42);
+  const s3 = await run(`n = 0; throw new Error("rolled back")`);
+  check("session: a failing program is isError", s3.isError === true, show(s3));
+  const s4 = await run(`n`);
+  equal("session: a failing program changed nothing", s4.structuredContent?.result, 41);
+  await client.callTool({ name: "reset_js", arguments: {} }, undefined, { timeout });
+  const s5 = await run(`typeof n`);
+  equal("session: reset_js clears it", s5.structuredContent?.result, "undefined");
 
   // A program that throws: isError, the error JSON naming the tool.
   const p2 = await run(`throw new TypeError("bad <input> & more")`);
