@@ -76,11 +76,11 @@ const (
 	AttrRunCached      = attribute.Key("codemode.run.cached")
 	AttrContinuationID = attribute.Key("codemode.continuation.id")
 	// AttrSessionID is the id of the session a run is one of.
-	AttrSessionID = attribute.Key("codemode.session.id")
-	AttrToolProvider   = attribute.Key("codemode.tool.provider")
-	AttrToolSeq        = attribute.Key("codemode.tool.seq")
-	AttrToolOutcome    = attribute.Key("codemode.tool.outcome")
-	AttrToolPolicy     = attribute.Key("codemode.tool.policy")
+	AttrSessionID    = attribute.Key("codemode.session.id")
+	AttrToolProvider = attribute.Key("codemode.tool.provider")
+	AttrToolSeq      = attribute.Key("codemode.tool.seq")
+	AttrToolOutcome  = attribute.Key("codemode.tool.outcome")
+	AttrToolPolicy   = attribute.Key("codemode.tool.policy")
 )
 
 // The semantic conventions' keys used (GenAI's execute_tool, error.type).
