@@ -56,6 +56,15 @@ type policyFile struct {
 	Encrypt bool   `json:"encrypt"`
 }
 
+// readKey reads --key-file's key (a trailing newline dropped).
+func readKey(path string) ([]byte, error) {
+	key, err := os.ReadFile(path)
+	if err != nil {
+		return nil, usagef("--key-file: %v", err)
+	}
+	return bytes.TrimSuffix(bytes.TrimSuffix(key, []byte("\n")), []byte("\r")), nil
+}
+
 // governance reads the flags' files: nil without --policy and --key-file.
 func (gf *govFlags) governance() (*codemode.Governance, error) {
 	if gf.policy == "" && gf.keyFile == "" {
@@ -63,11 +72,11 @@ func (gf *govFlags) governance() (*codemode.Governance, error) {
 	}
 	g := &codemode.Governance{Tools: map[string]codemode.ToolPolicy{}}
 	if gf.keyFile != "" {
-		key, err := os.ReadFile(gf.keyFile)
+		key, err := readKey(gf.keyFile)
 		if err != nil {
-			return nil, usagef("--key-file: %v", err)
+			return nil, err
 		}
-		g.Key = bytes.TrimSuffix(bytes.TrimSuffix(key, []byte("\n")), []byte("\r"))
+		g.Key = key
 	}
 	if gf.policy != "" {
 		b, err := os.ReadFile(gf.policy)

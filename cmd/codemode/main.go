@@ -1,8 +1,9 @@
 // Command codemode runs Code Mode programs from the command line: one
 // script (run), a batch of them as JSON lines (batch, with progress,
-// resume, record and replay), and the description a model is given for a
-// tool list (describe); and it serves code mode over MCP on top of a set
-// of MCP servers (mcp).
+// resume, record and replay), programs in one session that keeps its state
+// from each to the next (repl, which a session file continues later), and
+// the description a model is given for a tool list (describe); and it
+// serves code mode over MCP on top of a set of MCP servers (mcp).
 //
 //	go install github.com/codemode-go/codemode/cmd/codemode@latest
 //
@@ -88,6 +89,7 @@ Usage:
   codemode run [flags] FILE|-        run one script, print {"result","logs"} or its error
   codemode batch [flags] IN.jsonl    run one job per line, write one result line per job
   codemode resume [flags] CONT       resume a paused run with --approve, --reject REASON or --edit ARGS
+  codemode repl [flags]              run programs in one session, each seeing what the last declared
   codemode describe TOOLS.json       print the run_js description and the TypeScript declarations
   codemode mcp --config servers.json serve code mode over MCP, on top of the configured MCP servers
   codemode serve [flags]             run the daemon: remote clients' programs, their tool calls sent back
@@ -125,6 +127,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 			hard()
 		}()
 		return cmdServe(ctx, args[1:], stderr)
+	case "repl":
+		return cmdREPL(ctx, args[1:], stdin, stdout, stderr)
 	case "mcp":
 		ctx, stop, hard := interrupts(ctx)
 		defer hard()
