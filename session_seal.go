@@ -108,18 +108,111 @@ func (s *Session) Seal(k SessionKey) ([]byte, error) {
 	if s.closed {
 		return nil, ErrSessionClosed
 	}
+	return sealRuns(keys, k, s.id, s.ex.limits, s.journal)
+}
+
+// sealRuns seals a journal (see Seal).
+func sealRuns(keys contKeys, k SessionKey, id string, limits Limits, runs []sessionRun) ([]byte, error) {
 	ttl := k.TTL
 	if ttl <= 0 {
 		ttl = sessionTTL
 	}
 	now := time.Now()
-	b := sessionBody{V: 1, ID: s.id, Created: now.Unix(), ExpiresNs: now.Add(ttl).UnixNano(), Limits: s.ex.limits,
-		Runs: s.journal}
+	b := sessionBody{V: 1, ID: id, Created: now.Unix(), ExpiresNs: now.Add(ttl).UnixNano(), Limits: limits, Runs: runs}
 	plain, err := json.Marshal(&b)
 	if err != nil {
 		return nil, err
 	}
 	return sealBytes(sessionMagic, keys, k.Encrypt, plain)
+}
+
+// ID returns the session's id: random, made by NewSession and kept by Seal
+// and a restore. A paused run's continuation names it.
+func (s *Session) ID() string { return s.id }
+
+// Journal returns the runs the session has kept from the one at index
+// from on (JSON: an array, [] for none), and how many it has kept in all.
+// It is what Seal seals, for a host that keeps a session's durable form
+// itself — a daemon's client holds its sessions' journals, and its key,
+// and hands a journal to another daemon with [Executor.ReplaySession].
+// It holds the programs, their tool answers and the arguments of their
+// calls: treat it as the session itself.
+func (s *Session) Journal(from int) (json.RawMessage, int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := len(s.journal)
+	if from < 0 || from > n {
+		return nil, n, fmt.Errorf("codemode: the session has kept %d runs; there is no run %d", n, from)
+	}
+	b, err := json.Marshal(s.journal[from:])
+	return b, n, err
+}
+
+// SealJournal seals a session's journal (Session.Journal's, whole) as
+// [Session.Seal] does, for a host that keeps the journal itself: id is
+// the session's, limits those its runs ran under. RestoreSession makes
+// the session from it.
+func SealJournal(k SessionKey, id string, limits Limits, journal json.RawMessage) ([]byte, error) {
+	keys, err := k.keys()
+	if err != nil {
+		return nil, err
+	}
+	runs, err := decodeJournal(journal)
+	if err != nil {
+		return nil, err
+	}
+	return sealRuns(keys, k, id, limits, runs)
+}
+
+// OpenSealedSession authenticates a sealed session and returns what it
+// holds (its id, the limits its runs ran under, its journal), as
+// RestoreSession reads it, without replaying it: for a host that hands
+// the journal on ([Executor.ReplaySession]). It refuses what
+// RestoreSession refuses before anything runs, matching
+// [ErrSessionRefused].
+func OpenSealedSession(k SessionKey, sealed []byte) (id string, limits Limits, journal json.RawMessage, err error) {
+	b, err := openSession(k, sealed, time.Now())
+	if err != nil {
+		return "", Limits{}, nil, err
+	}
+	journal, err = json.Marshal(b.Runs)
+	return b.ID, b.Limits, journal, err
+}
+
+// decodeJournal reads a journal (Journal's form), refusing an unknown mode.
+func decodeJournal(journal json.RawMessage) ([]sessionRun, error) {
+	var runs []sessionRun
+	if err := jsonv2.Unmarshal(journal, &runs, jsonv1.DefaultOptionsV1()); err != nil {
+		return nil, sessionRefused("the journal is not a session's: " + err.Error())
+	}
+	for i, r := range runs {
+		switch r.Mode {
+		case modeRun, modeExecute, modeCall:
+		default:
+			return nil, sessionRefused(fmt.Sprintf("run %d has an unknown mode %q", i+1, r.Mode))
+		}
+	}
+	return runs, nil
+}
+
+// ReplaySession makes a session from a journal ([Session.Journal]'s,
+// whole) and the session's id, as RestoreSession does from a sealed one
+// but with nothing authenticated: for a host that has the journal from a
+// peer it trusts (a daemon, from its authenticated client). Its runs
+// replay with every call answered from its record; a journal that no
+// longer replays is an [*ExecError] of kind [KindDiverged].
+func (e *Executor) ReplaySession(ctx context.Context, id string, journal json.RawMessage) (*Session, error) {
+	if ctx == nil {
+		return nil, nilContext(RunJSToolName)
+	}
+	runs, err := decodeJournal(journal)
+	if err != nil {
+		return nil, err
+	}
+	if id == "" {
+		id = newContinuationID()
+	}
+	return e.replaySession(ctx, id, runs)
 }
 
 // openSession authenticates and decodes a sealed session.
@@ -185,14 +278,19 @@ func (e *Executor) RestoreSession(ctx context.Context, sealed []byte, k SessionK
 		return nil, sessionRefused(fmt.Sprintf("it ran under memory %d, stack %d, payload %d and logs %d bytes; "+
 			"this executor's are %d, %d, %d and %d", l.Memory, l.Stack, l.Payload, l.Logs, m.Memory, m.Stack, m.Payload, m.Logs))
 	}
-	s := &Session{ex: e, id: b.ID}
+	return e.replaySession(ctx, b.ID, b.Runs)
+}
+
+// replaySession makes session id from its runs.
+func (e *Executor) replaySession(ctx context.Context, id string, runs []sessionRun) (*Session, error) {
+	s := &Session{ex: e, id: id}
 	s.mu.Lock() // no eviction while it is made
 	defer s.mu.Unlock()
 	if err := e.sessions.add(s); err != nil {
 		return nil, err
 	}
-	for i := range b.Runs {
-		if err := s.replay(ctx, &b.Runs[i]); err != nil {
+	for i := range runs {
+		if err := s.replay(ctx, &runs[i]); err != nil {
 			e.sessions.remove(s)
 			s.closed = true
 			s.drop()

@@ -650,3 +650,54 @@ func TestCodeModeToolSessions(t *testing.T) {
 	t.Cleanup(func() { plain.Close() })
 	assert.NotContains(t, plain.Description(), "State persists")
 }
+
+// TestSessionJournal: a host that keeps a session's journal itself (a
+// daemon's client) gets each kept run as it is kept, seals the journal
+// with its own key, and a second executor replays it with the same id.
+func TestSessionJournal(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var calls atomic.Int32
+	load := Capability{Name: "load", Async: true, Func: func(context.Context, json.RawMessage) (any, error) {
+		calls.Add(1)
+		return 7, nil
+	}}
+	e := newExecutor(t, WithCapability(load))
+	s := newSession(t, e)
+	var journal []json.RawMessage
+	for _, code := range []string{"const v = await load({})", "throw new Error('not kept')", "let w = v * 6"} {
+		_, n0, err := s.Journal(0)
+		require.NoError(t, err)
+		s.Run(ctx, code)
+		j, n, err := s.Journal(n0)
+		require.NoError(t, err)
+		var runs []json.RawMessage
+		require.NoError(t, json.Unmarshal(j, &runs))
+		assert.Len(t, runs, n-n0)
+		journal = append(journal, runs...)
+	}
+	require.Len(t, journal, 2)
+	whole, err := json.Marshal(journal)
+	require.NoError(t, err)
+	sealed, err := SealJournal(testSessionKey, s.ID(), e.Limits(), whole)
+	require.NoError(t, err)
+	id, limits, opened, err := OpenSealedSession(testSessionKey, sealed)
+	require.NoError(t, err)
+	assert.Equal(t, s.ID(), id)
+	assert.Equal(t, e.Limits(), limits)
+	assert.JSONEq(t, string(whole), string(opened))
+
+	other := newExecutor(t, WithCapability(load))
+	s2, err := other.ReplaySession(ctx, id, opened)
+	require.NoError(t, err)
+	assert.Equal(t, id, s2.ID())
+	assert.Equal(t, "42", runIn(t, s2, "return w"))
+	assert.Equal(t, int32(1), calls.Load())
+	s3, err := other.RestoreSession(ctx, sealed, testSessionKey)
+	require.NoError(t, err)
+	assert.Equal(t, "7", runIn(t, s3, "return v"))
+	_, err = other.ReplaySession(ctx, "x", json.RawMessage(`[{"mode":"nope"}]`))
+	assert.ErrorIs(t, err, ErrSessionRefused)
+	_, _, err = s.Journal(5)
+	assert.Error(t, err)
+}
