@@ -126,6 +126,17 @@ func sealRuns(keys contKeys, k SessionKey, id string, limits Limits, runs []sess
 	return sealBytes(sessionMagic, keys, k.Encrypt, plain)
 }
 
+// Kept returns how many runs the session has kept (its journal's
+// length), or -1 once it is closed.
+func (s *Session) Kept() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return -1
+	}
+	return len(s.journal)
+}
+
 // ID returns the session's id: random, made by NewSession and kept by Seal
 // and a restore. A paused run's continuation names it.
 func (s *Session) ID() string { return s.id }

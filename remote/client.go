@@ -229,6 +229,11 @@ func (c *Client) Execute(ctx context.Context, req codemode.Request) codemode.Exe
 	if ctx == nil {
 		return failed(codemode.ExecuteName, codemode.ErrNilContext)
 	}
+	return c.execute(ctx, c.executeStart(req), req.Dispatch, nil)
+}
+
+// executeStart is the start of an Execute request.
+func (c *Client) executeStart(req codemode.Request) *pb.Start {
 	start := &pb.Start{Mode: pb.Start_MODE_EXECUTE, Code: []byte(req.Code), Limits: c.pbLimits(), RequireLimits: c.require,
 		Governance: c.pbGov}
 	for _, p := range req.Providers {
@@ -241,11 +246,11 @@ func (c *Client) Execute(ctx context.Context, req codemode.Request) codemode.Exe
 		start.Providers = append(start.Providers, pp)
 	}
 	start.RetainHandles = req.RetainHandles
-	return c.execute(ctx, start, req.Dispatch)
+	return start
 }
 
 // execute runs an Execute program's start (or a resumption's).
-func (c *Client) execute(ctx context.Context, start *pb.Start, dispatch codemode.DispatchFunc) codemode.ExecuteResult {
+func (c *Client) execute(ctx context.Context, start *pb.Start, dispatch codemode.DispatchFunc, sess *Session) codemode.ExecuteResult {
 	budget := c.budget(ctx)
 	var kept *remoteRetained
 	// With no dispatch, a call (through __dispatch) would be answered "not
@@ -264,7 +269,7 @@ func (c *Client) execute(ctx context.Context, start *pb.Start, dispatch codemode
 			a.Outcome = &pb.Answer_Envelope{Envelope: []byte(env)}
 		}
 		return a
-	})
+	}, sess)
 	refused := err
 	if err != nil {
 		if res = refusal(err); res == nil {
@@ -382,10 +387,10 @@ func (c *Client) Resume(ctx context.Context, continuation []byte, d codemode.Dec
 		Payload: int64(l.Payload), Logs: int64(l.Logs), DeadlineMs: c.limits.Deadline.Milliseconds()},
 		RequireLimits: true, Governance: c.pbGov, Resume: r}
 	if info.Execute {
-		return c.execute(ctx, start, dispatch)
+		return c.execute(ctx, start, dispatch, nil)
 	}
 	start.Mode, start.Capabilities = pb.Start_MODE_RUN, c.pbCapabilities()
-	res, text, err := c.run(ctx, start)
+	res, text, err := c.run(ctx, start, nil)
 	out := codemode.ExecuteResult{Logs: []string{}}
 	if res != nil {
 		out.Result, out.Stats, out.Paused = res.Value, res.Stats, res.Paused
@@ -419,10 +424,14 @@ func (c *Client) Run(ctx context.Context, script string) (*codemode.Result, erro
 	if ctx == nil {
 		return nil, failed(codemode.RunJSToolName, codemode.ErrNilContext).Err
 	}
-	start := &pb.Start{Mode: pb.Start_MODE_RUN, Code: []byte(script), Limits: c.pbLimits(), RequireLimits: c.require,
-		Capabilities: c.pbCapabilities(), Governance: c.pbGov}
-	r, _, err := c.run(ctx, start)
+	r, _, err := c.run(ctx, c.runStart(script), nil)
 	return r, err
+}
+
+// runStart is the start of a Run script.
+func (c *Client) runStart(script string) *pb.Start {
+	return &pb.Start{Mode: pb.Start_MODE_RUN, Code: []byte(script), Limits: c.pbLimits(), RequireLimits: c.require,
+		Capabilities: c.pbCapabilities(), Governance: c.pbGov}
 }
 
 // pbCapabilities are the client's capabilities as the daemon is told them.
@@ -437,7 +446,7 @@ func (c *Client) pbCapabilities() []*pb.Capability {
 
 // run runs a Run script's start (or a resumption's); text is the
 // daemon's ExecuteResult.Error of a resumption that failed.
-func (c *Client) run(ctx context.Context, start *pb.Start) (r *codemode.Result, text string, err error) {
+func (c *Client) run(ctx context.Context, start *pb.Start, sess *Session) (r *codemode.Result, text string, err error) {
 	budget := c.budget(ctx)
 	res, err := c.program(ctx, start, standalone(start), nil, func(ctx context.Context, call *pb.Call) *pb.Answer {
 		a := &pb.Answer{Id: call.Id}
@@ -461,7 +470,7 @@ func (c *Client) run(ctx context.Context, start *pb.Start) (r *codemode.Result, 
 		}
 		a.Outcome = &pb.Answer_ResultJson{ResultJson: []byte(b)}
 		return a
-	})
+	}, sess)
 	refused := err
 	if err != nil {
 		if res = refusal(err); res == nil {
@@ -520,9 +529,26 @@ const retries = 3
 // refused (RESOURCE_EXHAUSTED) or unreachable (UNAVAILABLE) before its
 // first tool call. A program that made a tool call is never sent again,
 // so no side effect runs twice.
-func (c *Client) program(ctx context.Context, start *pb.Start, alone bool, kept **remoteRetained, answer func(context.Context, *pb.Call) *pb.Answer) (*pb.Result, error) {
+//
+// A session's program (sess set) that reaches a daemon without its session
+// is sent again with the session's journal, which the daemon replays
+// first (nothing ran the first time); the run the session kept goes into
+// the client's journal.
+func (c *Client) program(ctx context.Context, start *pb.Start, alone bool, kept **remoteRetained, answer func(context.Context, *pb.Call) *pb.Answer,
+	sess *Session) (*pb.Result, error) {
 	for attempt := 0; ; attempt++ {
 		res, called, err := c.attempt(ctx, start, alone, kept, answer)
+		if err == nil && res.SessionUnknown && sess != nil {
+			if start.Session.Journal != nil {
+				return nil, status.Error(codes.Internal, "the daemon did not take the session's journal")
+			}
+			start.Session.Journal = sess.journalBytes()
+			attempt--
+			continue
+		}
+		if err == nil && sess != nil {
+			sess.kept(res)
+		}
 		code := status.Code(err)
 		if err == nil || called || attempt >= retries || ctx.Err() != nil ||
 			(code != codes.ResourceExhausted && code != codes.Unavailable) {
@@ -630,7 +656,8 @@ const standaloneRetry = time.Minute
 // standalone says a start is one the daemon's Standalone takes: no
 // providers or capabilities to call, no handles to keep, no resumption.
 func standalone(start *pb.Start) bool {
-	return len(start.Providers) == 0 && len(start.Capabilities) == 0 && !start.RetainHandles && start.Resume == nil
+	return len(start.Providers) == 0 && len(start.Capabilities) == 0 && !start.RetainHandles && start.Resume == nil &&
+		start.Session == nil
 }
 
 func recvErr(stream pb.Executor_ProgramClient) error {

@@ -354,3 +354,61 @@ func TestSpecExamplesRemote(t *testing.T) {
 	addr, _ := daemon(t, remote.ServerOptions{})
 	spectest.Examples(t, dial(t, addr))
 }
+
+// TestSessionOnDaemons: a session's programs run on a daemon that keeps
+// its sandbox; sealed on the client (the key never leaves it) and
+// continued through a client of another daemon, which replays the
+// journal it is sent: the state is there, and no tool is called again. A
+// program that fails changes nothing there either.
+func TestSessionOnDaemons(t *testing.T) {
+	ctx := context.Background()
+	var calls atomic.Int32
+	load := codemode.Capability{Name: "load", Async: true, Func: func(_ context.Context, args json.RawMessage) (any, error) {
+		calls.Add(1)
+		return map[string]any{"rows": []int{1, 2, 3}}, nil
+	}}
+	a, _ := daemon(t, remote.ServerOptions{})
+	s := dial(t, a, remote.WithCapability(load)).NewSession()
+	res, err := s.Run(ctx, "const data = await load({}); let total = data.rows.length; total")
+	require.NoError(t, err)
+	assert.Equal(t, "3", string(res.Value))
+	res, err = s.Run(ctx, "total += 1; total")
+	require.NoError(t, err)
+	assert.Equal(t, "4", string(res.Value))
+	_, err = s.Run(ctx, "total = 100; throw new Error('not kept')")
+	require.Error(t, err)
+	res, err = s.Run(ctx, "total")
+	require.NoError(t, err)
+	assert.Equal(t, "4", string(res.Value))
+	ex := s.Execute(ctx, codemode.Request{Code: "total * 10"})
+	require.Nil(t, ex.Err, ex.Error)
+	assert.Equal(t, "40", string(ex.Result))
+	require.Equal(t, int32(1), calls.Load())
+
+	key := codemode.SessionKey{Key: []byte("a key that stays with the client")}
+	sealed, err := s.Seal(key)
+	require.NoError(t, err)
+	b, rec := daemon(t, remote.ServerOptions{})
+	s2, err := dial(t, b, remote.WithCapability(load)).RestoreSession(sealed, key)
+	require.NoError(t, err)
+	assert.Equal(t, s.ID(), s2.ID())
+	res, err = s2.Run(ctx, "[total, data.rows]")
+	require.NoError(t, err)
+	assert.JSONEq(t, "[4,[1,2,3]]", string(res.Value))
+	assert.Equal(t, int32(1), calls.Load(), "the second daemon replayed the journal: no tool called again")
+	assert.Len(t, rec.calls(), 2, "the first start found no session; the second brought the journal")
+	res, err = s2.Run(ctx, "total")
+	require.NoError(t, err)
+	assert.Equal(t, "4", string(res.Value))
+	assert.Len(t, rec.calls(), 3, "then the daemon has it")
+
+	// The sealed session opens in process too.
+	e, err := codemode.New(codemode.WithCapability(load))
+	require.NoError(t, err)
+	defer e.Close()
+	local, err := e.RestoreSession(ctx, sealed, key)
+	require.NoError(t, err)
+	r, err := local.Run(ctx, "total")
+	require.NoError(t, err)
+	assert.Equal(t, "4", string(r.Value))
+}

@@ -89,6 +89,11 @@ type ServerOptions struct {
 	// have in flight (default 64); one more is answered at once with an
 	// error saying so.
 	MaxInvokes int
+	// SessionTTL ends a client's session idle this long (default 30
+	// minutes; the client's next program brings its journal and the
+	// session is made again). Idle sessions are charged to MemoryBudget
+	// and evicted under it (made again from the journal the daemon keeps).
+	SessionTTL time.Duration
 	// Propagator reads a Start's trace context (the program's run is a
 	// child of the client's span) and writes each call's (the client's work
 	// for it is a child of the call's span). Default: OpenTelemetry's
@@ -103,6 +108,9 @@ type ServerOptions struct {
 // WithLimits.
 const DefaultServerDeadline = 30 * time.Second
 
+// DefaultSessionTTL is ServerOptions.SessionTTL's default.
+const DefaultSessionTTL = 30 * time.Minute
+
 // Server serves programs (the Executor service of remote.proto).
 type Server struct {
 	pb.UnimplementedExecutorServer
@@ -115,11 +123,19 @@ type Server struct {
 	health   *health.Server
 	mu       sync.Mutex
 	execs    map[execKey]*codemode.Executor
+	sessions map[sessionKey]*codemode.Session // the clients' sessions, by executor and id
 	seq      uint64
 	// key seals the continuations of this daemon's runs while they are
 	// its own: a paused program's goes to the client as its body, which
 	// the client seals with the host's key (that key never comes here).
 	key []byte
+}
+
+// sessionKey names a client's session on the daemon: its executor (the
+// limits, capabilities and governance it runs under) and its id.
+type sessionKey struct {
+	e  *codemode.Executor
+	id string
 }
 
 type execKey struct {
@@ -168,7 +184,7 @@ func NewServer(opts ServerOptions) *Server {
 	}
 	opts.Metrics.watch(opts.MemoryBudget)
 	return &Server{opts: opts, max: max, log: log, admit: make(chan struct{}, n), draining: make(chan struct{}),
-		execs: map[execKey]*codemode.Executor{}, key: key}
+		execs: map[execKey]*codemode.Executor{}, sessions: map[sessionKey]*codemode.Session{}, key: key}
 }
 
 // GRPCOptions are the gRPC server options the daemon's limits need: the
@@ -283,6 +299,8 @@ func (s *Server) Standalone(ctx context.Context, start *pb.Start) (*pb.Result, e
 		return nil, status.Error(codes.InvalidArgument, "a program that retains its handles runs on Program: they are called on the stream")
 	case start.Resume != nil:
 		return nil, status.Error(codes.InvalidArgument, "a resumption runs on Program: the approved call comes back on the stream")
+	case start.Session != nil:
+		return nil, status.Error(codes.InvalidArgument, "a session's program runs on Program")
 	}
 	if t, _ := ctx.Value(readBoundKey{}).(*time.Timer); t != nil && !t.Stop() {
 		return nil, status.Errorf(codes.DeadlineExceeded, "no program start within %v", s.opts.StartTimeout)
@@ -393,13 +411,23 @@ func (s *Server) serve(ctx context.Context, start *pb.Start, p *peer, reply func
 		var r *codemode.Result
 		var rerr error
 		text := "" // the error's text, when not its Error (a resumption's ExecuteResult.Error)
-		if start.Resume != nil {
+		sess, kept, err := s.session(ctx, e, start)
+		if err != nil {
+			return err
+		}
+		switch {
+		case sess == nil && start.Session != nil:
+			return reply(&pb.Result{SessionUnknown: true, Limits: res.Limits})
+		case start.Resume != nil:
 			out := s.resume(rctx, e, start, nil)
 			r = &codemode.Result{Value: out.Result, Logs: out.Logs, Stats: out.Stats, Paused: out.Paused}
 			if out.Err != nil {
 				rerr, text = out.Err, out.Error
 			}
-		} else {
+		case sess != nil:
+			r, rerr = sess.Run(rctx, string(start.Code))
+			res.JournalEntry = journalSince(sess, kept)
+		default:
 			r, rerr = e.Run(rctx, string(start.Code))
 		}
 		if r != nil {
@@ -425,7 +453,13 @@ func (s *Server) serve(ctx context.Context, start *pb.Start, p *peer, reply func
 			return s.memoryRefusal(log, res)
 		}
 	default:
-		e, err := s.executor(limits, nil, start.Governance)
+		// A session's Execute programs run on the executor of its Run
+		// programs (the client's capabilities): one session, one sandbox.
+		var caps []*pb.Capability
+		if start.Session != nil {
+			caps = start.Capabilities
+		}
+		e, err := s.executor(limits, caps, start.Governance)
 		if err != nil {
 			return status.Error(codes.InvalidArgument, err.Error())
 		}
@@ -439,10 +473,20 @@ func (s *Server) serve(ctx context.Context, start *pb.Start, p *peer, reply func
 			}
 			req.Providers = append(req.Providers, p)
 		}
+		sess, kept, err := s.session(ctx, e, start)
+		if err != nil {
+			return err
+		}
 		var r codemode.ExecuteResult
-		if start.Resume != nil {
+		switch {
+		case sess == nil && start.Session != nil:
+			return reply(&pb.Result{SessionUnknown: true, Limits: res.Limits})
+		case start.Resume != nil:
 			r = s.resume(ctx, e, start, dispatch)
-		} else {
+		case sess != nil:
+			r = sess.Execute(ctx, req)
+			res.JournalEntry = journalSince(sess, kept)
+		default:
 			r = e.Execute(ctx, req)
 		}
 		p.flush(int64(r.Stats.HostCalls))
@@ -484,6 +528,80 @@ func (s *Server) serve(ctx context.Context, start *pb.Start, p *peer, reply func
 		return err
 	}
 	return nil
+}
+
+// session is the daemon's session a start names (nil for none), and how
+// many runs it had kept: the one of its id at the client's point, or
+// made from the journal the start brings. nil with start.Session set: the
+// daemon has no such session, and the start brought no journal (the
+// client sends it again with one). A journal that no longer replays is
+// the start's error.
+func (s *Server) session(ctx context.Context, e *codemode.Executor, start *pb.Start) (*codemode.Session, int, error) {
+	ref := start.Session
+	if ref == nil {
+		return nil, 0, nil
+	}
+	switch {
+	case ref.Id == "" || len(ref.Id) > 128:
+		return nil, 0, status.Error(codes.InvalidArgument, "a session's id is 1 to 128 bytes")
+	case start.Resume != nil:
+		return nil, 0, status.Error(codes.InvalidArgument, "a session's paused program does not resume on the daemon")
+	case start.RetainHandles:
+		return nil, 0, status.Error(codes.InvalidArgument, "a session's program cannot retain its sandbox: the session keeps it")
+	}
+	key := sessionKey{e: e, id: ref.Id}
+	s.mu.Lock()
+	sess := s.sessions[key]
+	s.mu.Unlock()
+	if sess != nil {
+		if n := sess.Kept(); n == int(ref.Runs) {
+			return sess, n, nil
+		}
+	}
+	if len(ref.Journal) == 0 {
+		return nil, 0, nil
+	}
+	made, err := e.ReplaySession(ctx, ref.Id, ref.Journal)
+	if err != nil {
+		if errors.Is(err, codemode.ErrSessionRefused) {
+			return nil, 0, status.Error(codes.InvalidArgument, err.Error())
+		}
+		return nil, 0, status.Error(codes.FailedPrecondition, err.Error())
+	}
+	if n := made.Kept(); n != int(ref.Runs) {
+		made.Close()
+		return nil, 0, status.Errorf(codes.InvalidArgument, "the session's journal holds %d programs, not %d", n, ref.Runs)
+	}
+	s.mu.Lock()
+	old := s.sessions[key]
+	s.sessions[key] = made
+	if len(s.sessions) > maxSessions {
+		for k, v := range s.sessions { // forget the closed ones
+			if v.Kept() < 0 {
+				delete(s.sessions, k)
+			}
+		}
+	}
+	s.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
+	return made, int(ref.Runs), nil
+}
+
+// maxSessions is how many sessions the daemon remembers before it forgets
+// the closed ones (idle ones are evicted by the memory budget and closed
+// by the executor's TTL: ServerOptions.Executor).
+const maxSessions = 4096
+
+// journalSince is the run a session kept after its first kept runs, for
+// the client's journal; nil when it kept none.
+func journalSince(sess *codemode.Session, kept int) []byte {
+	j, n, err := sess.Journal(kept)
+	if err != nil || n == kept {
+		return nil
+	}
+	return j
 }
 
 // memoryRefused says err is a program's that never started for want of
@@ -716,8 +834,12 @@ func (s *Server) executor(limits codemode.Limits, caps []*pb.Capability, g *pb.G
 	}
 	// Refused at once when the budget has no room: the client tries
 	// another daemon (options in Executor may say otherwise).
+	ttl := s.opts.SessionTTL
+	if ttl <= 0 {
+		ttl = DefaultSessionTTL
+	}
 	opts := append([]codemode.Option{codemode.WithLimits(limits), codemode.WithMemoryBudget(s.opts.MemoryBudget),
-		codemode.WithMemoryWait(0)}, s.opts.Executor...)
+		codemode.WithMemoryWait(0), codemode.WithSessionTTL(ttl)}, s.opts.Executor...)
 	if g != nil {
 		opts = append(opts, codemode.WithGovernance(gov))
 	}

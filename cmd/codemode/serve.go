@@ -82,6 +82,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics on this address (/metrics)")
 	maxPrograms := fs.Int("max-programs", codemode.DefaultSlots, "programs in flight; one more is refused with RESOURCE_EXHAUSTED")
 	sendGrace := fs.Duration("send-grace", 10*time.Second, "how long a result waits for a client that does not read before its stream ends")
+	sessionTTL := fs.Duration("session-ttl", remote.DefaultSessionTTL, "how long a client's idle session is kept (its next program then brings its journal)")
 	var memBudget budgetFlag
 	fs.Var(&memBudget, "memory-budget", "the engine memory of all programs at once: a size, at most what the process may use, or a percentage of it (default 75%; the log says where it was read)")
 	var idleMemory int
@@ -116,7 +117,11 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
 	if flagGiven(fs, "idle-memory") { // 0 is a size of its own: none kept
 		idle = int64(idleMemory)
 	}
+	if *sessionTTL <= 0 {
+		return exitFor(stderr, usagef("--session-ttl must be positive"))
+	}
 	opts := remote.ServerOptions{Max: lf.l, Logger: log, MaxPrograms: *maxPrograms, SendGrace: *sendGrace, MemoryBudget: mb,
+		SessionTTL: *sessionTTL,
 		Executor: append([]codemode.Option{codemode.WithSlots(*maxPrograms), codemode.WithIdleMemory(idle)}, tel.opts...), Propagator: tel.prop}
 	var reg *prometheus.Registry
 	if *metricsAddr != "" {

@@ -409,3 +409,63 @@ func TestServeMemoryBudget(t *testing.T) {
 	assert.Equal(t, float64(gomemlimit), serving["process_memory"])
 	assert.Equal(t, "GOMEMLIMIT", serving["process_memory_from"])
 }
+
+// TestServeSessionMoves: the issue's case. A session runs on one
+// `codemode serve` process; the client seals it (its key never leaves the
+// client), the process is killed, and a second process continues it: the
+// next program sees the state, and the tool server saw each call once.
+func TestServeSessionMoves(t *testing.T) {
+	ctx := context.Background()
+	start := func() (*exec.Cmd, string) {
+		cmd := exec.Command(selfAs(t, "codemode"), "serve", "--listen", "127.0.0.1:0")
+		stderr, err := cmd.StderrPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		lines := logLines(stderr)
+		a := addressIn(t, lines, `listening on (\S+)`)
+		go func() {
+			for range lines {
+			}
+		}()
+		return cmd, a
+	}
+	var mu sync.Mutex
+	var seen []string
+	dispatch := func(_ context.Context, provider, tool, args string) (string, error) {
+		mu.Lock()
+		seen = append(seen, provider+"."+tool+args)
+		mu.Unlock()
+		return `{"result":{"id":7,"name":"Ada"}}`, nil
+	}
+	users := []codemode.Provider{{Name: "users", Tools: []string{"get"}}}
+	first, a := start()
+	c1, err := remote.Dial(a)
+	require.NoError(t, err)
+	defer c1.Close()
+	s := c1.NewSession()
+	res := s.Execute(ctx, codemode.Request{Code: "const user = await users.get({id: 7}); const greet = (u) => 'hi ' + u.name",
+		Providers: users, Dispatch: dispatch})
+	require.Nil(t, res.Err, res.Error)
+	res = s.Execute(ctx, codemode.Request{Code: "greet(user)", Providers: users, Dispatch: dispatch})
+	require.Nil(t, res.Err, res.Error)
+	assert.Equal(t, `"hi Ada"`, string(res.Result))
+	key := codemode.SessionKey{Key: []byte("the client's key, never sent out"), Encrypt: true}
+	sealed, err := s.Seal(key)
+	require.NoError(t, err)
+	require.NoError(t, first.Process.Kill())
+	first.Wait()
+
+	_, b := start()
+	c2, err := remote.Dial(b)
+	require.NoError(t, err)
+	defer c2.Close()
+	s2, err := c2.RestoreSession(sealed, key)
+	require.NoError(t, err)
+	res = s2.Execute(ctx, codemode.Request{Code: "[greet(user), user.id]", Providers: users, Dispatch: dispatch})
+	require.Nil(t, res.Err, res.Error)
+	assert.JSONEq(t, `["hi Ada",7]`, string(res.Result))
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{`users.get[{"id":7}]`}, seen, "the tool server saw the call once")
+}

@@ -454,7 +454,12 @@ type Start struct {
 	Resume *Resume `protobuf:"bytes,9,opt,name=resume,proto3" json:"resume,omitempty"`
 	// The client's trace context (W3C traceparent and tracestate, or what
 	// its propagator writes): the program's run is a child of it.
-	Trace         map[string]string `protobuf:"bytes,10,rep,name=trace,proto3" json:"trace,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Trace map[string]string `protobuf:"bytes,10,rep,name=trace,proto3" json:"trace,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Run the program in a session (codemode.Session): the daemon keeps the
+	// session's sandbox between programs; the client keeps its journal. A
+	// session's Execute programs carry the client's capabilities too, and
+	// run on the executor of its Run programs.
+	Session       *SessionRef `protobuf:"bytes,11,opt,name=session,proto3" json:"session,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -559,6 +564,82 @@ func (x *Start) GetTrace() map[string]string {
 	return nil
 }
 
+func (x *Start) GetSession() *SessionRef {
+	if x != nil {
+		return x.Session
+	}
+	return nil
+}
+
+// SessionRef names the session a program runs in. The daemon runs it in
+// its session of that id when that session has kept runs programs; else,
+// with journal, it makes the session from the journal first (replayed:
+// no tool is called again); else it runs nothing and answers
+// Result.session_unknown, and the client sends the program again with the
+// journal.
+type SessionRef struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id is the session's: random, unguessable, chosen by the client.
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// runs is how many programs the client's journal holds.
+	Runs int64 `protobuf:"varint,2,opt,name=runs,proto3" json:"runs,omitempty"`
+	// journal is the session's journal (codemode.Session.Journal, whole).
+	Journal       []byte `protobuf:"bytes,3,opt,name=journal,proto3" json:"journal,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionRef) Reset() {
+	*x = SessionRef{}
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionRef) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionRef) ProtoMessage() {}
+
+func (x *SessionRef) ProtoReflect() protoreflect.Message {
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionRef.ProtoReflect.Descriptor instead.
+func (*SessionRef) Descriptor() ([]byte, []int) {
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *SessionRef) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *SessionRef) GetRuns() int64 {
+	if x != nil {
+		return x.Runs
+	}
+	return 0
+}
+
+func (x *SessionRef) GetJournal() []byte {
+	if x != nil {
+		return x.Journal
+	}
+	return nil
+}
+
 type Governance struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The policies by the tool's policy name ("provider.tool", a
@@ -575,7 +656,7 @@ type Governance struct {
 
 func (x *Governance) Reset() {
 	*x = Governance{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[3]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -587,7 +668,7 @@ func (x *Governance) String() string {
 func (*Governance) ProtoMessage() {}
 
 func (x *Governance) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[3]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -600,7 +681,7 @@ func (x *Governance) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Governance.ProtoReflect.Descriptor instead.
 func (*Governance) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{3}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Governance) GetTools() []*ToolPolicyEntry {
@@ -627,7 +708,7 @@ type ToolPolicyEntry struct {
 
 func (x *ToolPolicyEntry) Reset() {
 	*x = ToolPolicyEntry{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[4]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -639,7 +720,7 @@ func (x *ToolPolicyEntry) String() string {
 func (*ToolPolicyEntry) ProtoMessage() {}
 
 func (x *ToolPolicyEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[4]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -652,7 +733,7 @@ func (x *ToolPolicyEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolPolicyEntry.ProtoReflect.Descriptor instead.
 func (*ToolPolicyEntry) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{4}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ToolPolicyEntry) GetName() []byte {
@@ -681,7 +762,7 @@ type ToolPolicy struct {
 
 func (x *ToolPolicy) Reset() {
 	*x = ToolPolicy{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[5]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -693,7 +774,7 @@ func (x *ToolPolicy) String() string {
 func (*ToolPolicy) ProtoMessage() {}
 
 func (x *ToolPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[5]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -706,7 +787,7 @@ func (x *ToolPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolPolicy.ProtoReflect.Descriptor instead.
 func (*ToolPolicy) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{5}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ToolPolicy) GetTimeoutNs() int64 {
@@ -751,7 +832,7 @@ type Resume struct {
 
 func (x *Resume) Reset() {
 	*x = Resume{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[6]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -763,7 +844,7 @@ func (x *Resume) String() string {
 func (*Resume) ProtoMessage() {}
 
 func (x *Resume) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[6]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -776,7 +857,7 @@ func (x *Resume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resume.ProtoReflect.Descriptor instead.
 func (*Resume) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{6}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Resume) GetBody() []byte {
@@ -824,7 +905,7 @@ type Paused struct {
 
 func (x *Paused) Reset() {
 	*x = Paused{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[7]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -836,7 +917,7 @@ func (x *Paused) String() string {
 func (*Paused) ProtoMessage() {}
 
 func (x *Paused) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[7]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -849,7 +930,7 @@ func (x *Paused) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Paused.ProtoReflect.Descriptor instead.
 func (*Paused) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{7}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Paused) GetBody() []byte {
@@ -910,7 +991,7 @@ type Provider struct {
 
 func (x *Provider) Reset() {
 	*x = Provider{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[8]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -922,7 +1003,7 @@ func (x *Provider) String() string {
 func (*Provider) ProtoMessage() {}
 
 func (x *Provider) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[8]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -935,7 +1016,7 @@ func (x *Provider) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Provider.ProtoReflect.Descriptor instead.
 func (*Provider) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{8}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Provider) GetName() []byte {
@@ -992,7 +1073,7 @@ type ToolDoc struct {
 
 func (x *ToolDoc) Reset() {
 	*x = ToolDoc{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[9]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1004,7 +1085,7 @@ func (x *ToolDoc) String() string {
 func (*ToolDoc) ProtoMessage() {}
 
 func (x *ToolDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[9]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1017,7 +1098,7 @@ func (x *ToolDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolDoc.ProtoReflect.Descriptor instead.
 func (*ToolDoc) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{9}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ToolDoc) GetName() []byte {
@@ -1060,7 +1141,7 @@ type Capability struct {
 
 func (x *Capability) Reset() {
 	*x = Capability{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[10]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1072,7 +1153,7 @@ func (x *Capability) String() string {
 func (*Capability) ProtoMessage() {}
 
 func (x *Capability) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[10]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1085,7 +1166,7 @@ func (x *Capability) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capability.ProtoReflect.Descriptor instead.
 func (*Capability) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{10}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Capability) GetName() []byte {
@@ -1129,7 +1210,7 @@ type Limits struct {
 
 func (x *Limits) Reset() {
 	*x = Limits{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[11]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1141,7 +1222,7 @@ func (x *Limits) String() string {
 func (*Limits) ProtoMessage() {}
 
 func (x *Limits) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[11]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1154,7 +1235,7 @@ func (x *Limits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limits.ProtoReflect.Descriptor instead.
 func (*Limits) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{11}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Limits) GetMemory() int64 {
@@ -1210,7 +1291,7 @@ type Call struct {
 
 func (x *Call) Reset() {
 	*x = Call{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[12]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1222,7 +1303,7 @@ func (x *Call) String() string {
 func (*Call) ProtoMessage() {}
 
 func (x *Call) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[12]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1235,7 +1316,7 @@ func (x *Call) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Call.ProtoReflect.Descriptor instead.
 func (*Call) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{12}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Call) GetId() uint64 {
@@ -1297,7 +1378,7 @@ type Answer struct {
 
 func (x *Answer) Reset() {
 	*x = Answer{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[13]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1309,7 +1390,7 @@ func (x *Answer) String() string {
 func (*Answer) ProtoMessage() {}
 
 func (x *Answer) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[13]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1322,7 +1403,7 @@ func (x *Answer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Answer.ProtoReflect.Descriptor instead.
 func (*Answer) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{13}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Answer) GetId() uint64 {
@@ -1406,15 +1487,21 @@ type Result struct {
 	Retained bool `protobuf:"varint,8,opt,name=retained,proto3" json:"retained,omitempty"`
 	// paused is set for a governed program that stopped at a call needing a
 	// decision (its other fields but logs, stats and limits are empty).
-	Paused        *Paused    `protobuf:"bytes,9,opt,name=paused,proto3" json:"paused,omitempty"`
-	Err           *ExecError `protobuf:"bytes,10,opt,name=err,proto3" json:"err,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Paused *Paused    `protobuf:"bytes,9,opt,name=paused,proto3" json:"paused,omitempty"`
+	Err    *ExecError `protobuf:"bytes,10,opt,name=err,proto3" json:"err,omitempty"`
+	// journal_entry is the program a session kept (JSON, an array of one,
+	// for the client's journal); empty when the session did not keep it.
+	JournalEntry []byte `protobuf:"bytes,11,opt,name=journal_entry,json=journalEntry,proto3" json:"journal_entry,omitempty"`
+	// session_unknown: the daemon has no session of Start.session's id at
+	// that point, and nothing ran: send the program again with the journal.
+	SessionUnknown bool `protobuf:"varint,12,opt,name=session_unknown,json=sessionUnknown,proto3" json:"session_unknown,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[14]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1426,7 +1513,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[14]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1439,7 +1526,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{14}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Result) GetResultJson() []byte {
@@ -1512,6 +1599,20 @@ func (x *Result) GetErr() *ExecError {
 	return nil
 }
 
+func (x *Result) GetJournalEntry() []byte {
+	if x != nil {
+		return x.JournalEntry
+	}
+	return nil
+}
+
+func (x *Result) GetSessionUnknown() bool {
+	if x != nil {
+		return x.SessionUnknown
+	}
+	return false
+}
+
 // ExecError is a codemode.ExecError whole: its kind, every field, and the
 // errors it matches with errors.Is, so that the client's error is the one
 // the daemon's executor made. A program the memory budget had no room for
@@ -1536,7 +1637,7 @@ type ExecError struct {
 
 func (x *ExecError) Reset() {
 	*x = ExecError{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[15]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1548,7 +1649,7 @@ func (x *ExecError) String() string {
 func (*ExecError) ProtoMessage() {}
 
 func (x *ExecError) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[15]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1561,7 +1662,7 @@ func (x *ExecError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecError.ProtoReflect.Descriptor instead.
 func (*ExecError) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{15}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ExecError) GetKind() string {
@@ -1633,7 +1734,7 @@ type Invoke struct {
 
 func (x *Invoke) Reset() {
 	*x = Invoke{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[16]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1645,7 +1746,7 @@ func (x *Invoke) String() string {
 func (*Invoke) ProtoMessage() {}
 
 func (x *Invoke) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[16]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1658,7 +1759,7 @@ func (x *Invoke) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Invoke.ProtoReflect.Descriptor instead.
 func (*Invoke) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{16}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Invoke) GetId() uint64 {
@@ -1699,7 +1800,7 @@ type InvokeResult struct {
 
 func (x *InvokeResult) Reset() {
 	*x = InvokeResult{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[17]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1711,7 +1812,7 @@ func (x *InvokeResult) String() string {
 func (*InvokeResult) ProtoMessage() {}
 
 func (x *InvokeResult) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[17]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1724,7 +1825,7 @@ func (x *InvokeResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InvokeResult.ProtoReflect.Descriptor instead.
 func (*InvokeResult) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{17}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *InvokeResult) GetId() uint64 {
@@ -1778,7 +1879,7 @@ type LogsRequest struct {
 
 func (x *LogsRequest) Reset() {
 	*x = LogsRequest{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[18]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1790,7 +1891,7 @@ func (x *LogsRequest) String() string {
 func (*LogsRequest) ProtoMessage() {}
 
 func (x *LogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[18]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1803,7 +1904,7 @@ func (x *LogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogsRequest.ProtoReflect.Descriptor instead.
 func (*LogsRequest) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{18}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *LogsRequest) GetId() uint64 {
@@ -1823,7 +1924,7 @@ type LogsReply struct {
 
 func (x *LogsReply) Reset() {
 	*x = LogsReply{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[19]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1835,7 +1936,7 @@ func (x *LogsReply) String() string {
 func (*LogsReply) ProtoMessage() {}
 
 func (x *LogsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[19]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1848,7 +1949,7 @@ func (x *LogsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogsReply.ProtoReflect.Descriptor instead.
 func (*LogsReply) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{19}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *LogsReply) GetId() uint64 {
@@ -1873,7 +1974,7 @@ type Release struct {
 
 func (x *Release) Reset() {
 	*x = Release{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[20]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1885,7 +1986,7 @@ func (x *Release) String() string {
 func (*Release) ProtoMessage() {}
 
 func (x *Release) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[20]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1898,7 +1999,7 @@ func (x *Release) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Release.ProtoReflect.Descriptor instead.
 func (*Release) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{20}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{21}
 }
 
 type Closed struct {
@@ -1913,7 +2014,7 @@ type Closed struct {
 
 func (x *Closed) Reset() {
 	*x = Closed{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[21]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1925,7 +2026,7 @@ func (x *Closed) String() string {
 func (*Closed) ProtoMessage() {}
 
 func (x *Closed) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[21]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1938,7 +2039,7 @@ func (x *Closed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Closed.ProtoReflect.Descriptor instead.
 func (*Closed) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{21}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *Closed) GetError() []byte {
@@ -1966,7 +2067,7 @@ type Stats struct {
 
 func (x *Stats) Reset() {
 	*x = Stats{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[22]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1978,7 +2079,7 @@ func (x *Stats) String() string {
 func (*Stats) ProtoMessage() {}
 
 func (x *Stats) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[22]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1991,7 +2092,7 @@ func (x *Stats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stats.ProtoReflect.Descriptor instead.
 func (*Stats) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{22}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Stats) GetElapsedUs() int64 {
@@ -2033,7 +2134,7 @@ const file_codemode_remote_v1_remote_proto_rawDesc = "" +
 	"\rinvoke_result\x18\x03 \x01(\v2 .codemode.remote.v1.InvokeResultH\x00R\finvokeResult\x123\n" +
 	"\x04logs\x18\x04 \x01(\v2\x1d.codemode.remote.v1.LogsReplyH\x00R\x04logs\x124\n" +
 	"\x06closed\x18\x05 \x01(\v2\x1a.codemode.remote.v1.ClosedH\x00R\x06closedB\x05\n" +
-	"\x03msg\"\xe3\x04\n" +
+	"\x03msg\"\x9d\x05\n" +
 	"\x05Start\x122\n" +
 	"\x04mode\x18\x01 \x01(\x0e2\x1e.codemode.remote.v1.Start.ModeR\x04mode\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\fR\x04code\x12:\n" +
@@ -2047,14 +2148,20 @@ const file_codemode_remote_v1_remote_proto_rawDesc = "" +
 	"governance\x122\n" +
 	"\x06resume\x18\t \x01(\v2\x1a.codemode.remote.v1.ResumeR\x06resume\x12:\n" +
 	"\x05trace\x18\n" +
-	" \x03(\v2$.codemode.remote.v1.Start.TraceEntryR\x05trace\x1a8\n" +
+	" \x03(\v2$.codemode.remote.v1.Start.TraceEntryR\x05trace\x128\n" +
+	"\asession\x18\v \x01(\v2\x1e.codemode.remote.v1.SessionRefR\asession\x1a8\n" +
 	"\n" +
 	"TraceEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"&\n" +
 	"\x04Mode\x12\x10\n" +
 	"\fMODE_EXECUTE\x10\x00\x12\f\n" +
-	"\bMODE_RUN\x10\x01\"^\n" +
+	"\bMODE_RUN\x10\x01\"J\n" +
+	"\n" +
+	"SessionRef\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04runs\x18\x02 \x01(\x03R\x04runs\x12\x18\n" +
+	"\ajournal\x18\x03 \x01(\fR\ajournal\"^\n" +
 	"\n" +
 	"Governance\x129\n" +
 	"\x05tools\x18\x01 \x03(\v2#.codemode.remote.v1.ToolPolicyEntryR\x05tools\x12\x15\n" +
@@ -2128,7 +2235,7 @@ const file_codemode_remote_v1_remote_proto_rawDesc = "" +
 	"\vresult_json\x18\x03 \x01(\fH\x00R\n" +
 	"resultJson\x12\x1a\n" +
 	"\afailure\x18\x04 \x01(\fH\x00R\afailureB\t\n" +
-	"\aoutcome\"\xec\x02\n" +
+	"\aoutcome\"\xba\x03\n" +
 	"\x06Result\x12\x1f\n" +
 	"\vresult_json\x18\x01 \x01(\fR\n" +
 	"resultJson\x12\x12\n" +
@@ -2142,7 +2249,9 @@ const file_codemode_remote_v1_remote_proto_rawDesc = "" +
 	"\bretained\x18\b \x01(\bR\bretained\x122\n" +
 	"\x06paused\x18\t \x01(\v2\x1a.codemode.remote.v1.PausedR\x06paused\x12/\n" +
 	"\x03err\x18\n" +
-	" \x01(\v2\x1d.codemode.remote.v1.ExecErrorR\x03err\"\xff\x01\n" +
+	" \x01(\v2\x1d.codemode.remote.v1.ExecErrorR\x03err\x12#\n" +
+	"\rjournal_entry\x18\v \x01(\fR\fjournalEntry\x12'\n" +
+	"\x0fsession_unknown\x18\f \x01(\bR\x0esessionUnknown\"\xff\x01\n" +
 	"\tExecError\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\fR\x04name\x12\x18\n" +
@@ -2219,74 +2328,76 @@ func file_codemode_remote_v1_remote_proto_rawDescGZIP() []byte {
 }
 
 var file_codemode_remote_v1_remote_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_codemode_remote_v1_remote_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_codemode_remote_v1_remote_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_codemode_remote_v1_remote_proto_goTypes = []any{
 	(Sentinel)(0),           // 0: codemode.remote.v1.Sentinel
 	(Start_Mode)(0),         // 1: codemode.remote.v1.Start.Mode
 	(*ClientMessage)(nil),   // 2: codemode.remote.v1.ClientMessage
 	(*ServerMessage)(nil),   // 3: codemode.remote.v1.ServerMessage
 	(*Start)(nil),           // 4: codemode.remote.v1.Start
-	(*Governance)(nil),      // 5: codemode.remote.v1.Governance
-	(*ToolPolicyEntry)(nil), // 6: codemode.remote.v1.ToolPolicyEntry
-	(*ToolPolicy)(nil),      // 7: codemode.remote.v1.ToolPolicy
-	(*Resume)(nil),          // 8: codemode.remote.v1.Resume
-	(*Paused)(nil),          // 9: codemode.remote.v1.Paused
-	(*Provider)(nil),        // 10: codemode.remote.v1.Provider
-	(*ToolDoc)(nil),         // 11: codemode.remote.v1.ToolDoc
-	(*Capability)(nil),      // 12: codemode.remote.v1.Capability
-	(*Limits)(nil),          // 13: codemode.remote.v1.Limits
-	(*Call)(nil),            // 14: codemode.remote.v1.Call
-	(*Answer)(nil),          // 15: codemode.remote.v1.Answer
-	(*Result)(nil),          // 16: codemode.remote.v1.Result
-	(*ExecError)(nil),       // 17: codemode.remote.v1.ExecError
-	(*Invoke)(nil),          // 18: codemode.remote.v1.Invoke
-	(*InvokeResult)(nil),    // 19: codemode.remote.v1.InvokeResult
-	(*LogsRequest)(nil),     // 20: codemode.remote.v1.LogsRequest
-	(*LogsReply)(nil),       // 21: codemode.remote.v1.LogsReply
-	(*Release)(nil),         // 22: codemode.remote.v1.Release
-	(*Closed)(nil),          // 23: codemode.remote.v1.Closed
-	(*Stats)(nil),           // 24: codemode.remote.v1.Stats
-	nil,                     // 25: codemode.remote.v1.Start.TraceEntry
-	nil,                     // 26: codemode.remote.v1.Call.TraceEntry
+	(*SessionRef)(nil),      // 5: codemode.remote.v1.SessionRef
+	(*Governance)(nil),      // 6: codemode.remote.v1.Governance
+	(*ToolPolicyEntry)(nil), // 7: codemode.remote.v1.ToolPolicyEntry
+	(*ToolPolicy)(nil),      // 8: codemode.remote.v1.ToolPolicy
+	(*Resume)(nil),          // 9: codemode.remote.v1.Resume
+	(*Paused)(nil),          // 10: codemode.remote.v1.Paused
+	(*Provider)(nil),        // 11: codemode.remote.v1.Provider
+	(*ToolDoc)(nil),         // 12: codemode.remote.v1.ToolDoc
+	(*Capability)(nil),      // 13: codemode.remote.v1.Capability
+	(*Limits)(nil),          // 14: codemode.remote.v1.Limits
+	(*Call)(nil),            // 15: codemode.remote.v1.Call
+	(*Answer)(nil),          // 16: codemode.remote.v1.Answer
+	(*Result)(nil),          // 17: codemode.remote.v1.Result
+	(*ExecError)(nil),       // 18: codemode.remote.v1.ExecError
+	(*Invoke)(nil),          // 19: codemode.remote.v1.Invoke
+	(*InvokeResult)(nil),    // 20: codemode.remote.v1.InvokeResult
+	(*LogsRequest)(nil),     // 21: codemode.remote.v1.LogsRequest
+	(*LogsReply)(nil),       // 22: codemode.remote.v1.LogsReply
+	(*Release)(nil),         // 23: codemode.remote.v1.Release
+	(*Closed)(nil),          // 24: codemode.remote.v1.Closed
+	(*Stats)(nil),           // 25: codemode.remote.v1.Stats
+	nil,                     // 26: codemode.remote.v1.Start.TraceEntry
+	nil,                     // 27: codemode.remote.v1.Call.TraceEntry
 }
 var file_codemode_remote_v1_remote_proto_depIdxs = []int32{
 	4,  // 0: codemode.remote.v1.ClientMessage.start:type_name -> codemode.remote.v1.Start
-	15, // 1: codemode.remote.v1.ClientMessage.answer:type_name -> codemode.remote.v1.Answer
-	18, // 2: codemode.remote.v1.ClientMessage.invoke:type_name -> codemode.remote.v1.Invoke
-	20, // 3: codemode.remote.v1.ClientMessage.logs:type_name -> codemode.remote.v1.LogsRequest
-	22, // 4: codemode.remote.v1.ClientMessage.release:type_name -> codemode.remote.v1.Release
-	14, // 5: codemode.remote.v1.ServerMessage.call:type_name -> codemode.remote.v1.Call
-	16, // 6: codemode.remote.v1.ServerMessage.result:type_name -> codemode.remote.v1.Result
-	19, // 7: codemode.remote.v1.ServerMessage.invoke_result:type_name -> codemode.remote.v1.InvokeResult
-	21, // 8: codemode.remote.v1.ServerMessage.logs:type_name -> codemode.remote.v1.LogsReply
-	23, // 9: codemode.remote.v1.ServerMessage.closed:type_name -> codemode.remote.v1.Closed
+	16, // 1: codemode.remote.v1.ClientMessage.answer:type_name -> codemode.remote.v1.Answer
+	19, // 2: codemode.remote.v1.ClientMessage.invoke:type_name -> codemode.remote.v1.Invoke
+	21, // 3: codemode.remote.v1.ClientMessage.logs:type_name -> codemode.remote.v1.LogsRequest
+	23, // 4: codemode.remote.v1.ClientMessage.release:type_name -> codemode.remote.v1.Release
+	15, // 5: codemode.remote.v1.ServerMessage.call:type_name -> codemode.remote.v1.Call
+	17, // 6: codemode.remote.v1.ServerMessage.result:type_name -> codemode.remote.v1.Result
+	20, // 7: codemode.remote.v1.ServerMessage.invoke_result:type_name -> codemode.remote.v1.InvokeResult
+	22, // 8: codemode.remote.v1.ServerMessage.logs:type_name -> codemode.remote.v1.LogsReply
+	24, // 9: codemode.remote.v1.ServerMessage.closed:type_name -> codemode.remote.v1.Closed
 	1,  // 10: codemode.remote.v1.Start.mode:type_name -> codemode.remote.v1.Start.Mode
-	10, // 11: codemode.remote.v1.Start.providers:type_name -> codemode.remote.v1.Provider
-	12, // 12: codemode.remote.v1.Start.capabilities:type_name -> codemode.remote.v1.Capability
-	13, // 13: codemode.remote.v1.Start.limits:type_name -> codemode.remote.v1.Limits
-	5,  // 14: codemode.remote.v1.Start.governance:type_name -> codemode.remote.v1.Governance
-	8,  // 15: codemode.remote.v1.Start.resume:type_name -> codemode.remote.v1.Resume
-	25, // 16: codemode.remote.v1.Start.trace:type_name -> codemode.remote.v1.Start.TraceEntry
-	6,  // 17: codemode.remote.v1.Governance.tools:type_name -> codemode.remote.v1.ToolPolicyEntry
-	7,  // 18: codemode.remote.v1.ToolPolicyEntry.policy:type_name -> codemode.remote.v1.ToolPolicy
-	11, // 19: codemode.remote.v1.Provider.apis:type_name -> codemode.remote.v1.ToolDoc
-	26, // 20: codemode.remote.v1.Call.trace:type_name -> codemode.remote.v1.Call.TraceEntry
-	24, // 21: codemode.remote.v1.Result.stats:type_name -> codemode.remote.v1.Stats
-	13, // 22: codemode.remote.v1.Result.limits:type_name -> codemode.remote.v1.Limits
-	9,  // 23: codemode.remote.v1.Result.paused:type_name -> codemode.remote.v1.Paused
-	17, // 24: codemode.remote.v1.Result.err:type_name -> codemode.remote.v1.ExecError
-	0,  // 25: codemode.remote.v1.ExecError.matches:type_name -> codemode.remote.v1.Sentinel
-	17, // 26: codemode.remote.v1.InvokeResult.err:type_name -> codemode.remote.v1.ExecError
-	17, // 27: codemode.remote.v1.Closed.err:type_name -> codemode.remote.v1.ExecError
-	2,  // 28: codemode.remote.v1.Executor.Program:input_type -> codemode.remote.v1.ClientMessage
-	4,  // 29: codemode.remote.v1.Executor.Standalone:input_type -> codemode.remote.v1.Start
-	3,  // 30: codemode.remote.v1.Executor.Program:output_type -> codemode.remote.v1.ServerMessage
-	16, // 31: codemode.remote.v1.Executor.Standalone:output_type -> codemode.remote.v1.Result
-	30, // [30:32] is the sub-list for method output_type
-	28, // [28:30] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	11, // 11: codemode.remote.v1.Start.providers:type_name -> codemode.remote.v1.Provider
+	13, // 12: codemode.remote.v1.Start.capabilities:type_name -> codemode.remote.v1.Capability
+	14, // 13: codemode.remote.v1.Start.limits:type_name -> codemode.remote.v1.Limits
+	6,  // 14: codemode.remote.v1.Start.governance:type_name -> codemode.remote.v1.Governance
+	9,  // 15: codemode.remote.v1.Start.resume:type_name -> codemode.remote.v1.Resume
+	26, // 16: codemode.remote.v1.Start.trace:type_name -> codemode.remote.v1.Start.TraceEntry
+	5,  // 17: codemode.remote.v1.Start.session:type_name -> codemode.remote.v1.SessionRef
+	7,  // 18: codemode.remote.v1.Governance.tools:type_name -> codemode.remote.v1.ToolPolicyEntry
+	8,  // 19: codemode.remote.v1.ToolPolicyEntry.policy:type_name -> codemode.remote.v1.ToolPolicy
+	12, // 20: codemode.remote.v1.Provider.apis:type_name -> codemode.remote.v1.ToolDoc
+	27, // 21: codemode.remote.v1.Call.trace:type_name -> codemode.remote.v1.Call.TraceEntry
+	25, // 22: codemode.remote.v1.Result.stats:type_name -> codemode.remote.v1.Stats
+	14, // 23: codemode.remote.v1.Result.limits:type_name -> codemode.remote.v1.Limits
+	10, // 24: codemode.remote.v1.Result.paused:type_name -> codemode.remote.v1.Paused
+	18, // 25: codemode.remote.v1.Result.err:type_name -> codemode.remote.v1.ExecError
+	0,  // 26: codemode.remote.v1.ExecError.matches:type_name -> codemode.remote.v1.Sentinel
+	18, // 27: codemode.remote.v1.InvokeResult.err:type_name -> codemode.remote.v1.ExecError
+	18, // 28: codemode.remote.v1.Closed.err:type_name -> codemode.remote.v1.ExecError
+	2,  // 29: codemode.remote.v1.Executor.Program:input_type -> codemode.remote.v1.ClientMessage
+	4,  // 30: codemode.remote.v1.Executor.Standalone:input_type -> codemode.remote.v1.Start
+	3,  // 31: codemode.remote.v1.Executor.Program:output_type -> codemode.remote.v1.ServerMessage
+	17, // 32: codemode.remote.v1.Executor.Standalone:output_type -> codemode.remote.v1.Result
+	31, // [31:33] is the sub-list for method output_type
+	29, // [29:31] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_codemode_remote_v1_remote_proto_init() }
@@ -2308,7 +2419,7 @@ func file_codemode_remote_v1_remote_proto_init() {
 		(*ServerMessage_Logs)(nil),
 		(*ServerMessage_Closed)(nil),
 	}
-	file_codemode_remote_v1_remote_proto_msgTypes[13].OneofWrappers = []any{
+	file_codemode_remote_v1_remote_proto_msgTypes[14].OneofWrappers = []any{
 		(*Answer_Envelope)(nil),
 		(*Answer_ResultJson)(nil),
 		(*Answer_Failure)(nil),
@@ -2319,7 +2430,7 @@ func file_codemode_remote_v1_remote_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_codemode_remote_v1_remote_proto_rawDesc), len(file_codemode_remote_v1_remote_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   25,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
