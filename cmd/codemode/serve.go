@@ -122,7 +122,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	opts := remote.ServerOptions{Max: lf.l, Logger: log, MaxPrograms: *maxPrograms, SendGrace: *sendGrace, MemoryBudget: mb,
 		SessionTTL: *sessionTTL,
-		Executor: append([]codemode.Option{codemode.WithSlots(*maxPrograms), codemode.WithIdleMemory(idle)}, tel.opts...), Propagator: tel.prop}
+		Executor:   append([]codemode.Option{codemode.WithSlots(*maxPrograms), codemode.WithIdleMemory(idle)}, tel.opts...), Propagator: tel.prop}
 	var reg *prometheus.Registry
 	if *metricsAddr != "" {
 		reg = prometheus.NewRegistry()
