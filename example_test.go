@@ -449,3 +449,61 @@ func ExampleExecutor_Close() {
 	// {"id":1}
 	// <nil>
 }
+
+// A session keeps what its runs declare: each step builds on the last,
+// and a step that fails changes nothing. Sealed, it moves to another
+// executor (another process, another machine) with no tool run again.
+func ExampleSession() {
+	exec, err := codemode.New()
+	if err != nil {
+		panic(err)
+	}
+	defer exec.Close()
+	s, err := exec.NewSession()
+	if err != nil {
+		panic(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	steps := []string{
+		`const orders = [{qty: 2, price: 3}, {qty: 1, price: 10}]`,
+		`function total(list) { return list.reduce((sum, o) => sum + o.qty * o.price, 0) }`,
+		`orders.push({qty: 100, price: 1}); throw new Error("a failed step changes nothing")`,
+		`return total(orders)`,
+	}
+	for _, step := range steps {
+		res, err := s.Run(ctx, step)
+		if err != nil {
+			msg, _, _ := strings.Cut(err.(*codemode.ExecError).Message, "\n")
+			fmt.Println("error:", msg)
+			continue
+		}
+		fmt.Println(string(res.Value))
+	}
+
+	key := codemode.SessionKey{Key: []byte("a key of at least thirty-two bytes"), Encrypt: true}
+	sealed, err := s.Seal(key)
+	if err != nil {
+		panic(err)
+	}
+	other, err := codemode.New()
+	if err != nil {
+		panic(err)
+	}
+	defer other.Close()
+	moved, err := other.RestoreSession(ctx, sealed, key)
+	if err != nil {
+		panic(err)
+	}
+	res, err := moved.Run(ctx, `return orders.length`)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(string(res.Value))
+	// Output:
+	// null
+	// null
+	// error: Error: a failed step changes nothing
+	// 16
+	// 2
+}
