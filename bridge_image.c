@@ -67,23 +67,31 @@ static int sandbox_open(bridge_slot *s, const bridge_config *cfg, const JSMalloc
 	return 0;
 }
 
-/* Forgets the slot's pointers into a sandbox's heap. */
-static void forget_sandbox(bridge_slot *s)
+/* Forgets the slot's pointers into the heap that were a run's alone: its
+ * host calls, timers, handle invocations, program and guards' slow paths. */
+void forget_run(bridge_slot *s)
 {
 	s->calls = NULL;
 	s->calls_len = s->calls_cap = s->pending_calls = 0;
 	s->calls_free = NO_CALL;
 	s->timers = NULL;
 	s->ntimers = s->timers_cap = 0;
+	s->invs = NULL;
+	s->ninvs = s->invs_cap = 0;
+	s->program = s->unit = s->tool = JS_UNDEFINED;
+	s->guard_polys = JS_UNDEFINED;
+}
+
+/* Forgets the slot's pointers into a sandbox's heap. */
+static void forget_sandbox(bridge_slot *s)
+{
+	forget_run(s);
 	s->timer_ids = 0;
 	s->timer_seq = 0;
 	s->marks = s->marks_get = s->marks_set = s->lazy_getters = JS_UNDEFINED;
 	guards_forget(s);
 	s->rtobj = JS_UNDEFINED;
 	s->retain = s->retained = false;
-	s->invs = NULL;
-	s->ninvs = s->invs_cap = 0;
-	s->program = s->unit = s->tool = JS_UNDEFINED;
 	s->ctx = NULL;
 	s->rt = NULL;
 	s->open = false;
@@ -99,6 +107,29 @@ void mark_dirty(bridge_slot *s)
 		s->touched = s->dirty_end;
 	if (s->dirty_end > s->resident)
 		s->resident = s->dirty_end;
+}
+
+/* Frees, value by value, what the slot holds of a run alone: its pending
+ * host calls, its handle invocations and its timers, with their arrays
+ * (a libc sandbox's end, a session run's commit). */
+void run_values_free(bridge_slot *s)
+{
+	JSContext *ctx = s->ctx;
+	for (uint32_t i = 0; i < s->calls_len; i++) {
+		if (s->calls[i].used) {
+			JS_FreeValue(ctx, s->calls[i].resolve);
+			JS_FreeValue(ctx, s->calls[i].reject);
+			JS_FreeValue(ctx, s->calls[i].provider);
+			JS_FreeValue(ctx, s->calls[i].tool);
+		}
+	}
+	js_free(ctx, s->calls);
+	for (uint32_t i = 0; i < s->ninvs; i++)
+		JS_FreeValue(ctx, s->invs[i]);
+	js_free(ctx, s->invs);
+	for (uint32_t i = 0; i < s->ntimers; i++)
+		timer_free(ctx, &s->timers[i]);
+	js_free(ctx, s->timers);
 }
 
 /* Ends the sandbox: a libc one is freed value by value, so a leaked
@@ -118,22 +149,8 @@ void sandbox_close(bridge_slot *s)
 	}
 	if (s->ctx) {
 		JSContext *ctx = s->ctx;
-		for (uint32_t i = 0; i < s->calls_len; i++) {
-			if (s->calls[i].used) {
-				JS_FreeValue(ctx, s->calls[i].resolve);
-				JS_FreeValue(ctx, s->calls[i].reject);
-				JS_FreeValue(ctx, s->calls[i].provider);
-				JS_FreeValue(ctx, s->calls[i].tool);
-			}
-		}
-		js_free(ctx, s->calls);
-		for (uint32_t i = 0; i < s->ninvs; i++)
-			JS_FreeValue(ctx, s->invs[i]);
-		js_free(ctx, s->invs);
+		run_values_free(s);
 		JS_FreeValue(ctx, s->rtobj);
-		for (uint32_t i = 0; i < s->ntimers; i++)
-			timer_free(ctx, &s->timers[i]);
-		js_free(ctx, s->timers);
 		JS_FreeValue(ctx, s->marks);
 		JS_FreeValue(ctx, s->marks_get);
 		JS_FreeValue(ctx, s->marks_set);

@@ -344,6 +344,8 @@ void session_free(bridge_slot *s);
 /* bridge_image.c: how far the arena was written (for the next restore),
  * and a restore of bytes taken from it. */
 void mark_dirty(bridge_slot *s);
+void run_values_free(bridge_slot *s);
+void forget_run(bridge_slot *s);
 void restore_bytes(bridge_slot *s, const uint8_t *bytes, size_t len, const saved_state *saved);
 
 /* Budgets (bridge_arena.c): what the slot holds resident; charging for

@@ -56,42 +56,13 @@ int session_checkpoint(bridge_slot *s)
 	return 0;
 }
 
-/* Forgets the run's own state in the slot: what pointed into the heap for
- * it alone. */
-static void forget_run(bridge_slot *s)
-{
-	s->calls = NULL;
-	s->calls_len = s->calls_cap = s->pending_calls = 0;
-	s->calls_free = NO_CALL;
-	s->timers = NULL;
-	s->ntimers = s->timers_cap = 0;
-	s->invs = NULL;
-	s->ninvs = s->invs_cap = 0;
-	s->program = s->unit = s->tool = JS_UNDEFINED;
-	s->guard_polys = JS_UNDEFINED;
-}
-
 /* Keeps the run's work: drops its program, its compiled source, the
  * timers it left and the host calls it did not wait for (their promises
  * never settle), value by value, in the sandbox's own heap. */
 static void session_commit(bridge_slot *s)
 {
 	JSContext *ctx = s->ctx;
-	for (uint32_t i = 0; i < s->calls_len; i++) {
-		if (s->calls[i].used) {
-			JS_FreeValue(ctx, s->calls[i].resolve);
-			JS_FreeValue(ctx, s->calls[i].reject);
-			JS_FreeValue(ctx, s->calls[i].provider);
-			JS_FreeValue(ctx, s->calls[i].tool);
-		}
-	}
-	js_free(ctx, s->calls);
-	for (uint32_t i = 0; i < s->ninvs; i++)
-		JS_FreeValue(ctx, s->invs[i]);
-	js_free(ctx, s->invs);
-	for (uint32_t i = 0; i < s->ntimers; i++)
-		timer_free(ctx, &s->timers[i]);
-	js_free(ctx, s->timers);
+	run_values_free(s);
 	JS_FreeValue(ctx, s->program);
 	JS_FreeValue(ctx, s->unit);
 	JS_FreeValue(ctx, s->tool);

@@ -361,12 +361,21 @@ func (e *Executor) Run(ctx context.Context, script string) (*Result, error) {
 // runObserved is Run, or Resume's run of a Run program (resumed set),
 // told to the Observer.
 func (e *Executor) runObserved(ctx context.Context, script string, resumed *govRun) (*Result, error) {
+	return e.observeRun(ctx, resumed, nil, func(ctx context.Context) (*Result, error, bool) {
+		return e.runScript(ctx, script, resumed)
+	})
+}
+
+// observeRun tells the Observer of a run of a Run script (in a session,
+// with sess) that run does; cached says its bytecode came from the cache.
+func (e *Executor) observeRun(ctx context.Context, resumed *govRun, sess *Session,
+	run func(context.Context) (*Result, error, bool)) (*Result, error) {
 	if e.observer == nil {
-		res, err, _ := e.runScript(ctx, script, resumed)
+		res, err, _ := run(ctx)
 		return res, err
 	}
-	ctx, t := e.runStart(ctx, RunKindRun, resumed, nil)
-	res, err, cached := e.runScript(ctx, script, resumed)
+	ctx, t := e.runStart(ctx, RunKindRun, resumed, sess)
+	res, err, cached := run(ctx)
 	var st RunStats
 	if res != nil {
 		st = res.Stats

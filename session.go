@@ -225,19 +225,9 @@ func (s *Session) Run(ctx context.Context, script string) (*Result, error) {
 // runObserved is Run, or Resume's run of a Run program (resumed set),
 // told to the Observer; the caller has the session's turn.
 func (s *Session) runObserved(ctx context.Context, script string, resumed *govRun) (*Result, error) {
-	e := s.ex
-	if e.observer == nil {
-		res, err, _ := s.run(ctx, script, resumed)
-		return res, err
-	}
-	ctx, t := e.runStart(ctx, RunKindRun, resumed, s)
-	res, err, cached := s.run(ctx, script, resumed)
-	var st RunStats
-	if res != nil {
-		st = res.Stats
-	}
-	e.runEnd(t, st, res != nil && res.Paused != nil, cached, err)
-	return res, err
+	return s.ex.observeRun(ctx, resumed, s, func(ctx context.Context) (*Result, error, bool) {
+		return s.run(ctx, script, resumed)
+	})
 }
 
 // run is Run's input to the run's path, or a resumed or replayed one's

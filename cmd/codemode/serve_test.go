@@ -163,17 +163,7 @@ func TestServeDrainsOnSIGTERM(t *testing.T) {
 // client holds the key, the daemons never see it.
 func TestServePausedAcrossProcesses(t *testing.T) {
 	start := func() (string, *exec.Cmd) {
-		cmd := exec.Command(selfAs(t, "codemode"), "serve", "--listen", "127.0.0.1:0")
-		stderr, err := cmd.StderrPipe()
-		require.NoError(t, err)
-		require.NoError(t, cmd.Start())
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		lines := logLines(stderr)
-		a := addressIn(t, lines, `listening on (\S+)`)
-		go func() {
-			for range lines {
-			}
-		}()
+		cmd, a := startServe(t)
 		return a, cmd
 	}
 	g := codemode.Governance{Tools: map[string]codemode.ToolPolicy{"db.write": {RequiresApproval: true}},
@@ -416,20 +406,7 @@ func TestServeMemoryBudget(t *testing.T) {
 // next program sees the state, and the tool server saw each call once.
 func TestServeSessionMoves(t *testing.T) {
 	ctx := context.Background()
-	start := func() (*exec.Cmd, string) {
-		cmd := exec.Command(selfAs(t, "codemode"), "serve", "--listen", "127.0.0.1:0")
-		stderr, err := cmd.StderrPipe()
-		require.NoError(t, err)
-		require.NoError(t, cmd.Start())
-		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-		lines := logLines(stderr)
-		a := addressIn(t, lines, `listening on (\S+)`)
-		go func() {
-			for range lines {
-			}
-		}()
-		return cmd, a
-	}
+	start := func() (*exec.Cmd, string) { return startServe(t) }
 	var mu sync.Mutex
 	var seen []string
 	dispatch := func(_ context.Context, provider, tool, args string) (string, error) {
@@ -468,4 +445,22 @@ func TestServeSessionMoves(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Equal(t, []string{`users.get[{"id":7}]`}, seen, "the tool server saw the call once")
+}
+
+// startServe starts a `codemode serve` process on loopback, killed when the
+// test ends, and returns it and its address.
+func startServe(t *testing.T, args ...string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(selfAs(t, "codemode"), append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	lines := logLines(stderr)
+	a := addressIn(t, lines, `listening on (\S+)`)
+	go func() {
+		for range lines { // keep draining
+		}
+	}()
+	return cmd, a
 }
