@@ -36,6 +36,11 @@ func WithDeterminism(ctx context.Context, d Determinism) context.Context {
 	return context.WithValue(ctx, determinismKey{}, d)
 }
 
+// DeterminismFrom returns the Determinism WithDeterminism put in ctx, if
+// any: for a runner that carries it elsewhere (the daemon's client sends
+// it with the program).
+func DeterminismFrom(ctx context.Context) (Determinism, bool) { return determinismOf(ctx) }
+
 // determinismOf returns the context's Determinism, if it has one.
 func determinismOf(ctx context.Context) (Determinism, bool) {
 	d, ok := ctx.Value(determinismKey{}).(Determinism)

@@ -45,6 +45,7 @@ type Client struct {
 	gov     *codemode.Governance // WithGovernance: the key stays here
 	pbGov   *pb.Governance       // what the daemon is told of it
 	prop    propagation.TextMapPropagator
+	queue   time.Duration // WithQueueTimeout
 
 	// noStandalone is when a daemon last answered Standalone with
 	// UNIMPLEMENTED (it predates it, or a proxy does not route it), in
@@ -67,6 +68,7 @@ type dialConfig struct {
 	grpc    []grpc.DialOption
 	gov     *codemode.Governance
 	prop    propagation.TextMapPropagator
+	queue   time.Duration
 }
 
 // WithPropagator sets how trace context travels: in each program's Start
@@ -116,6 +118,21 @@ func WithLimits(l codemode.Limits) Option {
 	return func(d *dialConfig) error { d.limits, d.require = l, false; return nil }
 }
 
+// WithQueueTimeout asks the daemon to count a program's deadline in its
+// own time only — not its waits for a sandbox or an execution right
+// there, which d bounds apart (codemode.WithQueueTimeout; at most 10
+// minutes) — so that its outcome does not depend on what else the daemon
+// runs: what a batch harness needs.
+func WithQueueTimeout(d time.Duration) Option {
+	return func(c *dialConfig) error {
+		if d < 0 {
+			return fmt.Errorf("remote: negative queue timeout %v", d)
+		}
+		c.queue = d
+		return nil
+	}
+}
+
 // WithRequiredLimits asks for these limits and will not have less: a
 // daemon whose maxima are below any nonzero field refuses the program
 // (an internal error whose message names the fields and the maxima)
@@ -158,7 +175,7 @@ func Dial(target string, opts ...Option) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{conn: conn, client: pb.NewExecutorClient(conn), limits: d.limits, require: d.require, caps: d.caps, gov: d.gov,
-		prop: d.prop}
+		prop: d.prop, queue: d.queue}
 	if g := d.gov; g != nil {
 		c.pbGov = &pb.Governance{TtlMs: int64((g.TTL + time.Millisecond - 1) / time.Millisecond)}
 		for _, name := range slices.Sorted(maps.Keys(g.Tools)) {
@@ -536,6 +553,15 @@ const retries = 3
 // the client's journal.
 func (c *Client) program(ctx context.Context, start *pb.Start, alone bool, kept **remoteRetained, answer func(context.Context, *pb.Call) *pb.Answer,
 	sess *Session) (*pb.Result, error) {
+	if d, ok := codemode.DeterminismFrom(ctx); ok {
+		start.Determinism = &pb.Determinism{Seed: d.Seed, ClockSet: !d.Clock.IsZero()}
+		if !d.Clock.IsZero() {
+			start.Determinism.ClockUnixNs = d.Clock.UnixNano()
+		}
+	}
+	if c.queue > 0 {
+		start.QueueTimeoutMs = max(c.queue.Milliseconds(), 1)
+	}
 	for attempt := 0; ; attempt++ {
 		res, called, err := c.attempt(ctx, start, alone, kept, answer)
 		if err == nil && res.SessionUnknown && sess != nil {

@@ -412,3 +412,35 @@ func TestSessionOnDaemons(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "4", string(r.Value))
 }
+
+// TestDeterminismCrosses: a run made deterministic on the client's
+// context (codemode.WithDeterminism) is the same run on the daemon:
+// Math.random and the virtual clock give what they give in process.
+func TestDeterminismCrosses(t *testing.T) {
+	a, _ := daemon(t, remote.ServerOptions{})
+	c := dial(t, a, remote.WithQueueTimeout(time.Minute))
+	e, err := codemode.New()
+	require.NoError(t, err)
+	defer e.Close()
+	const script = "return [Math.random(), Math.random(), Date.now(), new Date().toISOString(), crypto.randomUUID()]"
+	for _, d := range []codemode.Determinism{{Seed: 7, Clock: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}, {Seed: 8}} {
+		ctx := codemode.WithDeterminism(context.Background(), d)
+		local, err := e.Run(ctx, script)
+		require.NoError(t, err)
+		far, err := c.Run(ctx, script)
+		require.NoError(t, err)
+		var l, f []any
+		require.NoError(t, json.Unmarshal(local.Value, &l))
+		require.NoError(t, json.Unmarshal(far.Value, &f))
+		if d.Clock.IsZero() { // the run's own clock: only the random values agree
+			l, f = append(l[:2:2], l[4]), append(f[:2:2], f[4])
+		}
+		assert.Equal(t, l, f, "%+v", d)
+		ex := c.Execute(ctx, codemode.Request{Code: script})
+		require.Nil(t, ex.Err, ex.Error)
+		lx := e.Execute(ctx, codemode.Request{Code: script})
+		if !d.Clock.IsZero() {
+			assert.JSONEq(t, string(lx.Result), string(ex.Result))
+		}
+	}
+}

@@ -142,6 +142,7 @@ type execKey struct {
 	limits codemode.Limits
 	caps   string // the capability set's signature (Run)
 	gov    string // the governance's signature
+	queue  time.Duration
 }
 
 // NewServer makes a daemon's service.
@@ -394,6 +395,13 @@ func (s *Server) serve(ctx context.Context, start *pb.Start, p *peer, reply func
 	if len(start.Trace) > 0 {
 		ctx = s.propagator().Extract(ctx, propagation.MapCarrier(start.Trace))
 	}
+	if d := start.Determinism; d != nil {
+		det := codemode.Determinism{Seed: d.Seed}
+		if d.ClockSet {
+			det.Clock = time.Unix(0, d.ClockUnixNs).UTC()
+		}
+		ctx = codemode.WithDeterminism(ctx, det)
+	}
 	var dispatch codemode.DispatchFunc
 	rctx := ctx // a Run script's context: its capabilities find the peer in it
 	if p != nil {
@@ -404,7 +412,7 @@ func (s *Server) serve(ctx context.Context, start *pb.Start, p *peer, reply func
 	began := time.Now()
 	switch start.Mode {
 	case pb.Start_MODE_RUN:
-		e, err := s.executor(limits, start.Capabilities, start.Governance)
+		e, err := s.executor(limits, start.Capabilities, start.Governance, queueTimeout(start))
 		if err != nil {
 			return status.Error(codes.InvalidArgument, err.Error())
 		}
@@ -459,7 +467,7 @@ func (s *Server) serve(ctx context.Context, start *pb.Start, p *peer, reply func
 		if start.Session != nil {
 			caps = start.Capabilities
 		}
-		e, err := s.executor(limits, caps, start.Governance)
+		e, err := s.executor(limits, caps, start.Governance, queueTimeout(start))
 		if err != nil {
 			return status.Error(codes.InvalidArgument, err.Error())
 		}
@@ -588,6 +596,16 @@ func (s *Server) session(ctx context.Context, e *codemode.Executor, start *pb.St
 	}
 	return made, int(ref.Runs), nil
 }
+
+// queueTimeout is the queue timeout a start asks for, at most
+// maxQueueTimeout (0: none).
+func queueTimeout(start *pb.Start) time.Duration {
+	return min(time.Duration(max(start.QueueTimeoutMs, 0))*time.Millisecond, maxQueueTimeout)
+}
+
+// maxQueueTimeout bounds the queue timeout a client may ask for: its
+// programs wait no longer than this for their turns.
+const maxQueueTimeout = 10 * time.Minute
 
 // maxSessions is how many sessions the daemon remembers before it forgets
 // the closed ones (idle ones are evicted by the memory budget and closed
@@ -817,12 +835,12 @@ func (s *Server) paused(p *codemode.Paused) (*pb.Paused, error) {
 // executor returns the executor of a set of limits, of (Run) the
 // capabilities a client serves, each forwarding to the program's peer,
 // and of the client's governance.
-func (s *Server) executor(limits codemode.Limits, caps []*pb.Capability, g *pb.Governance) (*codemode.Executor, error) {
+func (s *Server) executor(limits codemode.Limits, caps []*pb.Capability, g *pb.Governance, queue time.Duration) (*codemode.Executor, error) {
 	var sig strings.Builder
 	for _, c := range caps {
 		fmt.Fprintf(&sig, "%q %q %q %t;", c.Name, c.Description, c.ParamsJson, c.Async)
 	}
-	key := execKey{limits: limits, caps: sig.String()}
+	key := execKey{limits: limits, caps: sig.String(), queue: queue}
 	var gov codemode.Governance
 	if g != nil {
 		gov, key.gov = s.governance(g)
@@ -842,6 +860,9 @@ func (s *Server) executor(limits codemode.Limits, caps []*pb.Capability, g *pb.G
 		codemode.WithMemoryWait(0), codemode.WithSessionTTL(ttl)}, s.opts.Executor...)
 	if g != nil {
 		opts = append(opts, codemode.WithGovernance(gov))
+	}
+	if queue > 0 {
+		opts = append(opts, codemode.WithQueueTimeout(queue))
 	}
 	for _, c := range caps {
 		name := string(c.Name)

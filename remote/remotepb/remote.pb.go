@@ -455,6 +455,15 @@ type Start struct {
 	// The client's trace context (W3C traceparent and tracestate, or what
 	// its propagator writes): the program's run is a child of it.
 	Trace map[string]string `protobuf:"bytes,10,rep,name=trace,proto3" json:"trace,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The program's determinism (codemode.WithDeterminism on the client's
+	// context): Math.random's seed and the virtual clock's start.
+	Determinism *Determinism `protobuf:"bytes,12,opt,name=determinism,proto3" json:"determinism,omitempty"`
+	// queue_timeout_ms, when positive, makes the program's deadline count
+	// only its own time, not its waits for a sandbox or an execution right
+	// on the daemon, which are bounded apart by it
+	// (codemode.WithQueueTimeout): a batch's outcomes then do not depend on
+	// what else the daemon runs.
+	QueueTimeoutMs int64 `protobuf:"varint,13,opt,name=queue_timeout_ms,json=queueTimeoutMs,proto3" json:"queue_timeout_ms,omitempty"`
 	// Run the program in a session (codemode.Session): the daemon keeps the
 	// session's sandbox between programs; the client keeps its journal. A
 	// session's Execute programs carry the client's capabilities too, and
@@ -564,11 +573,87 @@ func (x *Start) GetTrace() map[string]string {
 	return nil
 }
 
+func (x *Start) GetDeterminism() *Determinism {
+	if x != nil {
+		return x.Determinism
+	}
+	return nil
+}
+
+func (x *Start) GetQueueTimeoutMs() int64 {
+	if x != nil {
+		return x.QueueTimeoutMs
+	}
+	return 0
+}
+
 func (x *Start) GetSession() *SessionRef {
 	if x != nil {
 		return x.Session
 	}
 	return nil
+}
+
+// Determinism is codemode.Determinism: the seed, and the clock's start
+// (clock_set false: the run's own clock).
+type Determinism struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Seed          uint64                 `protobuf:"varint,1,opt,name=seed,proto3" json:"seed,omitempty"`
+	ClockUnixNs   int64                  `protobuf:"varint,2,opt,name=clock_unix_ns,json=clockUnixNs,proto3" json:"clock_unix_ns,omitempty"`
+	ClockSet      bool                   `protobuf:"varint,3,opt,name=clock_set,json=clockSet,proto3" json:"clock_set,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Determinism) Reset() {
+	*x = Determinism{}
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Determinism) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Determinism) ProtoMessage() {}
+
+func (x *Determinism) ProtoReflect() protoreflect.Message {
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Determinism.ProtoReflect.Descriptor instead.
+func (*Determinism) Descriptor() ([]byte, []int) {
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Determinism) GetSeed() uint64 {
+	if x != nil {
+		return x.Seed
+	}
+	return 0
+}
+
+func (x *Determinism) GetClockUnixNs() int64 {
+	if x != nil {
+		return x.ClockUnixNs
+	}
+	return 0
+}
+
+func (x *Determinism) GetClockSet() bool {
+	if x != nil {
+		return x.ClockSet
+	}
+	return false
 }
 
 // SessionRef names the session a program runs in. The daemon runs it in
@@ -591,7 +676,7 @@ type SessionRef struct {
 
 func (x *SessionRef) Reset() {
 	*x = SessionRef{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[3]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -603,7 +688,7 @@ func (x *SessionRef) String() string {
 func (*SessionRef) ProtoMessage() {}
 
 func (x *SessionRef) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[3]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -616,7 +701,7 @@ func (x *SessionRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionRef.ProtoReflect.Descriptor instead.
 func (*SessionRef) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{3}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SessionRef) GetId() string {
@@ -656,7 +741,7 @@ type Governance struct {
 
 func (x *Governance) Reset() {
 	*x = Governance{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[4]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -668,7 +753,7 @@ func (x *Governance) String() string {
 func (*Governance) ProtoMessage() {}
 
 func (x *Governance) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[4]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -681,7 +766,7 @@ func (x *Governance) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Governance.ProtoReflect.Descriptor instead.
 func (*Governance) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{4}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Governance) GetTools() []*ToolPolicyEntry {
@@ -708,7 +793,7 @@ type ToolPolicyEntry struct {
 
 func (x *ToolPolicyEntry) Reset() {
 	*x = ToolPolicyEntry{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[5]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -720,7 +805,7 @@ func (x *ToolPolicyEntry) String() string {
 func (*ToolPolicyEntry) ProtoMessage() {}
 
 func (x *ToolPolicyEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[5]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -733,7 +818,7 @@ func (x *ToolPolicyEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolPolicyEntry.ProtoReflect.Descriptor instead.
 func (*ToolPolicyEntry) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{5}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ToolPolicyEntry) GetName() []byte {
@@ -762,7 +847,7 @@ type ToolPolicy struct {
 
 func (x *ToolPolicy) Reset() {
 	*x = ToolPolicy{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[6]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -774,7 +859,7 @@ func (x *ToolPolicy) String() string {
 func (*ToolPolicy) ProtoMessage() {}
 
 func (x *ToolPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[6]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -787,7 +872,7 @@ func (x *ToolPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolPolicy.ProtoReflect.Descriptor instead.
 func (*ToolPolicy) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{6}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ToolPolicy) GetTimeoutNs() int64 {
@@ -832,7 +917,7 @@ type Resume struct {
 
 func (x *Resume) Reset() {
 	*x = Resume{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[7]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -844,7 +929,7 @@ func (x *Resume) String() string {
 func (*Resume) ProtoMessage() {}
 
 func (x *Resume) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[7]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -857,7 +942,7 @@ func (x *Resume) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resume.ProtoReflect.Descriptor instead.
 func (*Resume) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{7}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Resume) GetBody() []byte {
@@ -905,7 +990,7 @@ type Paused struct {
 
 func (x *Paused) Reset() {
 	*x = Paused{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[8]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -917,7 +1002,7 @@ func (x *Paused) String() string {
 func (*Paused) ProtoMessage() {}
 
 func (x *Paused) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[8]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -930,7 +1015,7 @@ func (x *Paused) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Paused.ProtoReflect.Descriptor instead.
 func (*Paused) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{8}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Paused) GetBody() []byte {
@@ -991,7 +1076,7 @@ type Provider struct {
 
 func (x *Provider) Reset() {
 	*x = Provider{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[9]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1003,7 +1088,7 @@ func (x *Provider) String() string {
 func (*Provider) ProtoMessage() {}
 
 func (x *Provider) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[9]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1016,7 +1101,7 @@ func (x *Provider) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Provider.ProtoReflect.Descriptor instead.
 func (*Provider) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{9}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Provider) GetName() []byte {
@@ -1073,7 +1158,7 @@ type ToolDoc struct {
 
 func (x *ToolDoc) Reset() {
 	*x = ToolDoc{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[10]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1085,7 +1170,7 @@ func (x *ToolDoc) String() string {
 func (*ToolDoc) ProtoMessage() {}
 
 func (x *ToolDoc) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[10]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1098,7 +1183,7 @@ func (x *ToolDoc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolDoc.ProtoReflect.Descriptor instead.
 func (*ToolDoc) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{10}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ToolDoc) GetName() []byte {
@@ -1141,7 +1226,7 @@ type Capability struct {
 
 func (x *Capability) Reset() {
 	*x = Capability{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[11]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1153,7 +1238,7 @@ func (x *Capability) String() string {
 func (*Capability) ProtoMessage() {}
 
 func (x *Capability) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[11]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1166,7 +1251,7 @@ func (x *Capability) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Capability.ProtoReflect.Descriptor instead.
 func (*Capability) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{11}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Capability) GetName() []byte {
@@ -1210,7 +1295,7 @@ type Limits struct {
 
 func (x *Limits) Reset() {
 	*x = Limits{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[12]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1222,7 +1307,7 @@ func (x *Limits) String() string {
 func (*Limits) ProtoMessage() {}
 
 func (x *Limits) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[12]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1235,7 +1320,7 @@ func (x *Limits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limits.ProtoReflect.Descriptor instead.
 func (*Limits) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{12}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Limits) GetMemory() int64 {
@@ -1291,7 +1376,7 @@ type Call struct {
 
 func (x *Call) Reset() {
 	*x = Call{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[13]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1303,7 +1388,7 @@ func (x *Call) String() string {
 func (*Call) ProtoMessage() {}
 
 func (x *Call) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[13]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1316,7 +1401,7 @@ func (x *Call) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Call.ProtoReflect.Descriptor instead.
 func (*Call) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{13}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Call) GetId() uint64 {
@@ -1378,7 +1463,7 @@ type Answer struct {
 
 func (x *Answer) Reset() {
 	*x = Answer{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[14]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1390,7 +1475,7 @@ func (x *Answer) String() string {
 func (*Answer) ProtoMessage() {}
 
 func (x *Answer) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[14]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1403,7 +1488,7 @@ func (x *Answer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Answer.ProtoReflect.Descriptor instead.
 func (*Answer) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{14}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Answer) GetId() uint64 {
@@ -1501,7 +1586,7 @@ type Result struct {
 
 func (x *Result) Reset() {
 	*x = Result{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[15]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1513,7 +1598,7 @@ func (x *Result) String() string {
 func (*Result) ProtoMessage() {}
 
 func (x *Result) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[15]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1526,7 +1611,7 @@ func (x *Result) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Result.ProtoReflect.Descriptor instead.
 func (*Result) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{15}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Result) GetResultJson() []byte {
@@ -1637,7 +1722,7 @@ type ExecError struct {
 
 func (x *ExecError) Reset() {
 	*x = ExecError{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[16]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1649,7 +1734,7 @@ func (x *ExecError) String() string {
 func (*ExecError) ProtoMessage() {}
 
 func (x *ExecError) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[16]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1662,7 +1747,7 @@ func (x *ExecError) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecError.ProtoReflect.Descriptor instead.
 func (*ExecError) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{16}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ExecError) GetKind() string {
@@ -1734,7 +1819,7 @@ type Invoke struct {
 
 func (x *Invoke) Reset() {
 	*x = Invoke{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[17]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1746,7 +1831,7 @@ func (x *Invoke) String() string {
 func (*Invoke) ProtoMessage() {}
 
 func (x *Invoke) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[17]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1759,7 +1844,7 @@ func (x *Invoke) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Invoke.ProtoReflect.Descriptor instead.
 func (*Invoke) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{17}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Invoke) GetId() uint64 {
@@ -1800,7 +1885,7 @@ type InvokeResult struct {
 
 func (x *InvokeResult) Reset() {
 	*x = InvokeResult{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[18]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1812,7 +1897,7 @@ func (x *InvokeResult) String() string {
 func (*InvokeResult) ProtoMessage() {}
 
 func (x *InvokeResult) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[18]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1825,7 +1910,7 @@ func (x *InvokeResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InvokeResult.ProtoReflect.Descriptor instead.
 func (*InvokeResult) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{18}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *InvokeResult) GetId() uint64 {
@@ -1879,7 +1964,7 @@ type LogsRequest struct {
 
 func (x *LogsRequest) Reset() {
 	*x = LogsRequest{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[19]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1891,7 +1976,7 @@ func (x *LogsRequest) String() string {
 func (*LogsRequest) ProtoMessage() {}
 
 func (x *LogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[19]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1904,7 +1989,7 @@ func (x *LogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogsRequest.ProtoReflect.Descriptor instead.
 func (*LogsRequest) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{19}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *LogsRequest) GetId() uint64 {
@@ -1924,7 +2009,7 @@ type LogsReply struct {
 
 func (x *LogsReply) Reset() {
 	*x = LogsReply{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[20]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1936,7 +2021,7 @@ func (x *LogsReply) String() string {
 func (*LogsReply) ProtoMessage() {}
 
 func (x *LogsReply) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[20]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1949,7 +2034,7 @@ func (x *LogsReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LogsReply.ProtoReflect.Descriptor instead.
 func (*LogsReply) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{20}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *LogsReply) GetId() uint64 {
@@ -1974,7 +2059,7 @@ type Release struct {
 
 func (x *Release) Reset() {
 	*x = Release{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[21]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1986,7 +2071,7 @@ func (x *Release) String() string {
 func (*Release) ProtoMessage() {}
 
 func (x *Release) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[21]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1999,7 +2084,7 @@ func (x *Release) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Release.ProtoReflect.Descriptor instead.
 func (*Release) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{21}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{22}
 }
 
 type Closed struct {
@@ -2014,7 +2099,7 @@ type Closed struct {
 
 func (x *Closed) Reset() {
 	*x = Closed{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[22]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2026,7 +2111,7 @@ func (x *Closed) String() string {
 func (*Closed) ProtoMessage() {}
 
 func (x *Closed) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[22]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2039,7 +2124,7 @@ func (x *Closed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Closed.ProtoReflect.Descriptor instead.
 func (*Closed) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{22}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *Closed) GetError() []byte {
@@ -2067,7 +2152,7 @@ type Stats struct {
 
 func (x *Stats) Reset() {
 	*x = Stats{}
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[23]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2079,7 +2164,7 @@ func (x *Stats) String() string {
 func (*Stats) ProtoMessage() {}
 
 func (x *Stats) ProtoReflect() protoreflect.Message {
-	mi := &file_codemode_remote_v1_remote_proto_msgTypes[23]
+	mi := &file_codemode_remote_v1_remote_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2092,7 +2177,7 @@ func (x *Stats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Stats.ProtoReflect.Descriptor instead.
 func (*Stats) Descriptor() ([]byte, []int) {
-	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{23}
+	return file_codemode_remote_v1_remote_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *Stats) GetElapsedUs() int64 {
@@ -2134,7 +2219,7 @@ const file_codemode_remote_v1_remote_proto_rawDesc = "" +
 	"\rinvoke_result\x18\x03 \x01(\v2 .codemode.remote.v1.InvokeResultH\x00R\finvokeResult\x123\n" +
 	"\x04logs\x18\x04 \x01(\v2\x1d.codemode.remote.v1.LogsReplyH\x00R\x04logs\x124\n" +
 	"\x06closed\x18\x05 \x01(\v2\x1a.codemode.remote.v1.ClosedH\x00R\x06closedB\x05\n" +
-	"\x03msg\"\x9d\x05\n" +
+	"\x03msg\"\x8a\x06\n" +
 	"\x05Start\x122\n" +
 	"\x04mode\x18\x01 \x01(\x0e2\x1e.codemode.remote.v1.Start.ModeR\x04mode\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\fR\x04code\x12:\n" +
@@ -2148,7 +2233,9 @@ const file_codemode_remote_v1_remote_proto_rawDesc = "" +
 	"governance\x122\n" +
 	"\x06resume\x18\t \x01(\v2\x1a.codemode.remote.v1.ResumeR\x06resume\x12:\n" +
 	"\x05trace\x18\n" +
-	" \x03(\v2$.codemode.remote.v1.Start.TraceEntryR\x05trace\x128\n" +
+	" \x03(\v2$.codemode.remote.v1.Start.TraceEntryR\x05trace\x12A\n" +
+	"\vdeterminism\x18\f \x01(\v2\x1f.codemode.remote.v1.DeterminismR\vdeterminism\x12(\n" +
+	"\x10queue_timeout_ms\x18\r \x01(\x03R\x0equeueTimeoutMs\x128\n" +
 	"\asession\x18\v \x01(\v2\x1e.codemode.remote.v1.SessionRefR\asession\x1a8\n" +
 	"\n" +
 	"TraceEntry\x12\x10\n" +
@@ -2156,7 +2243,11 @@ const file_codemode_remote_v1_remote_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"&\n" +
 	"\x04Mode\x12\x10\n" +
 	"\fMODE_EXECUTE\x10\x00\x12\f\n" +
-	"\bMODE_RUN\x10\x01\"J\n" +
+	"\bMODE_RUN\x10\x01\"b\n" +
+	"\vDeterminism\x12\x12\n" +
+	"\x04seed\x18\x01 \x01(\x04R\x04seed\x12\"\n" +
+	"\rclock_unix_ns\x18\x02 \x01(\x03R\vclockUnixNs\x12\x1b\n" +
+	"\tclock_set\x18\x03 \x01(\bR\bclockSet\"J\n" +
 	"\n" +
 	"SessionRef\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
@@ -2328,76 +2419,78 @@ func file_codemode_remote_v1_remote_proto_rawDescGZIP() []byte {
 }
 
 var file_codemode_remote_v1_remote_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_codemode_remote_v1_remote_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_codemode_remote_v1_remote_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_codemode_remote_v1_remote_proto_goTypes = []any{
 	(Sentinel)(0),           // 0: codemode.remote.v1.Sentinel
 	(Start_Mode)(0),         // 1: codemode.remote.v1.Start.Mode
 	(*ClientMessage)(nil),   // 2: codemode.remote.v1.ClientMessage
 	(*ServerMessage)(nil),   // 3: codemode.remote.v1.ServerMessage
 	(*Start)(nil),           // 4: codemode.remote.v1.Start
-	(*SessionRef)(nil),      // 5: codemode.remote.v1.SessionRef
-	(*Governance)(nil),      // 6: codemode.remote.v1.Governance
-	(*ToolPolicyEntry)(nil), // 7: codemode.remote.v1.ToolPolicyEntry
-	(*ToolPolicy)(nil),      // 8: codemode.remote.v1.ToolPolicy
-	(*Resume)(nil),          // 9: codemode.remote.v1.Resume
-	(*Paused)(nil),          // 10: codemode.remote.v1.Paused
-	(*Provider)(nil),        // 11: codemode.remote.v1.Provider
-	(*ToolDoc)(nil),         // 12: codemode.remote.v1.ToolDoc
-	(*Capability)(nil),      // 13: codemode.remote.v1.Capability
-	(*Limits)(nil),          // 14: codemode.remote.v1.Limits
-	(*Call)(nil),            // 15: codemode.remote.v1.Call
-	(*Answer)(nil),          // 16: codemode.remote.v1.Answer
-	(*Result)(nil),          // 17: codemode.remote.v1.Result
-	(*ExecError)(nil),       // 18: codemode.remote.v1.ExecError
-	(*Invoke)(nil),          // 19: codemode.remote.v1.Invoke
-	(*InvokeResult)(nil),    // 20: codemode.remote.v1.InvokeResult
-	(*LogsRequest)(nil),     // 21: codemode.remote.v1.LogsRequest
-	(*LogsReply)(nil),       // 22: codemode.remote.v1.LogsReply
-	(*Release)(nil),         // 23: codemode.remote.v1.Release
-	(*Closed)(nil),          // 24: codemode.remote.v1.Closed
-	(*Stats)(nil),           // 25: codemode.remote.v1.Stats
-	nil,                     // 26: codemode.remote.v1.Start.TraceEntry
-	nil,                     // 27: codemode.remote.v1.Call.TraceEntry
+	(*Determinism)(nil),     // 5: codemode.remote.v1.Determinism
+	(*SessionRef)(nil),      // 6: codemode.remote.v1.SessionRef
+	(*Governance)(nil),      // 7: codemode.remote.v1.Governance
+	(*ToolPolicyEntry)(nil), // 8: codemode.remote.v1.ToolPolicyEntry
+	(*ToolPolicy)(nil),      // 9: codemode.remote.v1.ToolPolicy
+	(*Resume)(nil),          // 10: codemode.remote.v1.Resume
+	(*Paused)(nil),          // 11: codemode.remote.v1.Paused
+	(*Provider)(nil),        // 12: codemode.remote.v1.Provider
+	(*ToolDoc)(nil),         // 13: codemode.remote.v1.ToolDoc
+	(*Capability)(nil),      // 14: codemode.remote.v1.Capability
+	(*Limits)(nil),          // 15: codemode.remote.v1.Limits
+	(*Call)(nil),            // 16: codemode.remote.v1.Call
+	(*Answer)(nil),          // 17: codemode.remote.v1.Answer
+	(*Result)(nil),          // 18: codemode.remote.v1.Result
+	(*ExecError)(nil),       // 19: codemode.remote.v1.ExecError
+	(*Invoke)(nil),          // 20: codemode.remote.v1.Invoke
+	(*InvokeResult)(nil),    // 21: codemode.remote.v1.InvokeResult
+	(*LogsRequest)(nil),     // 22: codemode.remote.v1.LogsRequest
+	(*LogsReply)(nil),       // 23: codemode.remote.v1.LogsReply
+	(*Release)(nil),         // 24: codemode.remote.v1.Release
+	(*Closed)(nil),          // 25: codemode.remote.v1.Closed
+	(*Stats)(nil),           // 26: codemode.remote.v1.Stats
+	nil,                     // 27: codemode.remote.v1.Start.TraceEntry
+	nil,                     // 28: codemode.remote.v1.Call.TraceEntry
 }
 var file_codemode_remote_v1_remote_proto_depIdxs = []int32{
 	4,  // 0: codemode.remote.v1.ClientMessage.start:type_name -> codemode.remote.v1.Start
-	16, // 1: codemode.remote.v1.ClientMessage.answer:type_name -> codemode.remote.v1.Answer
-	19, // 2: codemode.remote.v1.ClientMessage.invoke:type_name -> codemode.remote.v1.Invoke
-	21, // 3: codemode.remote.v1.ClientMessage.logs:type_name -> codemode.remote.v1.LogsRequest
-	23, // 4: codemode.remote.v1.ClientMessage.release:type_name -> codemode.remote.v1.Release
-	15, // 5: codemode.remote.v1.ServerMessage.call:type_name -> codemode.remote.v1.Call
-	17, // 6: codemode.remote.v1.ServerMessage.result:type_name -> codemode.remote.v1.Result
-	20, // 7: codemode.remote.v1.ServerMessage.invoke_result:type_name -> codemode.remote.v1.InvokeResult
-	22, // 8: codemode.remote.v1.ServerMessage.logs:type_name -> codemode.remote.v1.LogsReply
-	24, // 9: codemode.remote.v1.ServerMessage.closed:type_name -> codemode.remote.v1.Closed
+	17, // 1: codemode.remote.v1.ClientMessage.answer:type_name -> codemode.remote.v1.Answer
+	20, // 2: codemode.remote.v1.ClientMessage.invoke:type_name -> codemode.remote.v1.Invoke
+	22, // 3: codemode.remote.v1.ClientMessage.logs:type_name -> codemode.remote.v1.LogsRequest
+	24, // 4: codemode.remote.v1.ClientMessage.release:type_name -> codemode.remote.v1.Release
+	16, // 5: codemode.remote.v1.ServerMessage.call:type_name -> codemode.remote.v1.Call
+	18, // 6: codemode.remote.v1.ServerMessage.result:type_name -> codemode.remote.v1.Result
+	21, // 7: codemode.remote.v1.ServerMessage.invoke_result:type_name -> codemode.remote.v1.InvokeResult
+	23, // 8: codemode.remote.v1.ServerMessage.logs:type_name -> codemode.remote.v1.LogsReply
+	25, // 9: codemode.remote.v1.ServerMessage.closed:type_name -> codemode.remote.v1.Closed
 	1,  // 10: codemode.remote.v1.Start.mode:type_name -> codemode.remote.v1.Start.Mode
-	11, // 11: codemode.remote.v1.Start.providers:type_name -> codemode.remote.v1.Provider
-	13, // 12: codemode.remote.v1.Start.capabilities:type_name -> codemode.remote.v1.Capability
-	14, // 13: codemode.remote.v1.Start.limits:type_name -> codemode.remote.v1.Limits
-	6,  // 14: codemode.remote.v1.Start.governance:type_name -> codemode.remote.v1.Governance
-	9,  // 15: codemode.remote.v1.Start.resume:type_name -> codemode.remote.v1.Resume
-	26, // 16: codemode.remote.v1.Start.trace:type_name -> codemode.remote.v1.Start.TraceEntry
-	5,  // 17: codemode.remote.v1.Start.session:type_name -> codemode.remote.v1.SessionRef
-	7,  // 18: codemode.remote.v1.Governance.tools:type_name -> codemode.remote.v1.ToolPolicyEntry
-	8,  // 19: codemode.remote.v1.ToolPolicyEntry.policy:type_name -> codemode.remote.v1.ToolPolicy
-	12, // 20: codemode.remote.v1.Provider.apis:type_name -> codemode.remote.v1.ToolDoc
-	27, // 21: codemode.remote.v1.Call.trace:type_name -> codemode.remote.v1.Call.TraceEntry
-	25, // 22: codemode.remote.v1.Result.stats:type_name -> codemode.remote.v1.Stats
-	14, // 23: codemode.remote.v1.Result.limits:type_name -> codemode.remote.v1.Limits
-	10, // 24: codemode.remote.v1.Result.paused:type_name -> codemode.remote.v1.Paused
-	18, // 25: codemode.remote.v1.Result.err:type_name -> codemode.remote.v1.ExecError
-	0,  // 26: codemode.remote.v1.ExecError.matches:type_name -> codemode.remote.v1.Sentinel
-	18, // 27: codemode.remote.v1.InvokeResult.err:type_name -> codemode.remote.v1.ExecError
-	18, // 28: codemode.remote.v1.Closed.err:type_name -> codemode.remote.v1.ExecError
-	2,  // 29: codemode.remote.v1.Executor.Program:input_type -> codemode.remote.v1.ClientMessage
-	4,  // 30: codemode.remote.v1.Executor.Standalone:input_type -> codemode.remote.v1.Start
-	3,  // 31: codemode.remote.v1.Executor.Program:output_type -> codemode.remote.v1.ServerMessage
-	17, // 32: codemode.remote.v1.Executor.Standalone:output_type -> codemode.remote.v1.Result
-	31, // [31:33] is the sub-list for method output_type
-	29, // [29:31] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	12, // 11: codemode.remote.v1.Start.providers:type_name -> codemode.remote.v1.Provider
+	14, // 12: codemode.remote.v1.Start.capabilities:type_name -> codemode.remote.v1.Capability
+	15, // 13: codemode.remote.v1.Start.limits:type_name -> codemode.remote.v1.Limits
+	7,  // 14: codemode.remote.v1.Start.governance:type_name -> codemode.remote.v1.Governance
+	10, // 15: codemode.remote.v1.Start.resume:type_name -> codemode.remote.v1.Resume
+	27, // 16: codemode.remote.v1.Start.trace:type_name -> codemode.remote.v1.Start.TraceEntry
+	5,  // 17: codemode.remote.v1.Start.determinism:type_name -> codemode.remote.v1.Determinism
+	6,  // 18: codemode.remote.v1.Start.session:type_name -> codemode.remote.v1.SessionRef
+	8,  // 19: codemode.remote.v1.Governance.tools:type_name -> codemode.remote.v1.ToolPolicyEntry
+	9,  // 20: codemode.remote.v1.ToolPolicyEntry.policy:type_name -> codemode.remote.v1.ToolPolicy
+	13, // 21: codemode.remote.v1.Provider.apis:type_name -> codemode.remote.v1.ToolDoc
+	28, // 22: codemode.remote.v1.Call.trace:type_name -> codemode.remote.v1.Call.TraceEntry
+	26, // 23: codemode.remote.v1.Result.stats:type_name -> codemode.remote.v1.Stats
+	15, // 24: codemode.remote.v1.Result.limits:type_name -> codemode.remote.v1.Limits
+	11, // 25: codemode.remote.v1.Result.paused:type_name -> codemode.remote.v1.Paused
+	19, // 26: codemode.remote.v1.Result.err:type_name -> codemode.remote.v1.ExecError
+	0,  // 27: codemode.remote.v1.ExecError.matches:type_name -> codemode.remote.v1.Sentinel
+	19, // 28: codemode.remote.v1.InvokeResult.err:type_name -> codemode.remote.v1.ExecError
+	19, // 29: codemode.remote.v1.Closed.err:type_name -> codemode.remote.v1.ExecError
+	2,  // 30: codemode.remote.v1.Executor.Program:input_type -> codemode.remote.v1.ClientMessage
+	4,  // 31: codemode.remote.v1.Executor.Standalone:input_type -> codemode.remote.v1.Start
+	3,  // 32: codemode.remote.v1.Executor.Program:output_type -> codemode.remote.v1.ServerMessage
+	18, // 33: codemode.remote.v1.Executor.Standalone:output_type -> codemode.remote.v1.Result
+	32, // [32:34] is the sub-list for method output_type
+	30, // [30:32] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_codemode_remote_v1_remote_proto_init() }
@@ -2419,7 +2512,7 @@ func file_codemode_remote_v1_remote_proto_init() {
 		(*ServerMessage_Logs)(nil),
 		(*ServerMessage_Closed)(nil),
 	}
-	file_codemode_remote_v1_remote_proto_msgTypes[14].OneofWrappers = []any{
+	file_codemode_remote_v1_remote_proto_msgTypes[15].OneofWrappers = []any{
 		(*Answer_Envelope)(nil),
 		(*Answer_ResultJson)(nil),
 		(*Answer_Failure)(nil),
@@ -2430,7 +2523,7 @@ func file_codemode_remote_v1_remote_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_codemode_remote_v1_remote_proto_rawDesc), len(file_codemode_remote_v1_remote_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   26,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
