@@ -142,6 +142,21 @@ type Options struct {
 	// Progress, when set, is called after each outcome, on the goroutine
 	// iterating the batch.
 	Progress func(Progress)
+	// Remote, when set, runs the jobs elsewhere instead of in this
+	// process: it returns the runner of a set of limits (a
+	// remote.Client dialled with them: the daemon fleet), made once per
+	// set. The jobs' tool calls still come to Dispatch, here. QueueTimeout
+	// and Executor are the remote runner's to honour (the client asks the
+	// daemon for the queue timeout).
+	Remote func(codemode.Limits) (Engine, error)
+}
+
+// Engine is what runs a batch's programs: a *codemode.Executor (the
+// default, in process) or, through Options.Remote, a daemon's client.
+type Engine interface {
+	Run(ctx context.Context, script string) (*codemode.Result, error)
+	Execute(ctx context.Context, req codemode.Request) codemode.ExecuteResult
+	Resume(ctx context.Context, continuation []byte, d codemode.Decision, dispatch codemode.DispatchFunc) codemode.ExecuteResult
 }
 
 // Run runs jobs and yields each with its outcome, in input order unless
@@ -218,7 +233,8 @@ type runner struct {
 
 type executor struct {
 	once sync.Once
-	e    *codemode.Executor
+	e    Engine
+	own  *codemode.Executor // e when the batch made it (closed with the batch)
 	err  error
 }
 
@@ -331,14 +347,15 @@ func (b *runner) close() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, x := range b.execs {
-		if x.e != nil {
-			x.e.Close()
+		if x.own != nil {
+			x.own.Close()
 		}
 	}
 }
 
-// executor returns the executor of a set of limits, made on first use.
-func (b *runner) executor(l codemode.Limits) (*codemode.Executor, error) {
+// executor returns the engine of a set of limits, made on first use: an
+// executor of the batch's own, or Options.Remote's.
+func (b *runner) executor(l codemode.Limits) (Engine, error) {
 	b.mu.Lock()
 	x := b.execs[l]
 	if x == nil {
@@ -351,7 +368,14 @@ func (b *runner) executor(l codemode.Limits) (*codemode.Executor, error) {
 		if q <= 0 {
 			q = DefaultQueueTimeout
 		}
-		x.e, x.err = codemode.New(append([]codemode.Option{codemode.WithLimits(l), codemode.WithQueueTimeout(q)}, b.opts.Executor...)...)
+		if b.opts.Remote != nil {
+			x.e, x.err = b.opts.Remote(l)
+			return
+		}
+		x.own, x.err = codemode.New(append([]codemode.Option{codemode.WithLimits(l), codemode.WithQueueTimeout(q)}, b.opts.Executor...)...)
+		if x.own != nil {
+			x.e = x.own
+		}
 	})
 	return x.e, x.err
 }
@@ -411,7 +435,7 @@ func (b *runner) runOne(job Job) Outcome {
 
 // runScript runs a job without providers as a run_js script (Run: no
 // provider runtime in its sandbox, so a third cheaper than Execute).
-func runScript(ctx context.Context, e *codemode.Executor, code string) Outcome {
+func runScript(ctx context.Context, e Engine, code string) Outcome {
 	res, err := e.Run(ctx, code)
 	var out Outcome
 	if res != nil {

@@ -85,6 +85,8 @@ type progressMode string
 func cmdBatch(ctx context.Context, stop <-chan struct{}, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("batch", "[flags] IN.jsonl|-", batchHelp, stderr)
 	lf, tf, gf := newProgramFlags(fs)
+	var rf remoteFlags
+	rf.register(fs)
 	jobs := fs.Int("j", runtime.GOMAXPROCS(0), "jobs in flight (raise it when jobs mostly wait on tools)")
 	outPath := fs.String("o", "", "write the result lines to this file (default stdout)")
 	unordered := fs.Bool("unordered", false, "write lines as jobs finish, not in input order")
@@ -113,6 +115,11 @@ func cmdBatch(ctx context.Context, stop <-chan struct{}, args []string, stdin io
 		return exitFor(stderr, err)
 	}
 	defer closeTel()
+	fl, err := openFleet(ctx, &rf, gf)
+	if err != nil {
+		return exitFor(stderr, err)
+	}
+	defer fl.close()
 	pm := progressMode(*progress)
 	if pm != "auto" && pm != "always" && pm != "never" {
 		return exitFor(stderr, usagef("--progress is auto, always or never"))
@@ -210,7 +217,7 @@ func cmdBatch(ctx context.Context, stop <-chan struct{}, args []string, stdin io
 	}
 	opts := batch.Options{
 		Concurrency: *jobs, Unordered: *unordered, Limits: lf.l, Providers: tb.providers, Stop: stop,
-		Dispatch: tb.serve, Executor: gov,
+		Dispatch: tb.serve, Executor: gov, Remote: fl.engines(),
 	}
 	if tb.taped() || tb.proc != nil || len(tb.ups) > 0 {
 		// Called as a job starts, before its deadline runs: the hold for

@@ -54,6 +54,8 @@ diverged from the tape, 6 paused at a call that needs approval.
 func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("run", "[flags] FILE|-", runHelp, stderr)
 	lf, tf, gf := newProgramFlags(fs)
+	var rf remoteFlags
+	rf.register(fs)
 	var tl telemetryFlags
 	tl.register(fs, telemetryTimeoutOneShot)
 	pretty := fs.Bool("pretty", false, "indent the output")
@@ -66,6 +68,11 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return exitFor(stderr, err)
 	}
 	defer closeTel()
+	fl, err := openFleet(ctx, &rf, gf)
+	if err != nil {
+		return exitFor(stderr, err)
+	}
+	defer fl.close()
 	code, err := readSource(fs.Arg(0), stdin)
 	if err != nil {
 		return exitFor(stderr, err)
@@ -83,7 +90,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	var out batch.Outcome
 	for _, o := range batch.Run(ctx, func(yield func(batch.Job) bool) {
 		yield(batch.Job{ID: id, Code: code, Determinism: j.det})
-	}, batch.Options{Limits: lf.l, Providers: tb.providers, Concurrency: 1, Executor: gov,
+	}, batch.Options{Limits: lf.l, Providers: tb.providers, Concurrency: 1, Executor: gov, Remote: fl.engines(),
 		DispatchFor: func(batch.Job) codemode.DispatchFunc { return j.dispatch }}) {
 		out = o
 	}
