@@ -644,10 +644,14 @@ func (c *Client) attempt(ctx context.Context, start *pb.Start, alone bool, kept 
 	// process, a call the program did not await may still be running when
 	// the result is returned (its context ends then, and its answer goes
 	// nowhere).
+	var calls callLog
 	for {
 		m, err := stream.Recv()
 		if err != nil {
 			cancel()
+			if called {
+				err = calls.lost(err)
+			}
 			return nil, called, err
 		}
 		switch msg := m.Msg.(type) {
@@ -655,8 +659,10 @@ func (c *Client) attempt(ctx context.Context, start *pb.Start, alone bool, kept 
 			called = true
 			cctx := codemode.CallContext(c.extract(sctx, msg.Call.Trace)) // the call left the sandbox before the result
 			call := msg.Call
+			i := calls.made(call)
 			gopool.Go(func() {
 				a := answer(cctx, call)
+				calls.answered(i, a)
 				send(&pb.ClientMessage{Msg: &pb.ClientMessage_Answer{Answer: a}})
 			})
 		case *pb.ServerMessage_Result:
@@ -674,6 +680,65 @@ func (c *Client) attempt(ctx context.Context, start *pb.Start, alone bool, kept 
 		}
 	}
 }
+
+// callLog is what a program's tool calls did on the client, for the
+// error of a program lost mid-run: which were made and which completed.
+type callLog struct {
+	mu    sync.Mutex
+	names []string
+	state []byte // 0 running, 1 completed, 2 failed
+}
+
+func (l *callLog) made(c *pb.Call) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	name := string(c.Tool)
+	if len(c.Provider) > 0 {
+		name = string(c.Provider) + "." + name
+	}
+	l.names = append(l.names, name)
+	l.state = append(l.state, 0)
+	return len(l.names) - 1
+}
+
+func (l *callLog) answered(i int, a *pb.Answer) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.state[i] = 1
+	if _, failed := a.Outcome.(*pb.Answer_Failure); failed {
+		l.state[i] = 2
+	}
+}
+
+// lost is err, the end of a program's stream after it made tool calls,
+// saying which: the program is not sent again (a call would run twice).
+func (l *callLog) lost(err error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var b strings.Builder
+	for i, name := range l.names {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(name)
+		b.WriteString([]string{" (running)", " (completed)", " (failed)"}[l.state[i]])
+	}
+	return &midRunError{err: err, calls: b.String(), n: len(l.names)}
+}
+
+// midRunError is a program lost after it made tool calls.
+type midRunError struct {
+	err   error
+	calls string
+	n     int
+}
+
+func (e *midRunError) Error() string {
+	return fmt.Sprintf("%v; the program was lost after it made %d tool call(s): %s; it was not sent again, so none runs twice",
+		e.err, e.n, e.calls)
+}
+
+func (e *midRunError) Unwrap() error { return e.err }
 
 // standaloneRetry is how long after an UNIMPLEMENTED Standalone the
 // client sends every program on a stream.

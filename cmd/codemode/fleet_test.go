@@ -1,12 +1,21 @@
 package main
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -93,4 +102,118 @@ func TestBatchOnFleet(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestBatchFleetDaemonDies: one of three daemons is killed while a batch
+// runs: every job is accounted for, each exactly once; jobs that had not
+// started ran elsewhere; a job whose program had made its tool call when
+// its daemon died is reported lost with that call, and its call was made
+// once — no job's call twice.
+func TestBatchFleetDaemonDies(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	const n = 600
+	for i := range n {
+		fmt.Fprintf(&b, `{"id": %d, "code": "return await svc.slow(20, %d)"}`+"\n", i, i)
+	}
+	in, out, log := filepath.Join(dir, "in.jsonl"), filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "calls.log")
+	require.NoError(t, os.WriteFile(in, []byte(b.String()), 0o644))
+	t.Setenv("FAKEDISPATCH_LOG", log)
+	var addrs []string
+	var victim *exec.Cmd
+	for i := range 3 {
+		cmd, a := startServe(t)
+		addrs = append(addrs, a)
+		if i == 1 {
+			victim = cmd
+		}
+	}
+	go func() { // at about half time
+		for {
+			time.Sleep(5 * time.Millisecond)
+			if data, _ := os.ReadFile(log); strings.Count(string(data), "\n") >= n/2 {
+				victim.Process.Kill()
+				return
+			}
+		}
+	}()
+	code, _, stderr := runMain(t, "batch", "-j", "16", "--dispatch-cmd", selfAs(t, "fakedispatch"), "--providers", "svc",
+		"--remote", strings.Join(addrs, ","), "-o", out, in)
+	require.Contains(t, []int{exitOK, exitScript}, code, stderr)
+	got := readLines(t, out)
+	calls, err := os.ReadFile(log)
+	require.NoError(t, err)
+	made := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(calls)), "\n") {
+		made[line]++
+	}
+	lost := 0
+	for i := range n {
+		id := fmt.Sprint(i)
+		ls := got[id]
+		require.Len(t, ls, 1, "job %s is accounted for once", id)
+		call := fmt.Sprintf("svc.slow [20,%d]", i)
+		assert.LessOrEqual(t, made[call], 1, "job %s's call was made at most once", id)
+		switch kindOf(ls[0]) {
+		case "ok":
+			assert.Equal(t, 1, made[call], "job %s", id)
+		default:
+			lost++
+			assert.Equal(t, "internal", kindOf(ls[0]), "job %s", id)
+			require.NotNil(t, ls[0].Error, "job %s", id)
+			assert.Contains(t, ls[0].Error.Message, "svc.slow", "job %s says which call it had made", id)
+		}
+	}
+	t.Logf("%d of %d jobs were in flight on the killed daemon", lost, n)
+	assert.Positive(t, lost, "the daemon died with jobs in flight")
+	assert.Less(t, lost, n/3, "only the jobs in flight on the killed daemon were lost")
+}
+
+// TestBatchRemoteRefused: an unreachable daemon, a token it refuses and a
+// TLS mismatch are each a clear error before any job runs.
+func TestBatchRemoteRefused(t *testing.T) {
+	dir := t.TempDir()
+	in, out := filepath.Join(dir, "in.jsonl"), filepath.Join(dir, "out.jsonl")
+	require.NoError(t, os.WriteFile(in, []byte(`{"id": 1, "code": "return 1"}`+"\n"), 0o644))
+	token, wrong := filepath.Join(dir, "token"), filepath.Join(dir, "wrong")
+	require.NoError(t, os.WriteFile(token, []byte("the right one\n"), 0o600))
+	require.NoError(t, os.WriteFile(wrong, []byte("another\n"), 0o600))
+	_, secured := startServe(t, "--token-file", token)
+	_, plain := startServe(t)
+	ca := filepath.Join(dir, "ca.pem")
+	require.NoError(t, os.WriteFile(ca, selfSignedCA(t), 0o644))
+	for _, tc := range []struct {
+		name string
+		args []string
+		says string
+	}{
+		{"unreachable", []string{"--remote", "127.0.0.1:1"}, "do not answer"},
+		{"no token", []string{"--remote", secured}, "Unauthenticated"},
+		{"wrong token", []string{"--remote", secured, "--remote-token-file", wrong}, "Unauthenticated"},
+		{"TLS to a plaintext daemon", []string{"--remote", plain, "--remote-ca", ca}, "do not answer"},
+		{"a token without --remote", []string{"--remote-token-file", token}, "go with --remote"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.Remove(out)
+			code, _, stderr := runMain(t, append([]string{"batch", "-o", out}, append(tc.args, in)...)...)
+			assert.NotEqual(t, exitOK, code)
+			assert.Contains(t, stderr, tc.says)
+			b, _ := os.ReadFile(out)
+			assert.Empty(t, strings.TrimSpace(string(b)), "no job ran")
+		})
+	}
+	code, _, stderr := runMain(t, "batch", "-o", out, "--remote", secured, "--remote-token-file", token, in)
+	require.Equal(t, exitOK, code, stderr)
+}
+
+// selfSignedCA is a CA certificate of a key nobody keeps (PEM): the
+// daemons cannot prove themselves under it.
+func selfSignedCA(t *testing.T) []byte {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"}, IsCA: true,
+		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	require.NoError(t, err)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
