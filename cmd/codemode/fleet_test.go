@@ -9,10 +9,14 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"math/big"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -216,4 +220,109 @@ func selfSignedCA(t *testing.T) []byte {
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	require.NoError(t, err)
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+// TestBatchRemoteDNS: --remote dns://SERVER/NAME:PORT, a name whose A
+// records are three daemons (127.0.0.1, .2 and .3 on one port, as a
+// headless Service gives its pods), balances the programs across the
+// three: each daemon's metrics count its share.
+func TestBatchRemoteDNS(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	ips := []string{"127.0.0.1", "127.0.0.2", "127.0.0.3"}
+	var metrics []string
+	for _, ip := range ips {
+		cmd := exec.Command(selfAs(t, "codemode"), "serve", "--listen", fmt.Sprintf("%s:%d", ip, port), "--metrics", "127.0.0.1:0")
+		stderr, err := cmd.StderrPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		lines := logLines(stderr)
+		metrics = append(metrics, addressIn(t, lines, `metrics on (http://\S+)`))
+		go func() {
+			for range lines {
+			}
+		}()
+	}
+	dns := serveDNS(t, "fleet.test.", ips)
+
+	dir := t.TempDir()
+	var b strings.Builder
+	const n = 300
+	for i := range n {
+		fmt.Fprintf(&b, `{"id": %d, "code": "return %d"}`+"\n", i, i)
+	}
+	in, out := filepath.Join(dir, "in.jsonl"), filepath.Join(dir, "out.jsonl")
+	require.NoError(t, os.WriteFile(in, []byte(b.String()), 0o644))
+	code, _, stderr := runMain(t, "batch", "-j", "8", "--remote", fmt.Sprintf("dns://%s/fleet.test:%d", dns, port), "-o", out, in)
+	require.Equal(t, exitOK, code, stderr)
+	assert.Len(t, readLines(t, out), n)
+	total := 0
+	for i, m := range metrics {
+		resp, err := http.Get(m)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		c := 0
+		if m := regexp.MustCompile(`codemode_programs_total\{kind="ok"\} (\d+)`).FindSubmatch(body); m != nil {
+			c = atoi(t, string(m[1]))
+		}
+		t.Logf("daemon %s ran %d programs", ips[i], c)
+		assert.Greater(t, c, n/6, "daemon %s has its share", ips[i])
+		total += c
+	}
+	assert.Equal(t, n+1, total, "every program once, and the probe")
+}
+
+// serveDNS answers A queries for name with ips (and every other query
+// with no answer) on a UDP port of 127.0.0.1 until the test ends; it
+// returns its address.
+func serveDNS(t *testing.T, name string, ips []string) string {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { pc.Close() })
+	go func() {
+		buf := make([]byte, 1500)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			q := buf[:n]
+			if len(q) < 12 {
+				continue
+			}
+			// The question: labels to a zero byte, then type and class.
+			i, labels := 12, []string{}
+			for i < len(q) && q[i] != 0 {
+				l := int(q[i])
+				if i+1+l > len(q) {
+					break
+				}
+				labels = append(labels, string(q[i+1:i+1+l]))
+				i += 1 + l
+			}
+			if i+5 > len(q) {
+				continue
+			}
+			qtype := int(q[i+1])<<8 | int(q[i+2])
+			question := q[12 : i+5]
+			var answers []byte
+			count := 0
+			if strings.EqualFold(strings.Join(labels, ".")+".", name) && qtype == 1 {
+				for _, ip := range ips {
+					a := net.ParseIP(ip).To4()
+					answers = append(answers, 0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 30, 0, 4)
+					answers = append(answers, a...)
+					count++
+				}
+			}
+			resp := []byte{q[0], q[1], 0x81, 0x80, 0, 1, 0, byte(count), 0, 0, 0, 0}
+			resp = append(append(resp, question...), answers...)
+			pc.WriteTo(resp, from)
+		}
+	}()
+	return pc.LocalAddr().String()
 }
