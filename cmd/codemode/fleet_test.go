@@ -326,3 +326,64 @@ func serveDNS(t *testing.T, name string, ips []string) string {
 	}()
 	return pc.LocalAddr().String()
 }
+
+// TestBatchFleetModes: --repeat, --record then --replay, and --resume work
+// on the fleet as in process: the same outcome lines.
+func TestBatchFleetModes(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	for i := range 200 {
+		fmt.Fprintf(&b, `{"id": %d, "code": "const r = await svc.echo(%d); return [r, Math.random(), new Date().getTime() > 0]"}`+"\n", i, i%3)
+	}
+	_, fx := fleetMix(t, t.TempDir())
+	in := filepath.Join(dir, "in.jsonl")
+	require.NoError(t, os.WriteFile(in, []byte(b.String()), 0o644))
+	_, a := startServe(t)
+	_, c := startServe(t)
+	fleet := strings.Join([]string{a, c}, ",")
+	run := func(name string, args ...string) []string {
+		t.Helper()
+		out := filepath.Join(dir, name)
+		code, _, stderr := runMain(t, append(append([]string{"batch", "-j", "8", "-o", out}, args...), in)...)
+		require.Equal(t, exitOK, code, stderr)
+		return outcomeLines(t, out)
+	}
+	tape := filepath.Join(dir, "tape.jsonl")
+	// Recorded in process, replayed on the fleet and in process: the
+	// tape's seeds make Math.random agree.
+	run("recorded.jsonl", "--tools", fx, "--record", tape)
+	local := run("local-replay.jsonl", "--replay", tape)
+	assert.Equal(t, local, run("fleet-replay.jsonl", "--replay", tape, "--remote", fleet))
+	// --repeat: every job twice on the fleet; as in process, the jobs
+	// that read Math.random differ (a flaky job is what it finds), and
+	// only those.
+	var steady strings.Builder
+	for i := range 200 {
+		code := fmt.Sprintf("return [await svc.echo(%d), %d]", i%3, i)
+		if i%4 == 0 {
+			code = "return Math.random()"
+		}
+		fmt.Fprintf(&steady, `{"id": %d, "code": %q}`+"\n", i, code)
+	}
+	rin := filepath.Join(dir, "repeat-in.jsonl")
+	require.NoError(t, os.WriteFile(rin, []byte(steady.String()), 0o644))
+	for _, where := range [][]string{nil, {"--remote", fleet}} {
+		out := filepath.Join(dir, "repeat.jsonl")
+		code, _, stderr := runMain(t, append(append([]string{"batch", "-j", "8", "--repeat", "2", "--tools", fx, "-o", out}, where...), rin)...)
+		require.Equal(t, exitOK, code, stderr)
+		assert.Contains(t, stderr, "50 of 200 jobs differed", "%v", where)
+	}
+	// --resume: a half-written output is completed on the fleet.
+	half := filepath.Join(dir, "half.jsonl")
+	lines := strings.SplitAfter(strings.TrimSpace(string(mustRead(t, filepath.Join(dir, "local-replay.jsonl")))), "\n")
+	require.NoError(t, os.WriteFile(half, []byte(strings.Join(lines[:100], "")), 0o644))
+	code, _, stderr := runMain(t, "batch", "-j", "8", "--resume", "--replay", tape, "--remote", fleet, "-o", half, in)
+	require.Equal(t, exitOK, code, stderr)
+	assert.ElementsMatch(t, local, outcomeLines(t, half))
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return b
+}
