@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +22,7 @@ import (
 	"golang.org/x/mod/modfile"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -171,6 +174,8 @@ func manifests(t *testing.T) []object {
 		"v1 Service":                             func() any { return &corev1.Service{} },
 		"policy/v1 PodDisruptionBudget":          func() any { return &policyv1.PodDisruptionBudget{} },
 		"autoscaling/v2 HorizontalPodAutoscaler": func() any { return &autoscalingv2.HorizontalPodAutoscaler{} },
+		"batch/v1 Job":                           func() any { return &batchv1.Job{} },
+		"v1 PersistentVolumeClaim":               func() any { return &corev1.PersistentVolumeClaim{} },
 	}
 	var objs []object
 	for _, file := range files {
@@ -272,24 +277,66 @@ func TestManifests(t *testing.T) {
 	serveAccepts(t, c.Args)
 }
 
+// TestBatchJob: the batch Job runs the image make image builds, points
+// --remote at the Deployment's headless Service, mounts the token the
+// daemons want, writes to its volume, and passes codemode batch only
+// flags it accepts.
+func TestBatchJob(t *testing.T) {
+	var job *batchv1.Job
+	var svc *corev1.Service
+	for _, o := range manifests(t) {
+		switch v := o.v.(type) {
+		case *batchv1.Job:
+			job = v
+		case *corev1.Service:
+			svc = v
+		}
+	}
+	if job == nil || svc == nil {
+		t.Fatal("want the batch Job and the daemons' Service")
+	}
+	c := job.Spec.Template.Spec.Containers[0]
+	if repo, _, _ := strings.Cut(c.Image, ":"); repo != makeVar(t, "IMAGE") {
+		t.Errorf("the Job runs %s", c.Image)
+	}
+	if svc.Spec.ClusterIP != "None" {
+		t.Error("the daemons' Service is not headless: --remote would reach one pod")
+	}
+	want := fmt.Sprintf("--remote=dns:///%s:%d", svc.Name, svc.Spec.Ports[0].Port)
+	if !slices.Contains(c.Args, want) {
+		t.Errorf("args %q: want %s", c.Args, want)
+	}
+	if len(c.Args) == 0 || c.Args[0] != "batch" {
+		t.Fatalf("args %q: want codemode batch", c.Args)
+	}
+	bin := buildCodemode(t)
+	// Every flag and value taken: it gets as far as reading the token.
+	missing := filepath.Join(t.TempDir(), "no-token")
+	var run []string
+	for _, a := range c.Args {
+		if strings.HasPrefix(a, "--remote-token-file=") {
+			a = "--remote-token-file=" + missing
+		}
+		run = append(run, a)
+	}
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(t.Context(), bin, run...)
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	if !strings.Contains(stderr.String(), "--remote-token-file: open "+missing) {
+		t.Errorf("codemode %s: %v\n%s", strings.Join(run, " "), err, stderr.String())
+	}
+}
+
 // serveAccepts runs the binary built from ./cmd/codemode with args (a
 // file the token flag names replaced by one that does not exist, the
 // listen address by loopback's): it gets as far as reading the token,
 // which only a command line whose every flag and value it took does.
 func serveAccepts(t *testing.T, args []string) {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "codemode")
-	// Bounded: a build on a cold cache compiles the engine (a few minutes
-	// on two cores); the command stops at once.
-	ctx, cancel := context.WithTimeout(t.Context(), 15*time.Minute)
+	bin := buildCodemode(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/codemode")
-	build.Dir = root
-	build.Env = append(slices.DeleteFunc(os.Environ(), func(e string) bool { return strings.HasPrefix(e, "GOWORK=") }),
-		"GOWORK=") // the repository's workspace, not this module's GOWORK=off
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/codemode: %v\n%s", err, out)
-	}
 	missing := filepath.Join(t.TempDir(), "no-token")
 	var run []string
 	for _, a := range args {
@@ -315,6 +362,41 @@ func serveAccepts(t *testing.T, args []string) {
 	}
 }
 
+// buildCodemode builds ./cmd/codemode once per test binary and returns
+// its path. Bounded: a build on a cold cache compiles the engine (a few
+// minutes on two cores).
+func buildCodemode(t *testing.T) string {
+	t.Helper()
+	built.once.Do(func() {
+		dir, err := os.MkdirTemp("", "codemode-deploy")
+		if err != nil {
+			built.err = err
+			return
+		}
+		built.bin = filepath.Join(dir, "codemode")
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+		defer cancel()
+		build := exec.CommandContext(ctx, "go", "build", "-o", built.bin, "./cmd/codemode")
+		build.Dir = root
+		build.Env = append(slices.DeleteFunc(os.Environ(), func(e string) bool { return strings.HasPrefix(e, "GOWORK=") }),
+			"GOWORK=") // the repository's workspace, not this module's GOWORK=off
+		if out, err := build.CombinedOutput(); err != nil {
+			built.err = fmt.Errorf("go build ./cmd/codemode: %v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.bin
+}
+
+// built is the binary buildCodemode made.
+var built struct {
+	once sync.Once
+	bin  string
+	err  error
+}
+
 // makeVar is the default of a variable the Makefile sets with ?=.
 func makeVar(t *testing.T, name string) string {
 	t.Helper()
@@ -327,4 +409,12 @@ func makeVar(t *testing.T, name string) string {
 		t.Fatalf("the Makefile sets no %s", name)
 	}
 	return string(m[1])
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if built.bin != "" {
+		os.RemoveAll(filepath.Dir(built.bin))
+	}
+	os.Exit(code)
 }
