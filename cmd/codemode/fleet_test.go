@@ -387,3 +387,40 @@ func mustRead(t *testing.T, path string) []byte {
 	require.NoError(t, err)
 	return b
 }
+
+// TestBatchFleetPolicy: under --policy and --key-file, a job that calls a
+// tool requiring approval pauses on the fleet as in process, and its
+// continuation (sealed on the client: the daemons never see the key)
+// resumes with codemode resume in process.
+func TestBatchFleetPolicy(t *testing.T) {
+	dir := t.TempDir()
+	in, out, policy, key := filepath.Join(dir, "in.jsonl"), filepath.Join(dir, "out.jsonl"), filepath.Join(dir, "policy.json"),
+		filepath.Join(dir, "key")
+	require.NoError(t, os.WriteFile(in, []byte(`{"id": 1, "code": "return await svc.echo(1)"}`+"\n"+`{"id": 2, "code": "return 2"}`+"\n"), 0o644))
+	require.NoError(t, os.WriteFile(policy, []byte(`{"tools": {"svc.echo": {"requires_approval": true}}}`), 0o644))
+	require.NoError(t, os.WriteFile(key, []byte(strings.Repeat("k", 32)), 0o600))
+	_, fx := fleetMix(t, t.TempDir())
+	_, a := startServe(t)
+	paused := func(where ...string) (map[string]any, []string) {
+		code, _, stderr := runMain(t, append(append([]string{"batch", "--policy", policy, "--key-file", key, "--tools", fx, "-o", out}, where...), in)...)
+		require.Equal(t, exitOK, code, stderr)
+		lines := outcomeLines(t, out)
+		require.Len(t, lines, 2)
+		var l map[string]any
+		require.NoError(t, json.Unmarshal([]byte(lines[0]), &l))
+		p := l["paused"].(map[string]any)
+		cont := p["continuation"].(string)
+		delete(p, "continuation")
+		delete(p, "expires")
+		return l, []string{lines[1], cont}
+	}
+	local, lrest := paused()
+	fleet, frest := paused("--remote", a)
+	assert.Equal(t, local, fleet)
+	assert.Equal(t, lrest[0], frest[0])
+	contFile := filepath.Join(dir, "cont")
+	require.NoError(t, os.WriteFile(contFile, []byte(frest[1]), 0o600))
+	code, stdout, stderr := runMain(t, "resume", "--approve", "--key-file", key, "--policy", policy, "--tools", fx, contFile)
+	require.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, stdout, `"result":"one"`)
+}
