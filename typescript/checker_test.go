@@ -1,0 +1,165 @@
+package typescript_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/codemode-go/codemode/typescript"
+)
+
+// newChecker starts the checker from CODEMODE_TSC (which .ci/run sets): a
+// test fails without it where CI sets CODEMODE_TSC_REQUIRED.
+func newChecker(t *testing.T) *typescript.Checker {
+	t.Helper()
+	c, err := typescript.NewChecker(typescript.CheckerOptions{})
+	if err != nil && os.Getenv("CODEMODE_TSC_REQUIRED") == "" {
+		t.Skipf("no TypeScript 7 checker: %v", err)
+	}
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+const decls = `declare const db: {
+  /** Runs a query. */
+  query(args: { sql: string }): Promise<{ rows: { id: number; name: string }[] }>;
+};
+declare function get_weather(args: { location: string; days?: number }): Promise<{ temp: number }>;
+declare function search(args: { q: string }): Promise<unknown>;
+`
+
+func TestCheckerMistakes(t *testing.T) {
+	c := newChecker(t)
+	tests := []struct {
+		name, program string
+		want          string // line:col TScode
+	}{
+		{"a tool that does not exist", "const r = await get_wether({ location: 'x' });", "1:17 TS2552"},
+		{"a name that does not exist", "return nope + 1;", "1:8 TS2304"},
+		{"a provider's tool that does not exist", "const r = await db.qeury({ sql: 'x' });", "1:20 TS2551"},
+		{"an argument's unknown property", "const w = await get_weather({ city: 'Paris' });", "1:31 TS2353"},
+		{"a required property missing", "const w = await get_weather({ days: 2 });", "1:29 TS2741"},
+		{"the wrong argument count", "\nconst r = await db.query();", "2:20 TS2554"},
+		{"a result read as the wrong shape", "const r = await db.query({ sql: 'x' });\nreturn r.rows.map((x) => x.nmae);", "2:28 TS2339"},
+		{"a result that is not callable", "const r = await db.query({ sql: 'x' });\nr();", "2:1 TS2349"},
+		{"the DOM", "return document.title;", "1:8 TS2584"},
+		{"Node's require", "const fs = require('fs');", "1:20 TS2591"},
+		{"Node's process", "return process.env.HOME;", "1:8 TS2591"},
+	}
+	for _, tt := range tests {
+		ds, err := c.Check(context.Background(), typescript.CheckInput{Program: tt.program, Declarations: decls})
+		require.NoError(t, err, tt.name)
+		require.NotEmpty(t, ds, tt.name)
+		assert.Equal(t, tt.want, fmt.Sprintf("%d:%d TS%d", ds[0].Line, ds[0].Column, ds[0].Code), "%s: %v", tt.name, ds)
+	}
+}
+
+func TestCheckerPassesCorrectPrograms(t *testing.T) {
+	c := newChecker(t)
+	for _, program := range []string{
+		"const r = await db.query({ sql: 'select 1' });\nreturn r.rows.map((x) => x.name);",
+		"const hits = await search({ q: 'go' });\nreturn hits.items?.length ?? 0;", // unknown, read as JS would
+		"const [a, b] = await Promise.all([get_weather({ location: 'a' }), get_weather({ location: 'b', days: 3 })]);\nreturn a.temp + b.temp;",
+		"const enc = new TextEncoder().encode('x'); const u = new URL('https://a.b/c'); console.log(enc, u.host, atob(btoa('q')));\nreturn structuredClone({a: 1});",
+		"async function helper(x) { return x * 2 }\nconst v = await helper(21);\nreturn v;",
+		"let s: number = 0;\nfor (const x of [1, 2, 3]) s += x;\nreturn s;",
+		"await new Promise((r) => setTimeout(r, 1));\nreturn performance.now() > 0 && crypto.randomUUID().length;",
+		"const o = {};\no.later = 1;\nreturn o;",
+	} {
+		ds, err := c.Check(context.Background(), typescript.CheckInput{Program: program, Declarations: decls})
+		require.NoError(t, err)
+		assert.Empty(t, ds, program)
+	}
+}
+
+// TestCheckerRestarts: the process dying between checks is restarted and
+// the check retried.
+func TestCheckerRestarts(t *testing.T) {
+	c := newChecker(t)
+	typescript.KillChecker(c)
+	ds, err := c.Check(context.Background(), typescript.CheckInput{Program: "return nope", Declarations: decls})
+	require.NoError(t, err)
+	require.Len(t, ds, 1)
+}
+
+func TestCheckerConcurrent(t *testing.T) {
+	c := newChecker(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for i := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ds, err := c.Check(context.Background(), typescript.CheckInput{Program: fmt.Sprintf("return nope%d", i), Declarations: decls})
+			if err == nil && (len(ds) != 1 || !strings.Contains(ds[0].Message, fmt.Sprintf("nope%d", i))) {
+				err = fmt.Errorf("check %d: %v", i, ds)
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+}
+
+// TestCheckerHostile: a huge, deeply nested program ends at its deadline
+// with an error, and the checker works afterwards.
+func TestCheckerHostile(t *testing.T) {
+	c := newChecker(t)
+	var b strings.Builder
+	for i := range 10000 {
+		fmt.Fprintf(&b, "declare function f%d(a: { x: number }): Promise<number>;\n", i)
+	}
+	deep := strings.Repeat("[", 5000) + strings.Repeat("]", 5000)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, err := c.Check(ctx, typescript.CheckInput{Program: "const a = " + deep + ";\n" + strings.Repeat("a;\n", 200000), Declarations: b.String()})
+	if err != nil {
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+	}
+	ds, err := c.Check(context.Background(), typescript.CheckInput{Program: "return nope", Declarations: decls})
+	require.NoError(t, err)
+	require.Len(t, ds, 1)
+}
+
+// BenchmarkCheck is a warm check of a 50-line program against 20 tool
+// declarations (the issue's yardstick), with its p50 and p99.
+func BenchmarkCheck(b *testing.B) {
+	c, err := typescript.NewChecker(typescript.CheckerOptions{})
+	if err != nil {
+		b.Skip(err)
+	}
+	defer c.Close()
+	var d strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&d, "declare function tool%d(args: { location: string; days?: number }): Promise<{ temp: number; rows: { id: number }[] }>;\n", i)
+	}
+	var p strings.Builder
+	for i := range 25 {
+		fmt.Fprintf(&p, "const r%d = await tool%d({ location: 'city %d' });\n", i, i%20, i)
+		fmt.Fprintf(&p, "console.log(r%d.temp, r%d.rows.map((x) => x.id).length);\n", i, i)
+	}
+	in := typescript.CheckInput{Program: p.String(), Declarations: d.String()}
+	var times []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		if _, err := c.Check(context.Background(), in); err != nil {
+			b.Fatal(err)
+		}
+		times = append(times, time.Since(t0))
+	}
+	slices.Sort(times)
+	b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(times[len(times)*99/100].Microseconds())/1000, "p99-ms")
+}
