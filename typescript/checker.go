@@ -166,8 +166,9 @@ var FailureCodes = []int{2304, 2339, 2349, 2353, 2551, 2552, 2554, 2555, 2580, 2
 // CheckInput is what a check reads: the program, and what the model was
 // told it may call.
 type CheckInput struct {
-	// Program is the model's program: the body of an async function
-	// (top-level await and return), JavaScript or TypeScript.
+	// Program is the model's program, in any shape a run takes: the body
+	// of an async function (top-level await and return), an arrow or a
+	// function, inside a markdown fence or not, JavaScript or TypeScript.
 	Program string
 	// Declarations are the TypeScript declarations of the program's APIs
 	// (codemode.Declarations, codemode.ProviderDeclarations).
@@ -224,7 +225,7 @@ func (c *Checker) check(ctx context.Context, in CheckInput) ([]Diagnostic, error
 		lang, ext = "javascript", ".js"
 	}
 	uri := base + ext
-	text, head := programText(in.Program)
+	text, head := programText(shaped(in.Program))
 	p := c.proc
 	for _, f := range []struct{ uri, lang, text string }{{declURI, "typescript", declText(in)}, {uri, lang, text}} {
 		if err := p.notify("textDocument/didOpen", map[string]any{"textDocument": map[string]any{
@@ -284,6 +285,13 @@ func declText(in CheckInput) string {
 // is the 0-based line the program starts on.
 func programText(program string) (text string, head int) {
 	return "async function __codemode_program() {\n" + program + "\n}\n", 1
+}
+
+// shaped is the program as the checker reads it: a markdown fence around
+// it, or `export default` before it, blanked (spaces, newlines kept), so
+// that every position is the model's own.
+func shaped(program string) string {
+	return jspos.Instrument(program, jspos.Body).Original()
 }
 
 // isJavaScript reports whether a program parses as JavaScript (a body).

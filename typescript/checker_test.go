@@ -163,3 +163,19 @@ func BenchmarkCheck(b *testing.B) {
 	b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(times[len(times)*99/100].Microseconds())/1000, "p99-ms")
 }
+
+// TestCheckerShapes: a program in a fence, or written as an arrow, is
+// checked with positions in the model's own text.
+func TestCheckerShapes(t *testing.T) {
+	c := newChecker(t)
+	for _, tt := range []struct{ program, want string }{
+		{"Here it is:\n```js\nconst w = await get_weather({ city: 'x' });\n```", "3:31 TS2353"},
+		{"async () => {\n  return await db.qeury({ sql: '' });\n}", "2:19 TS2551"},
+		{"```typescript\nconst n: number = await nope();\n```", "2:25 TS2304"},
+	} {
+		ds, err := c.Check(context.Background(), typescript.CheckInput{Program: tt.program, Declarations: decls})
+		require.NoError(t, err)
+		require.NotEmpty(t, ds, tt.program)
+		assert.Equal(t, tt.want, fmt.Sprintf("%d:%d TS%d", ds[0].Line, ds[0].Column, ds[0].Code), tt.program)
+	}
+}

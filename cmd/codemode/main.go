@@ -38,7 +38,7 @@ import (
 	"sync"
 	"syscall"
 
-	_ "github.com/codemode-go/codemode/typescript" // TypeScript sources
+	_ "github.com/codemode-go/codemode/typescript" // TypeScript sources (and the checker: check.go)
 )
 
 // Exit statuses.
@@ -91,6 +91,7 @@ Usage:
   codemode resume [flags] CONT       resume a paused run with --approve, --reject REASON or --edit ARGS
   codemode repl [flags]              run programs in one session, each seeing what the last declared
   codemode describe TOOLS.json       print the run_js description and the TypeScript declarations
+  codemode check [flags] FILE|-      check a program against its tools' declarations (TypeScript 7)
   codemode mcp --config servers.json serve code mode over MCP, on top of the configured MCP servers
   codemode serve [flags]             run the daemon: remote clients' programs, their tool calls sent back
   codemode version                   print the binary's version
@@ -127,6 +128,8 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 			hard()
 		}()
 		return cmdServe(ctx, args[1:], stderr)
+	case "check":
+		return cmdCheck(ctx, args[1:], stdin, stdout, stderr)
 	case "repl":
 		return cmdREPL(ctx, args[1:], stdin, stdout, stderr)
 	case "mcp":
