@@ -638,15 +638,27 @@ func (t *CodeModeTool) callResult(res *Result, err error) (CallResult, error) {
 		out, err := withLogs(`{"paused":`+string(p)+`}`, logs)
 		return CallResult{Output: out, Paused: res.Paused}, err
 	}
+	var diag string // warn mode: what the type check saw, for the model
+	if res != nil && len(res.Diagnostics) > 0 {
+		d, merr := marshal(res.Diagnostics)
+		if merr != nil {
+			return CallResult{}, merr
+		}
+		diag = `,"diagnostics":` + string(d)
+	}
 	if err != nil {
 		var ee *ExecError
 		if !errors.As(err, &ee) || ee.Kind == KindInternal {
 			return CallResult{}, err
 		}
-		out, err := withLogs(ee.LLMJSON(), logs)
+		j := ee.LLMJSON()
+		if diag != "" {
+			j = j[:len(j)-1] + diag + "}"
+		}
+		out, err := withLogs(j, logs)
 		return CallResult{Output: out, IsError: true}, err
 	}
-	out, err := withLogs(`{"result":`+string(res.Value)+`}`, logs)
+	out, err := withLogs(`{"result":`+string(res.Value)+diag+`}`, logs)
 	return CallResult{Output: out}, err
 }
 

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // marshal encodes v as compact JSON without escaping <, > and &: the texts
@@ -117,6 +118,8 @@ type ExecError struct {
 	Capability string // capability: the capability that failed
 	DeadlineMS int64  // timeout
 	LimitBytes int64  // memory_exceeded
+	// Diagnostics are a type_error's problems (KindTypeError).
+	Diagnostics []TypeDiagnostic
 
 	cause error // what errors.Is/As see through Unwrap
 }
@@ -140,6 +143,12 @@ func (e *ExecError) Error() string {
 		return fmt.Sprintf("codemode: %s: capability %s failed: %s", e.Name, e.Capability, e.Message)
 	case KindPendingPromise:
 		return fmt.Sprintf("codemode: %s: the returned promise never settles", e.Name)
+	case KindTypeError:
+		parts := make([]string, len(e.Diagnostics))
+		for i, d := range e.Diagnostics {
+			parts[i] = d.String()
+		}
+		return fmt.Sprintf("codemode: %s: refused before it ran, by a type check: %s", e.Name, strings.Join(parts, "; "))
 	default:
 		return e.Message
 	}
@@ -191,6 +200,11 @@ type (
 		Kind    ErrorKind `json:"kind"`
 		Message string    `json:"message"`
 	}
+	typeErrorJSON struct {
+		Kind        ErrorKind        `json:"kind"`
+		Name        string           `json:"name"`
+		Diagnostics []TypeDiagnostic `json:"diagnostics"`
+	}
 	// anyExecJSON reads every shape.
 	anyExecJSON struct {
 		Kind       ErrorKind `json:"kind"`
@@ -200,6 +214,8 @@ type (
 		Capability string    `json:"capability"`
 		DeadlineMS int64     `json:"deadline_ms"`
 		LimitBytes int64     `json:"limit_bytes"`
+		// Diagnostics are a type_error's.
+		Diagnostics []TypeDiagnostic `json:"diagnostics"`
 	}
 )
 
@@ -221,6 +237,8 @@ func (e *ExecError) MarshalJSON() ([]byte, error) {
 		return marshal(capabilityJSON{e.Kind, e.Name, e.Capability, e.Message})
 	case KindInternal:
 		return marshal(internalJSON{e.Kind, e.Message})
+	case KindTypeError:
+		return marshal(typeErrorJSON{e.Kind, e.Name, e.Diagnostics})
 	default:
 		return nil, fmt.Errorf("codemode: marshal ExecError: unknown kind %q", e.Kind)
 	}
@@ -233,7 +251,7 @@ func (e *ExecError) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	*e = ExecError{Kind: w.Kind, Name: w.Name, Message: w.Message, Reason: w.Reason,
-		Capability: w.Capability, DeadlineMS: w.DeadlineMS, LimitBytes: w.LimitBytes}
+		Capability: w.Capability, DeadlineMS: w.DeadlineMS, LimitBytes: w.LimitBytes, Diagnostics: w.Diagnostics}
 	return nil
 }
 

@@ -190,6 +190,8 @@ type outcome struct {
 	entryBC  []byte    // the entry's when wantEntryBC compiled it
 	stats    RunStats  // HostCalls, PeakMemory and Elapsed
 	refused  bool      // admit or prepare refused the run: it never opened a sandbox
+	// diagnostics are the run's type check's, in warn mode.
+	diagnostics []TypeDiagnostic
 	cached   bool      // its bytecode came from the cache
 }
 

@@ -89,6 +89,9 @@ type Request struct {
 	// host can call functions the program passed to tools
 	// ([ExecuteResult].Retained).
 	RetainHandles bool
+	// TypeCheck is this request's type check mode (WithTypeCheck); the
+	// default is the context's (WithTypeCheckMode), then the executor's.
+	TypeCheck TypeCheck
 	// Outbound grants this program the network through its handler (see
 	// [WithOutbound]), in place of the executor's; nil keeps the
 	// executor's (by default none: no fetch at all).
@@ -126,6 +129,9 @@ type ExecuteResult struct {
 	// needing a decision (see [Governance]): Result and Error are empty;
 	// the program goes on with [Executor.Resume].
 	Paused *Paused `json:"-"`
+	// Diagnostics are what a type check in warn mode found (see
+	// WithTypeCheck): the program ran anyway.
+	Diagnostics []TypeDiagnostic `json:"diagnostics,omitempty"`
 }
 
 // ReservedProviderNames are the names the entry scope already binds, which
@@ -420,6 +426,9 @@ func (e *Executor) execute(ctx context.Context, req Request, resumed *govRun, se
 	}
 	in := runInput{start: start, unit: unitProgram, mode: modeExecute, ownNetwork: req.Outbound != nil,
 		resumed: resumed, cacheBC: true}
+	if resumed == nil { // a resumed or replayed program was checked as it first ran
+		in.typeCheck = e.typeCheckMode(ctx, req.TypeCheck)
+	}
 	var o outcome
 	if sess != nil {
 		if req.RetainHandles {
@@ -442,6 +451,7 @@ func (e *Executor) execute(ctx context.Context, req Request, resumed *govRun, se
 	res.Stats = o.stats
 	res.Retained = o.retained
 	res.Paused = o.paused
+	res.Diagnostics = o.diagnostics
 	if o.err != nil {
 		return fail(o.err)
 	}

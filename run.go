@@ -63,6 +63,9 @@ type runInput struct {
 	// closedName is what an executor that is closed attributes its
 	// refusal to, when it is not the program's name.
 	closedName string
+	// typeCheck is the run's type check mode (resolved: off, warn or
+	// enforce).
+	typeCheck TypeCheck
 	// session is the session the run is one of (its sandbox is the
 	// session's), or nil: a fresh sandbox from the pool.
 	session *Session
@@ -107,6 +110,13 @@ func (ex *Executor) do(ctx context.Context, p *program, in runInput) (o outcome)
 		o.refused = true
 		return o
 	}
+	var diagnostics []TypeDiagnostic
+	if in.typeCheck > TypeCheckOff {
+		if diagnostics, o.err = r.check(p, in.typeCheck); o.err != nil {
+			o.refused = true
+			return o
+		}
+	}
 	o.cached = p.bc != nil
 	st, err := r.open(p, &in)
 	if err != nil {
@@ -117,7 +127,20 @@ func (ex *Executor) do(ctx context.Context, p *program, in runInput) (o outcome)
 		st = r.step()
 	}
 	r.settle(&in, st, &o)
+	o.diagnostics = diagnostics
 	return o
+}
+
+// check is a type check of the program before anything of it runs, in
+// the run's mode: against the capabilities it is granted and its
+// providers (typecheck.go).
+func (r *run) check(p *program, mode TypeCheck) ([]TypeDiagnostic, *ExecError) {
+	ex := r.ex
+	caps := ex.caps.Load()
+	if names, ok := grantsOf(r.ctx); ok {
+		caps = ex.grantTable(caps, names)
+	}
+	return ex.typeCheck(r.ctx, p, mode, caps)
 }
 
 // admit decides whether the run may begin: the executor is open, the

@@ -56,6 +56,9 @@ type Executor struct {
 	retained   sync.WaitGroup
 	sessions   sessionSet    // the open sessions, which own slots
 	sessionTTL time.Duration // WithSessionTTL, or 0: sessions live until closed
+	checker    TypeChecker   // WithTypeCheck, or nil
+	checkMode  TypeCheck     // what runs do with it unless told otherwise
+	checks     checkMemo
 	retainIdle time.Duration
 	// queueTimeout, when positive, makes a run's deadline its own time
 	// and bounds its queue waits apart (WithQueueTimeout).
@@ -81,6 +84,8 @@ type config struct {
 	queue         time.Duration
 	sessionTTL    time.Duration
 	sessions      bool // WithSessions (CodeModeTool)
+	checker       TypeChecker
+	checkMode     TypeCheck
 	cacheSize     int
 	ts            TypeScript
 	tsSet         bool
@@ -216,7 +221,7 @@ func New(opts ...Option) (*Executor, error) {
 			return nil, err
 		}
 	}
-	e := &Executor{limits: limits, retainIdle: cfg.retainIdle, queueTimeout: cfg.queue, sessionTTL: cfg.sessionTTL, checked: checkedMode, ts: cfg.ts,
+	e := &Executor{limits: limits, retainIdle: cfg.retainIdle, queueTimeout: cfg.queue, sessionTTL: cfg.sessionTTL, checker: cfg.checker, checkMode: cfg.checkMode, checked: checkedMode, ts: cfg.ts,
 		outbound: cfg.outbound, gov: cfg.gov, observer: cfg.observer}
 	if !cfg.tsSet {
 		e.ts = registeredTypeScript()
@@ -333,6 +338,9 @@ type Result struct {
 	// decision (see [Governance]): Value is nil and the error is nil; the
 	// run goes on with [Executor.Resume].
 	Paused *Paused
+	// Diagnostics are what a type check in warn mode found (see
+	// WithTypeCheck): the run went on anyway.
+	Diagnostics []TypeDiagnostic
 }
 
 // Run executes script as the body of an async function in a fresh sandbox:
@@ -390,11 +398,15 @@ func (e *Executor) runScript(ctx context.Context, script string, resumed *govRun
 	p := &program{name: RunJSToolName, file: scriptFile,
 		smap:     sourceMap{file: scriptFileName, head: runHead, shape: jspos.Body, src: script, ts: e.ts, mods: e.modules},
 		outbound: e.outbound}
-	o := e.do(ctx, p, runInput{start: time.Now(), unit: unitScript, mode: modeRun, resumed: resumed, cacheBC: true})
+	in := runInput{start: time.Now(), unit: unitScript, mode: modeRun, resumed: resumed, cacheBC: true}
+	if resumed == nil { // a resumed program was checked as it first ran
+		in.typeCheck = e.typeCheckMode(ctx, TypeCheckDefault)
+	}
+	o := e.do(ctx, p, in)
 	if o.refused {
 		return nil, o.err, false
 	}
-	res := &Result{Value: o.value, Logs: o.logs, Stats: o.stats, Paused: o.paused}
+	res := &Result{Value: o.value, Logs: o.logs, Stats: o.stats, Paused: o.paused, Diagnostics: o.diagnostics}
 	if o.err != nil {
 		return res, o.err, o.cached
 	}

@@ -238,11 +238,15 @@ func (s *Session) run(ctx context.Context, script string, resumed *govRun) (_ *R
 	p := &program{name: RunJSToolName, file: scriptFile,
 		smap:     sourceMap{file: scriptFileName, head: runHead, shape: jspos.SessionBody, src: script, ts: e.ts, mods: e.modules},
 		outbound: e.outbound, session: true}
-	o := s.do(ctx, p, runInput{start: start, unit: unitSession, mode: modeRun, resumed: resumed, cacheBC: true, session: s})
+	in := runInput{start: start, unit: unitSession, mode: modeRun, resumed: resumed, cacheBC: true, session: s}
+	if resumed == nil {
+		in.typeCheck = e.typeCheckMode(ctx, TypeCheckDefault)
+	}
+	o := s.do(ctx, p, in)
 	if o.refused {
 		return nil, o.err, false
 	}
-	res := &Result{Value: o.value, Logs: o.logs, Stats: o.stats, Paused: o.paused}
+	res := &Result{Value: o.value, Logs: o.logs, Stats: o.stats, Paused: o.paused, Diagnostics: o.diagnostics}
 	if o.err != nil {
 		return res, o.err, o.cached
 	}

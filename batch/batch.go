@@ -94,6 +94,9 @@ type Outcome struct {
 	// Paused is the pause of a [KindPaused] outcome: its continuation, and
 	// the call waiting for a decision.
 	Paused *codemode.Paused
+	// Diagnostics are what a type check in warn mode found
+	// (codemode.WithTypeCheck among Options.Executor).
+	Diagnostics []codemode.TypeDiagnostic
 }
 
 // Progress is the batch's state after an outcome.
@@ -416,7 +419,7 @@ func (b *runner) runOne(job Job) Outcome {
 	default:
 		res = e.Execute(ctx, codemode.Request{Code: job.Code, Providers: providers, Dispatch: dispatch})
 	}
-	out := Outcome{Result: res.Result, Logs: res.Logs, Stats: res.Stats}
+	out := Outcome{Result: res.Result, Logs: res.Logs, Stats: res.Stats, Diagnostics: res.Diagnostics}
 	switch {
 	case res.Paused != nil:
 		out.Kind, out.Paused, out.Result = KindPaused, res.Paused, nil
@@ -439,7 +442,7 @@ func runScript(ctx context.Context, e Engine, code string) Outcome {
 	res, err := e.Run(ctx, code)
 	var out Outcome
 	if res != nil {
-		out.Result, out.Logs, out.Stats = res.Value, res.Logs, res.Stats
+		out.Result, out.Logs, out.Stats, out.Diagnostics = res.Value, res.Logs, res.Stats, res.Diagnostics
 	}
 	if out.Logs == nil {
 		out.Logs = []string{}

@@ -61,6 +61,9 @@ type ServerOptions struct {
 	Sessions bool
 	// ResetToolName is the reset tool's name (default "reset_js").
 	ResetToolName string
+	// TypeChecked says the executor checks programs before they run
+	// (codemode.WithTypeCheck): the description tells the model.
+	TypeChecked bool
 }
 
 // DefaultTokenBudget is ServerOptions.TokenBudget's default.
@@ -147,6 +150,11 @@ func NewServer(exec *codemode.Executor, router *Router, opts ServerOptions) (*mc
 		}
 		if opts.Sessions {
 			desc += "\n\n" + sessionNote(opts.ResetToolName)
+		}
+		if opts.TypeChecked {
+			desc += "\n\nPrograms are type-checked against these declarations before they run (TypeScript's checker): each problem " +
+				"that would fail a program (a tool or a name that does not exist, a property a declared result does not have, an " +
+				"argument object the declaration does not take) comes back with its line and column."
 		}
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, nil)
@@ -450,7 +458,7 @@ func (h *handler) serve(ctx context.Context, req *mcp.CallToolRequest,
 	if logs == nil {
 		logs = []string{}
 	}
-	out := runOutput{Result: result, Logs: logs}
+	out := runOutput{Result: result, Logs: logs, Diagnostics: res.Diagnostics}
 	content := append([]mcp.Content{&mcp.TextContent{Text: jsonText(out)}}, media...)
 	return &mcp.CallToolResult{Content: content, StructuredContent: out}, nil
 }
@@ -468,6 +476,8 @@ func (h *handler) invalidArgs(reason string) string {
 type runOutput struct {
 	Result json.RawMessage `json:"result"`
 	Logs   []string        `json:"logs"`
+	// Diagnostics are what a type check in warn mode found.
+	Diagnostics []codemode.TypeDiagnostic `json:"diagnostics,omitempty"`
 }
 
 // failOutput is a failed program's.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/codemode-go/codemode"
 	"github.com/codemode-go/codemode/internal/jspos"
 )
 
@@ -160,7 +162,9 @@ func (d Diagnostic) String() string {
 // program reads it as JavaScript would). A program that parses
 // as JavaScript is checked as JavaScript (checkJs: its own functions'
 // parameters are optional, as they are when it runs); one with
-// TypeScript's syntax as TypeScript.
+// TypeScript's syntax as TypeScript. Nor are more arguments than a
+// declaration takes (JavaScript ignores them), nor typeof of a name that
+// does not exist (a feature test).
 var FailureCodes = []int{2304, 2339, 2349, 2353, 2551, 2552, 2554, 2555, 2580, 2584, 2591, 2741}
 
 // CheckInput is what a check reads: the program, and what the model was
@@ -258,6 +262,12 @@ func (c *Checker) check(ctx context.Context, in CheckInput) ([]Diagnostic, error
 			strings.Contains(it.Message, "on type 'unknown'")) {
 			continue // a property written (JavaScript adds it), or read of what was declared unknown
 		}
+		if missingName(code) && typeofOperand(text, it.Range.Start.Line, it.Range.Start.Character) {
+			continue // typeof of a name that does not exist is "undefined", no error
+		}
+		if code == 2554 && extraArguments(it.Message) {
+			continue // more arguments than declared: JavaScript ignores them
+		}
 		msg, _, _ := strings.Cut(it.Message, "\n")
 		out = append(out, Diagnostic{Line: it.Range.Start.Line - head + 1, Column: it.Range.Start.Character + 1, Code: code, Message: msg})
 	}
@@ -298,6 +308,49 @@ func shaped(program string) string {
 func isJavaScript(program string) bool {
 	f := jspos.Instrument(program, jspos.Body).Form()
 	return f != jspos.Invalid && f != jspos.Unread
+}
+
+// argumentCount reads TypeScript's "Expected N arguments, but got M."
+// (N may be a range A-B).
+var argumentCount = regexp.MustCompile(`Expected (?:at least )?(\d+)(?:-(\d+))? arguments?, but got (\d+)`)
+
+// extraArguments reports whether a 2554's call passes more arguments than
+// declared (which does not fail), not fewer.
+func extraArguments(msg string) bool {
+	m := argumentCount.FindStringSubmatch(msg)
+	if m == nil {
+		return false
+	}
+	most, _ := strconv.Atoi(m[1])
+	if m[2] != "" {
+		most, _ = strconv.Atoi(m[2])
+	}
+	got, _ := strconv.Atoi(m[3])
+	return got > most
+}
+
+// missingName says a code is a name's that does not exist.
+func missingName(code int) bool {
+	return code == 2304 || code == 2552 || code == 2580 || code == 2584 || code == 2591
+}
+
+// typeofOperand reports whether the name at 0-based line, character is
+// typeof's operand (typeof document: a feature test, which does not fail).
+func typeofOperand(text string, line, character int) bool {
+	for i := 0; i < line; i++ {
+		nl := strings.IndexByte(text, '\n')
+		if nl < 0 {
+			return false
+		}
+		text = text[nl+1:]
+	}
+	before := strings.TrimRight(text[:min(utf16Offset(text, character), len(text))], " \t(")
+	return strings.HasSuffix(before, "typeof") && (len(before) == 6 || !isIdentByte(before[len(before)-7]))
+}
+
+// isIdentByte reports whether c may be part of an ASCII identifier.
+func isIdentByte(c byte) bool {
+	return c == '_' || c == '$' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
 }
 
 // assigned reports whether the text at 0-based line, character is followed
@@ -521,3 +574,18 @@ func (p *lspProcess) read() ([]byte, error) {
 	_, err := io.ReadFull(p.out, b)
 	return b, err
 }
+
+// CheckProgram is Check as a codemode.TypeChecker (codemode.WithTypeCheck).
+func (c *Checker) CheckProgram(ctx context.Context, in codemode.TypeCheckInput) ([]codemode.TypeDiagnostic, error) {
+	ds, err := c.Check(ctx, CheckInput{Program: in.Program, Declarations: in.Declarations, Network: in.Network})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]codemode.TypeDiagnostic, len(ds))
+	for i, d := range ds {
+		out[i] = codemode.TypeDiagnostic{Line: d.Line, Column: d.Column, Code: d.Code, Message: d.Message}
+	}
+	return out, nil
+}
+
+var _ codemode.TypeChecker = (*Checker)(nil)

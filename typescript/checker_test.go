@@ -2,6 +2,7 @@ package typescript_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/codemode-go/codemode"
 	"github.com/codemode-go/codemode/typescript"
 )
 
@@ -74,6 +76,8 @@ func TestCheckerPassesCorrectPrograms(t *testing.T) {
 		"let s: number = 0;\nfor (const x of [1, 2, 3]) s += x;\nreturn s;",
 		"await new Promise((r) => setTimeout(r, 1));\nreturn performance.now() > 0 && crypto.randomUUID().length;",
 		"const o = {};\no.later = 1;\nreturn o;",
+		"if (typeof document !== 'undefined' || typeof(window) === 'object') return 1;\nreturn typeof require;",
+		"const r = await db.query({ sql: 'x' }, { extra: true });\nreturn r.rows.length;",
 	} {
 		ds, err := c.Check(context.Background(), typescript.CheckInput{Program: program, Declarations: decls})
 		require.NoError(t, err)
@@ -178,4 +182,25 @@ func TestCheckerShapes(t *testing.T) {
 		require.NotEmpty(t, ds, tt.program)
 		assert.Equal(t, tt.want, fmt.Sprintf("%d:%d TS%d", ds[0].Line, ds[0].Column, ds[0].Code), tt.program)
 	}
+}
+
+// TestCheckerWithExecutor: the checker as an executor's type check: a
+// capability called with an unknown property is refused before it runs,
+// at its position; a correct program runs.
+func TestCheckerWithExecutor(t *testing.T) {
+	c := newChecker(t)
+	e, err := codemode.New(codemode.WithTypeCheck(c, codemode.TypeCheckEnforce), codemode.WithCapability(codemode.Capability{
+		Name: "get_weather", Async: true, Params: json.RawMessage(`{"type":"object","properties":{"location":{"type":"string"}},"required":["location"],"additionalProperties":false}`),
+		Func: func(context.Context, json.RawMessage) (any, error) { return map[string]any{"temp": 20}, nil }}))
+	require.NoError(t, err)
+	defer e.Close()
+	_, err = e.Run(context.Background(), "const w = await get_weather({ city: 'Paris' });\nreturn w;")
+	var ee *codemode.ExecError
+	require.ErrorAs(t, err, &ee)
+	require.Equal(t, codemode.KindTypeError, ee.Kind, ee.Error())
+	require.NotEmpty(t, ee.Diagnostics)
+	assert.Equal(t, codemode.TypeDiagnostic{Line: 1, Column: 31, Code: 2353, Message: ee.Diagnostics[0].Message}, ee.Diagnostics[0])
+	res, err := e.Run(context.Background(), "const w = await get_weather({ location: 'Paris' });\nreturn w.temp;")
+	require.NoError(t, err)
+	assert.Equal(t, "20", string(res.Value))
 }

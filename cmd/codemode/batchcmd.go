@@ -87,6 +87,8 @@ func cmdBatch(ctx context.Context, stop <-chan struct{}, args []string, stdin io
 	lf, tf, gf := newProgramFlags(fs)
 	var rf remoteFlags
 	rf.register(fs)
+	var tc typeCheckFlags
+	tc.register(fs)
 	jobs := fs.Int("j", runtime.GOMAXPROCS(0), "jobs in flight (raise it when jobs mostly wait on tools)")
 	outPath := fs.String("o", "", "write the result lines to this file (default stdout)")
 	unordered := fs.Bool("unordered", false, "write lines as jobs finish, not in input order")
@@ -120,6 +122,12 @@ func cmdBatch(ctx context.Context, stop <-chan struct{}, args []string, stdin io
 		return exitFor(stderr, err)
 	}
 	defer fl.close()
+	checkOpts, closeCheck, err := tc.open(fl != nil)
+	if err != nil {
+		return exitFor(stderr, err)
+	}
+	defer closeCheck()
+	gov = append(gov, checkOpts...)
 	pm := progressMode(*progress)
 	if pm != "auto" && pm != "always" && pm != "never" {
 		return exitFor(stderr, usagef("--progress is auto, always or never"))
@@ -494,6 +502,11 @@ func resultLine(dst []byte, j batch.Job, o batch.Outcome, stable bool) []byte {
 	} else {
 		l, _ := json.Marshal(o.Logs)
 		dst = append(dst, l...)
+	}
+	if len(o.Diagnostics) > 0 {
+		d, _ := json.Marshal(o.Diagnostics)
+		dst = append(dst, `,"diagnostics":`...)
+		dst = append(dst, d...)
 	}
 	if !stable {
 		dst = append(dst, `,"elapsed_ms":`...)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -84,4 +85,39 @@ func cmdCheck(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return exitScript
 	}
 	return exitOK
+}
+
+// typeCheckFlags are run's and batch's --typecheck and --tsc.
+type typeCheckFlags struct {
+	mode string
+	tsc  string
+}
+
+func (tc *typeCheckFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&tc.mode, "typecheck", "off", "check each program against its tools' declarations before it runs (TypeScript 7): off, warn (run, and report) or enforce (refuse, kind type_error)")
+	fs.StringVar(&tc.tsc, "typecheck-tsc", "", "with --typecheck: TypeScript 7's native tsc (default: CODEMODE_TSC, or under node_modules)")
+}
+
+// open is the executor options the flags ask for (none for off) and the
+// checker to close after the runs.
+func (tc *typeCheckFlags) open(remote bool) ([]codemode.Option, func(), error) {
+	var mode codemode.TypeCheck
+	switch tc.mode {
+	case "", "off":
+		return nil, func() {}, nil
+	case "warn":
+		mode = codemode.TypeCheckWarn
+	case "enforce":
+		mode = codemode.TypeCheckEnforce
+	default:
+		return nil, nil, usagef("--typecheck is off, warn or enforce, not %q", tc.mode)
+	}
+	if remote {
+		return nil, nil, usagef("--typecheck checks in process: not with --remote (yet)")
+	}
+	c, err := typescript.NewChecker(typescript.CheckerOptions{TSC: tc.tsc})
+	if err != nil {
+		return nil, nil, usagef("--typecheck: %v", err)
+	}
+	return []codemode.Option{codemode.WithTypeCheck(c, mode)}, func() { c.Close() }, nil
 }

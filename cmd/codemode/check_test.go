@@ -35,3 +35,35 @@ func TestCheck(t *testing.T) {
 	assert.Equal(t, exitInternal, code)
 	assert.Contains(t, stderr, "npm install typescript@7")
 }
+
+// TestRunTypecheck: run --typecheck=enforce refuses a program with a
+// problem before it runs (kind type_error, exit 1); warn runs it and
+// reports; batch the same per job.
+func TestRunTypecheck(t *testing.T) {
+	if os.Getenv("CODEMODE_TSC") == "" && os.Getenv("CODEMODE_TSC_REQUIRED") == "" {
+		t.Skip("no TypeScript 7 checker (CODEMODE_TSC)")
+	}
+	dir := t.TempDir()
+	fx, prog := filepath.Join(dir, "fx.json"), filepath.Join(dir, "p.js")
+	require.NoError(t, os.WriteFile(fx, []byte(`{"store": {"get": [{"result": 1}]}}`), 0o644))
+	require.NoError(t, os.WriteFile(prog, []byte("const v = await store.get(1);\nconsole.log(document.title);\nreturn v;\n"), 0o644))
+	code, out, stderr := runMain(t, "run", "--typecheck", "enforce", "--tools", fx, prog)
+	assert.Equal(t, exitScript, code, stderr)
+	assert.Contains(t, out, `"kind":"type_error"`)
+	assert.Contains(t, out, `"line":2,"column":13,"code":2584`)
+	// Warn: it runs (and here fails as it runs), the check's findings beside.
+	code, out, stderr = runMain(t, "run", "--typecheck", "warn", "--tools", fx, prog)
+	assert.Equal(t, exitScript, code, stderr)
+	assert.Contains(t, out, `ReferenceError: document is not defined`)
+	assert.Contains(t, out, `"diagnostics":[{"line":2,"column":13,"code":2584`)
+	jobs, res := filepath.Join(dir, "jobs.jsonl"), filepath.Join(dir, "out.jsonl")
+	require.NoError(t, os.WriteFile(jobs, []byte(`{"id": 1, "code": "return await store.gett(1)"}`+"\n"+`{"id": 2, "code": "return await store.get(1)"}`+"\n"), 0o644))
+	code, _, stderr = runMain(t, "batch", "--typecheck", "enforce", "--tools", fx, "-o", res, jobs)
+	assert.Equal(t, exitOK, code, stderr)
+	b, _ := os.ReadFile(res)
+	assert.Contains(t, string(b), `{"id":1,"error":{"kind":"type_error"`)
+	assert.Contains(t, string(b), `{"id":2,"result":1`)
+	code, _, stderr = runMain(t, "run", "--typecheck", "sometimes", prog)
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, stderr, "off, warn or enforce")
+}

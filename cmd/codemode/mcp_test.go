@@ -154,3 +154,35 @@ func TestMCPTraces(t *testing.T) {
 	assert.Contains(t, string(b), `"name":"codemode.execute"`)
 	assert.Contains(t, string(b), `"name":"execute_tool calc.add"`)
 }
+
+// TestMCPTypecheck: codemode mcp --typecheck enforce refuses a program
+// that calls a tool the server does not have, before it runs, with its
+// position; its description says programs are checked.
+func TestMCPTypecheck(t *testing.T) {
+	if os.Getenv("CODEMODE_TSC") == "" && os.Getenv("CODEMODE_TSC_REQUIRED") == "" {
+		t.Skip("no TypeScript 7 checker (CODEMODE_TSC)")
+	}
+	cfg := filepath.Join(t.TempDir(), "servers.json")
+	require.NoError(t, os.WriteFile(cfg, fmt.Appendf(nil, `{"mcpServers": {"calc": {"command": %q}}}`, selfAs(t, "fakemcp")), 0o644))
+	cmd := exec.Command(selfAs(t, "codemode"), "mcp", "--config", cfg, "--typecheck", "enforce")
+	ctx := context.Background()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	tools, err := cs.ListTools(ctx, nil)
+	require.NoError(t, err)
+	for _, tool := range tools.Tools {
+		if tool.Name == "run_js" {
+			assert.Contains(t, tool.Description, "type-checked against these declarations")
+		}
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_js", Arguments: map[string]any{"code": "return await calc.ad({a: 1, b: 2})"}})
+	require.NoError(t, err)
+	assert.True(t, res.IsError)
+	text := res.Content[0].(*mcp.TextContent).Text
+	assert.Contains(t, text, `"kind":"type_error"`)
+	assert.Contains(t, text, `"line":1,"column":19`)
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "run_js", Arguments: map[string]any{"code": "return (await calc.add({a: 1, b: 2})).sum"}})
+	require.NoError(t, err)
+	assert.False(t, res.IsError, res.Content[0].(*mcp.TextContent).Text)
+}

@@ -61,6 +61,8 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	toolName := fs.String("tool-name", "run_js", "the code tool's name")
 	budget := fs.Int("token-budget", cmcp.DefaultTokenBudget, "the description's budget in tokens; past it, progressive discovery")
 	sessions := fs.Bool("sessions", true, "keep each client's state between its programs (one session per MCP session, and a reset_js tool)")
+	var tc typeCheckFlags
+	tc.register(fs)
 	var tl telemetryFlags
 	tl.register(fs, telemetryTimeoutDaemon)
 	if status, ok := parseFlags(fs, args); !ok {
@@ -86,7 +88,12 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return exitFor(stderr, err)
 	}
 	defer tel.close(stderr)
-	opts := append([]codemode.Option{codemode.WithLimits(lf.l)}, tel.opts...)
+	checkOpts, closeCheck, err := tc.open(false)
+	if err != nil {
+		return exitFor(stderr, err)
+	}
+	defer closeCheck()
+	opts := append(append([]codemode.Option{codemode.WithLimits(lf.l)}, tel.opts...), checkOpts...)
 	if gov != nil {
 		// Continuations reach the client, and its model: sealed, and
 		// each resumed once.
@@ -99,7 +106,7 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	defer exec.Close()
 	srv, err := cmcp.NewServer(exec, router, cmcp.ServerOptions{ToolName: *toolName, TokenBudget: *budget,
-		Resume: gov != nil && len(gov.Key) > 0, Sessions: *sessions})
+		Resume: gov != nil && len(gov.Key) > 0, Sessions: *sessions, TypeChecked: len(checkOpts) > 0})
 	if err != nil {
 		return exitFor(stderr, err)
 	}

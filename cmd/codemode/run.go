@@ -56,6 +56,8 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	lf, tf, gf := newProgramFlags(fs)
 	var rf remoteFlags
 	rf.register(fs)
+	var tc typeCheckFlags
+	tc.register(fs)
 	var tl telemetryFlags
 	tl.register(fs, telemetryTimeoutOneShot)
 	pretty := fs.Bool("pretty", false, "indent the output")
@@ -73,6 +75,12 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return exitFor(stderr, err)
 	}
 	defer fl.close()
+	checkOpts, closeCheck, err := tc.open(fl != nil)
+	if err != nil {
+		return exitFor(stderr, err)
+	}
+	defer closeCheck()
+	gov = append(gov, checkOpts...)
 	code, err := readSource(fs.Arg(0), stdin)
 	if err != nil {
 		return exitFor(stderr, err)
@@ -132,7 +140,8 @@ func exitStatus(kind string) int {
 	switch kind {
 	case batch.KindOK:
 		return exitOK
-	case string(codemode.KindJS), string(codemode.KindCapability), string(codemode.KindPendingPromise), string(codemode.KindNotFound):
+	case string(codemode.KindJS), string(codemode.KindCapability), string(codemode.KindPendingPromise), string(codemode.KindNotFound),
+		string(codemode.KindTypeError):
 		return exitScript
 	case string(codemode.KindTimeout), string(codemode.KindMemoryExceeded), string(codemode.KindMemoryBudget):
 		return exitLimit
@@ -157,16 +166,23 @@ func resultObject(o batch.Outcome) any {
 	switch {
 	case o.Kind == batch.KindOK:
 		return struct {
-			Result json.RawMessage `json:"result"`
-			Logs   []string        `json:"logs"`
-		}{o.Result, logs}
+			Result      json.RawMessage           `json:"result"`
+			Logs        []string                  `json:"logs"`
+			Diagnostics []codemode.TypeDiagnostic `json:"diagnostics,omitempty"`
+		}{o.Result, logs, o.Diagnostics}
 	case o.Paused != nil:
 		return struct {
 			Paused json.RawMessage `json:"paused"`
 			Logs   []string        `json:"logs"`
 		}{pausedObject(o.Paused), logs}
 	}
-	return withLogs(errorJSON(o), logs)
+	out := withLogs(errorJSON(o), logs)
+	if len(o.Diagnostics) > 0 { // warn mode: what the check saw, beside the failure
+		d, _ := json.Marshal(o.Diagnostics)
+		out = append(append(out[:len(out)-1:len(out)-1], `,"diagnostics":`...), d...)
+		out = append(out, '}')
+	}
+	return out
 }
 
 // errorJSON is an outcome's error as the reference's kind-tagged JSON.
