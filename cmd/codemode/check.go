@@ -2,9 +2,9 @@ package main
 
 import (
 	"context"
-	"flag"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 
