@@ -224,7 +224,9 @@ func (c *Checker) Close() error {
 func (c *Checker) check(ctx context.Context, in CheckInput) ([]Diagnostic, error) {
 	c.seq++
 	base := "file://" + filepath.ToSlash(c.dir) + "/check" + strconv.Itoa(c.seq)
-	declURI, lang, ext := base+".d.ts", "typescript", ".ts"
+	// Not base+".d.ts": beside base+".ts" the compiler takes a .d.ts of the
+	// same name for the .ts file's own output and leaves it out.
+	declURI, lang, ext := base+"-api.d.ts", "typescript", ".ts"
 	if isJavaScript(in.Program) {
 		lang, ext = "javascript", ".js"
 	}
