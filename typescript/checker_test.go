@@ -204,3 +204,50 @@ func TestCheckerWithExecutor(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "20", string(res.Value))
 }
+
+// TestCheckerDiesMidCheck: the process killed while a check runs (a slow
+// one: 20,000 declarations) is started again and the check retried: the
+// caller gets its diagnostics.
+func TestCheckerDiesMidCheck(t *testing.T) {
+	c := newChecker(t)
+	var b strings.Builder
+	for i := range 20000 {
+		fmt.Fprintf(&b, "declare function f%d(a: { x: number; y?: string[] }): Promise<{ v: number }>;\n", i)
+	}
+	pid := typescript.CheckerPID(c)
+	go func() {
+		time.Sleep(30 * time.Millisecond)
+		if p, err := os.FindProcess(pid); err == nil {
+			p.Kill()
+		}
+	}()
+	ds, err := c.Check(context.Background(), typescript.CheckInput{Program: "return nope", Declarations: b.String()})
+	require.NoError(t, err)
+	require.Len(t, ds, 1)
+	assert.NotEqual(t, pid, typescript.CheckerPID(c), "a new process")
+}
+
+// BenchmarkCheckCold is a checker's start and its first check (the ES
+// library loaded), and the process's resident memory at rest after it.
+func BenchmarkCheckCold(b *testing.B) {
+	in := typescript.CheckInput{Program: "const w = await get_weather({ location: 'x' });\nreturn w.temp;", Declarations: decls}
+	var rss int
+	for b.Loop() {
+		c, err := typescript.NewChecker(typescript.CheckerOptions{})
+		if err != nil {
+			b.Skip(err)
+		}
+		if _, err := c.Check(context.Background(), in); err != nil {
+			b.Fatal(err)
+		}
+		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", typescript.CheckerPID(c))); err == nil {
+			for _, line := range strings.Split(string(st), "\n") {
+				if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+					fmt.Sscan(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), &rss)
+				}
+			}
+		}
+		c.Close()
+	}
+	b.ReportMetric(float64(rss)/1024, "MiB-rss-at-rest")
+}
