@@ -561,6 +561,7 @@ static int32_t slot_run(bridge_slot *s, const bridge_config *cfg, const char *sr
 	}
 	int32_t st;
 	int opened = cont ? session_checkpoint(s) : open_run(s, cfg);
+	s->session_opened = !cont && opened == 0 && cfg->session;
 	if (opened == 0 && cfg->session)
 		s->session = true;
 	s->heap_peak = s->heap_used;
@@ -897,7 +898,13 @@ void bridge_slot_close(bridge_slot *s, bridge_out *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->peak_heap = s->heap_peak;
-	if (s->open) {
+	if (s->open && s->session_run) {
+		/* A session's run abandoned (its deadline or cancel while it
+		 * waited): rolled back like any failed run of the session. */
+		session_end(s, false);
+		out->charged = s->charged;
+		hand_over_logs(s, out);
+	} else if (s->open) {
 		JS_UpdateStackTop(s->rt);
 		finish(s, out);
 	} else {

@@ -328,6 +328,7 @@ struct bridge_slot {
 	bool session;
 	bool session_run;
 	bool session_det;
+	bool session_opened; /* the run in progress opened the session's sandbox */
 	bool ckpt_taken;
 	uint8_t *ckpt;
 	size_t ckpt_mapped, ckpt_len;

@@ -77,12 +77,15 @@ void session_end(bridge_slot *s, bool ok)
 	if (ok) {
 		session_commit(s);
 	} else if (s->ckpt_taken) {
+		mark_dirty(s); /* what the run wrote past the checkpoint: the restore clears it, the budget counts it */
 		restore_bytes(s, s->ckpt, s->ckpt_len, &s->ckpt_saved);
 		forget_run(s);
-	} else {
+	} else if (s->session_opened) {
 		sandbox_close(s); /* the run that opened it: the session has no sandbox yet */
 		s->session = s->session_det = false;
 		return;
+	} else {
+		return; /* a continuing run that could not take its checkpoint ran nothing */
 	}
 	s->ckpt_taken = false;
 	mb_settle(s);

@@ -329,6 +329,12 @@ func (s *Session) do(ctx context.Context, p *program, in runInput) outcome {
 	o := s.ex.do(ctx, p, in)
 	if o.err == nil && o.paused == nil && !o.refused {
 		s.keep(p, in, d, ctx)
+	} else if o.status == C.BRIDGE_DONE && !o.refused {
+		// C kept the run (it ended well there) and Go failed it (a
+		// resumed run that diverged): the sandbox holds what the journal
+		// does not, so it goes, and the journal makes it again.
+		s.drop()
+		s.evicted = true
 	}
 	s.used.Store(s.ex.sessions.clock.Add(1))
 	s.rested = false
@@ -363,7 +369,12 @@ func (s *Session) drop() {
 		var out C.bridge_out
 		C.bridge_slot_close(sl.c, &out)
 		C.bridge_out_free(&out)
+		// Forgotten under the set's lock: cancelAll, idleCharge and Close
+		// read the slot under it, never one being freed.
+		ss := &s.ex.sessions
+		ss.mu.Lock()
 		s.slot.Store(nil)
+		ss.mu.Unlock()
 		sl.free()
 		s.caps = nil
 		s.ex.memory.released()
@@ -392,7 +403,10 @@ const sessionRest = time.Second
 // then (WithSessionTTL) it ends it. A session in use is left alone.
 func (s *Session) wake() {
 	if !s.mu.TryLock() {
-		return // a run is in progress: it re-arms the timer as it ends
+		// In use (a run re-arms it as it ends; a seal or a look does
+		// not): try again shortly.
+		s.timer.Reset(50 * time.Millisecond)
+		return
 	}
 	defer s.mu.Unlock()
 	if s.closed {
@@ -444,12 +458,12 @@ func (s *Session) Close() error {
 	e.sessions.mu.Lock()
 	_, open := e.sessions.all[s]
 	delete(e.sessions.all, s)
+	if sl := s.slot.Load(); open && sl != nil {
+		C.bridge_slot_cancel(sl.c, -1) // under the set's lock: drop cannot free it meanwhile
+	}
 	e.sessions.mu.Unlock()
 	if !open {
 		return nil // closed, or the executor's Close frees it
-	}
-	if sl := s.slot.Load(); sl != nil {
-		C.bridge_slot_cancel(sl.c, -1)
 	}
 	s.free()
 	return nil

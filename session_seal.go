@@ -316,6 +316,16 @@ func (e *Executor) replaySession(ctx context.Context, id string, runs []sessionR
 	return s, nil
 }
 
+// ungranted is a context without a Grant: the values but that of ctx.
+type ungranted struct{ context.Context }
+
+func (c ungranted) Value(key any) any {
+	if _, ok := key.(grantKey); ok {
+		return nil
+	}
+	return c.Context.Value(key)
+}
+
 // replay runs one run of a session's journal again.
 func (s *Session) replay(ctx context.Context, r *sessionRun) error {
 	g := newGovRun(&sessionRecorder, continuationBody{})
@@ -323,6 +333,8 @@ func (s *Session) replay(ctx context.Context, r *sessionRun) error {
 	ctx = WithDeterminism(ctx, Determinism{Seed: r.Seed, Clock: r.Clock})
 	if r.Grants != nil {
 		ctx = Grant(ctx, r.Grants...)
+	} else {
+		ctx = ungranted{ctx} // the run had every capability: not the caller's grant
 	}
 	switch r.Mode {
 	case modeRun:

@@ -701,3 +701,47 @@ func TestSessionJournal(t *testing.T) {
 	_, _, err = s.Journal(5)
 	assert.Error(t, err)
 }
+
+// TestSessionAbandonedRunRollsBack: a run that ends while it waits (its
+// deadline passes during a timer or a slow tool, or its context is
+// cancelled) is rolled back like any failed run: the session keeps its
+// state.
+func TestSessionAbandonedRunRollsBack(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	defer close(release)
+	e := newExecutor(t, WithLimits(Limits{Deadline: 300 * time.Millisecond}), WithCapability(Capability{Name: "slow", Async: true,
+		Func: func(ctx context.Context, _ json.RawMessage) (any, error) {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return nil, ctx.Err()
+		}}))
+	s := newSession(t, e)
+	runIn(t, s, "const kept = [1]")
+	ee := sessionFails(t, s, "kept.push(2); globalThis.half = 1; await new Promise((r) => setTimeout(r, 60000))")
+	assert.Equal(t, KindTimeout, ee.Kind)
+	assert.Equal(t, `[[1],"undefined"]`, runIn(t, s, "return [kept, typeof half]"))
+	ee = sessionFails(t, s, "kept.push(3); await slow({})")
+	assert.Equal(t, KindTimeout, ee.Kind)
+	assert.Equal(t, `[1]`, runIn(t, s, "return kept"))
+}
+
+// TestSessionRebuildKeepsItsGrants: an evicted session is made again
+// under its journal's grants, not its caller's.
+func TestSessionRebuildKeepsItsGrants(t *testing.T) {
+	t.Parallel()
+	cap := func(name string) Capability {
+		return Capability{Name: name, Func: func(context.Context, json.RawMessage) (any, error) { return name, nil }}
+	}
+	e := newExecutor(t, WithCapability(cap("alpha")), WithCapability(cap("beta")))
+	s := newSession(t, e)
+	runIn(t, s, "const got = beta({})")
+	require.Positive(t, e.sessions.evict(0))
+	_, err := s.Run(Grant(context.Background(), "alpha"), "return got")
+	var ee *ExecError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, KindInvalidArgs, ee.Kind, "the session's capabilities are its first run's: %v", err)
+	assert.Equal(t, `"beta"`, runIn(t, s, "return got"))
+}
