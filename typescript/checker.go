@@ -240,6 +240,9 @@ func (c *Checker) check(ctx context.Context, in CheckInput) ([]Diagnostic, error
 		}
 		defer p.notify("textDocument/didClose", map[string]any{"textDocument": map[string]any{"uri": f.uri}})
 	}
+	if midCheck != nil {
+		midCheck(p.cmd.Process.Pid)
+	}
 	var res struct {
 		Items []struct {
 			Range struct {
@@ -281,6 +284,10 @@ func (c *Checker) check(ctx context.Context, in CheckInput) ([]Diagnostic, error
 	})
 	return out, nil
 }
+
+// midCheck, when set (tests), is called with the process's pid once a
+// check's files are open and before its diagnostics are asked for.
+var midCheck func(pid int)
 
 // declText is the declarations file of a check: the sandbox's web
 // globals and the program's APIs.
