@@ -85,10 +85,8 @@ type progressMode string
 func cmdBatch(ctx context.Context, stop <-chan struct{}, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("batch", "[flags] IN.jsonl|-", batchHelp, stderr)
 	lf, tf, gf := newProgramFlags(fs)
-	var rf remoteFlags
-	rf.register(fs)
-	var tc typeCheckFlags
-	tc.register(fs)
+	var wf whereFlags
+	wf.register(fs)
 	jobs := fs.Int("j", runtime.GOMAXPROCS(0), "jobs in flight (raise it when jobs mostly wait on tools)")
 	outPath := fs.String("o", "", "write the result lines to this file (default stdout)")
 	unordered := fs.Bool("unordered", false, "write lines as jobs finish, not in input order")
@@ -117,16 +115,11 @@ func cmdBatch(ctx context.Context, stop <-chan struct{}, args []string, stdin io
 		return exitFor(stderr, err)
 	}
 	defer closeTel()
-	fl, err := openFleet(ctx, &rf, gf)
+	fl, checkOpts, closeWhere, err := wf.open(ctx, gf)
 	if err != nil {
 		return exitFor(stderr, err)
 	}
-	defer fl.close()
-	checkOpts, closeCheck, err := tc.open(fl != nil)
-	if err != nil {
-		return exitFor(stderr, err)
-	}
-	defer closeCheck()
+	defer closeWhere()
 	gov = append(gov, checkOpts...)
 	pm := progressMode(*progress)
 	if pm != "auto" && pm != "always" && pm != "never" {

@@ -119,6 +119,32 @@ func (rf *remoteFlags) open(ctx context.Context, gov *codemode.Governance, queue
 	return f, nil
 }
 
+// whereFlags are run's and batch's flags of where and how the programs
+// run beyond the tools: --remote (and its auth) and --typecheck.
+type whereFlags struct {
+	rf remoteFlags
+	tc typeCheckFlags
+}
+
+func (wf *whereFlags) register(fs *flag.FlagSet) {
+	wf.rf.register(fs)
+	wf.tc.register(fs)
+}
+
+// open opens the fleet (nil without --remote) and the type check's
+// executor options; close releases both.
+func (wf *whereFlags) open(ctx context.Context, gf *govFlags) (fl *fleet, opts []codemode.Option, close func(), err error) {
+	if fl, err = openFleet(ctx, &wf.rf, gf); err != nil {
+		return nil, nil, nil, err
+	}
+	opts, closeCheck, err := wf.tc.open(fl != nil)
+	if err != nil {
+		fl.close()
+		return nil, nil, nil, err
+	}
+	return fl, opts, func() { closeCheck(); fl.close() }, nil
+}
+
 // openFleet opens --remote's daemons under the flags' governance (nil
 // without --remote).
 func openFleet(ctx context.Context, rf *remoteFlags, gf *govFlags) (*fleet, error) {

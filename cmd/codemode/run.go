@@ -54,10 +54,8 @@ diverged from the tape, 6 paused at a call that needs approval.
 func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("run", "[flags] FILE|-", runHelp, stderr)
 	lf, tf, gf := newProgramFlags(fs)
-	var rf remoteFlags
-	rf.register(fs)
-	var tc typeCheckFlags
-	tc.register(fs)
+	var wf whereFlags
+	wf.register(fs)
 	var tl telemetryFlags
 	tl.register(fs, telemetryTimeoutOneShot)
 	pretty := fs.Bool("pretty", false, "indent the output")
@@ -70,16 +68,11 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return exitFor(stderr, err)
 	}
 	defer closeTel()
-	fl, err := openFleet(ctx, &rf, gf)
+	fl, checkOpts, closeWhere, err := wf.open(ctx, gf)
 	if err != nil {
 		return exitFor(stderr, err)
 	}
-	defer fl.close()
-	checkOpts, closeCheck, err := tc.open(fl != nil)
-	if err != nil {
-		return exitFor(stderr, err)
-	}
-	defer closeCheck()
+	defer closeWhere()
 	gov = append(gov, checkOpts...)
 	code, err := readSource(fs.Arg(0), stdin)
 	if err != nil {
