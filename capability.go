@@ -367,7 +367,11 @@ type hostRun struct {
 
 	gov *govRun  // the run's governed side (WithGovernance, Resume), or nil
 	obs Observer // WithObserver, or nil
-	seq int      // calls made so far (the run's goroutine only): the next call's ToolCallInfo.Seq
+	led ledger   // the run's effects ledger
+	// The ledger's name of the last provider tool called (a loop calls
+	// one tool many times: its name is joined once).
+	lastProvider, lastTool, lastName string
+	seq                              int // calls made so far (the run's goroutine only): the next call's ToolCallInfo.Seq
 
 	calls   atomic.Int64 // host calls made (RunStats.HostCalls)
 	scratch []byte       // callSync's result encoding, reused across the run's calls
@@ -403,6 +407,8 @@ type asyncCall struct {
 	departed       uint64   // latchClock as a dispatch call left the sandbox
 	gov            *verdict // a governed call's verdict, or nil
 	seq            int      // its place among the run's calls
+	led            string   // its name in the ledger
+	write          bool     // its tool's effect is a write
 }
 
 // completion is a finished async call: NUL-terminated JSON (a dispatch's
@@ -741,6 +747,7 @@ func (h *hostRun) callSync(index int, args json.RawMessage, reply *C.bridge_repl
 	ctx := h.context()
 	seq := h.seq
 	h.seq++
+	led, write := h.track(index, "", "", args, seq)
 	var t toolObs
 	if h.obs != nil {
 		ctx, t = h.toolStart(ctx, index, "", "", seq)
@@ -752,6 +759,7 @@ func (h *hostRun) callSync(index int, args json.RawMessage, reply *C.bridge_repl
 			h.calls.Add(-1) // it reaches no handler
 		}
 		if v.act == actStop {
+			h.led.end(seq, led, write, "paused", time.Now())
 			if h.obs != nil {
 				h.toolEnd(t, completion{why: notePaused})
 			}
@@ -766,10 +774,12 @@ func (h *hostRun) callSync(index int, args json.RawMessage, reply *C.bridge_repl
 	var failure string
 	var failed, badArgs bool
 	if h.gov == nil {
+		h.led.enter(seq, write)
 		result, failure, failed, badArgs = invoke(&h.caps.caps[index], ctx, args, h.scratch[:0])
 		if !failed && cap(result) <= maxScratch {
 			h.scratch = result
 		}
+		h.led.end(seq, led, write, outcomeOf(failed), time.Now())
 	} else {
 		var d completion
 		switch v.act {
@@ -782,10 +792,12 @@ func (h *hostRun) callSync(index int, args json.RawMessage, reply *C.bridge_repl
 		default:
 			d = h.governedCall(ctx, v, h.caps.caps[index].Name, 0, args, func(ctx context.Context, args []byte) completion {
 				var d completion
+				h.led.enter(seq, write)
 				d.result, d.failure, d.failed, d.badArgs = invoke(&h.caps.caps[index], ctx, args, nil)
 				return d
 			})
 		}
+		h.led.end(seq, led, write, d.outcome(), time.Now())
 		result, failure, failed, badArgs = d.result, d.failure, d.failed, d.badArgs
 		if h.obs != nil {
 			h.toolEnd(t, d)
@@ -839,6 +851,7 @@ func (h *hostRun) start(call asyncCall) bool {
 	}
 	call.seq = h.seq
 	h.seq++
+	call.led, call.write = h.track(call.cap, call.provider, call.tool, call.args, call.seq)
 	if h.gov != nil {
 		name := call.provider + "." + call.tool
 		if call.cap >= 0 {
@@ -862,9 +875,12 @@ func (h *hostRun) start(call asyncCall) bool {
 			}
 			h.gov.complete(v.seq, d)
 		}
-		if v.act != actLive && h.obs != nil {
-			_, t := h.toolStart(h.ctxOf(call), call.cap, call.provider, call.tool, call.seq)
-			h.toolEnd(t, d)
+		if v.act != actLive {
+			h.led.end(call.seq, call.led, call.write, d.outcome(), time.Now())
+			if h.obs != nil {
+				_, t := h.toolStart(h.ctxOf(call), call.cap, call.provider, call.tool, call.seq)
+				h.toolEnd(t, d)
+			}
 		}
 		switch v.act {
 		case actStop:
@@ -926,6 +942,9 @@ func (h *hostRun) governedCall(ctx context.Context, v verdict, name string, id u
 // holds without a hand-off.
 func (h *hostRun) serve(call asyncCall) {
 	for {
+		if call.gov == nil {
+			h.led.enter(call.seq, call.write) // before close may snapshot the ledger
+		}
 		h.entered.Done()
 		var d completion
 		ctx := h.ctxOf(call)
@@ -943,12 +962,16 @@ func (h *hostRun) serve(call asyncCall) {
 			c := call
 			var ran bool
 			d, ran = h.gov.governed(ctx, *call.gov, name, call.args, call.id, call.cap < 0,
-				func(ctx context.Context, args []byte) completion { return h.serveOne(c, ctx, args) })
+				func(ctx context.Context, args []byte) completion {
+					h.led.enter(c.seq, c.write)
+					return h.serveOne(c, ctx, args)
+				})
 			if !ran {
 				h.calls.Add(-1) // refused before its handler: no host call
 			}
 			h.gov.complete(call.gov.seq, d)
 		}
+		h.led.end(call.seq, call.led, call.write, d.outcome(), time.Now())
 		if h.obs != nil {
 			h.toolEnd(t, d)
 		}

@@ -560,6 +560,12 @@ type CallResult struct {
 	// is then {"paused": {"tool": ..., "args": ...}}, for a loop that
 	// shows it as it is; it is not the model's to read.
 	Paused *Paused
+	// Effects is the run's ledger (see [Effects]). Output carries it as
+	// "effects" on every failure, where the model decides whether a retry
+	// can repeat a write; a value's output does not (the model acts on
+	// the value, and the ledger's times would make it differ from run to
+	// run).
+	Effects *Effects
 }
 
 // Invoke runs {"code": "<script>"}: Output is {"result": value} plus
@@ -574,8 +580,7 @@ func (t *CodeModeTool) Invoke(ctx context.Context, args json.RawMessage) (CallRe
 	}
 	code, reason := scriptArg(args)
 	if reason != "" {
-		out, err := withLogs((&ExecError{Kind: KindInvalidArgs, Name: RunJSToolName, Reason: reason}).LLMJSON(), nil)
-		return CallResult{Output: out, IsError: true}, err
+		return t.callResult(nil, &ExecError{Kind: KindInvalidArgs, Name: RunJSToolName, Reason: reason})
 	}
 	if t.grant != nil {
 		ctx = Grant(ctx, t.grant...)
@@ -614,7 +619,7 @@ func (t *CodeModeTool) Resume(ctx context.Context, continuation []byte, d Decisi
 	} else {
 		r = t.exec.Resume(ctx, continuation, d, nil)
 	}
-	res := &Result{Value: r.Result, Logs: r.Logs, Stats: r.Stats, Paused: r.Paused}
+	res := &Result{Value: r.Result, Logs: r.Logs, Stats: r.Stats, Paused: r.Paused, Effects: r.Effects}
 	if r.Err != nil {
 		return t.callResult(res, r.Err)
 	}
@@ -624,8 +629,9 @@ func (t *CodeModeTool) Resume(ctx context.Context, continuation []byte, d Decisi
 // callResult is Invoke's report of a run's outcome.
 func (t *CodeModeTool) callResult(res *Result, err error) (CallResult, error) {
 	var logs []string
+	var eff *Effects
 	if res != nil {
-		logs = res.Logs
+		logs, eff = res.Logs, res.Effects
 	}
 	if err == nil && res.Paused != nil {
 		p, merr := marshal(struct {
@@ -636,30 +642,37 @@ func (t *CodeModeTool) callResult(res *Result, err error) (CallResult, error) {
 			return CallResult{}, merr
 		}
 		out, err := withLogs(`{"paused":`+string(p)+`}`, logs)
-		return CallResult{Output: out, Paused: res.Paused}, err
+		return CallResult{Output: out, Paused: res.Paused, Effects: eff}, err
 	}
-	var diag string // warn mode: what the type check saw, for the model
+	var extra []byte // what follows the value or the error: diagnostics, effects
 	if res != nil && len(res.Diagnostics) > 0 {
 		d, merr := marshal(res.Diagnostics)
 		if merr != nil {
 			return CallResult{}, merr
 		}
-		diag = `,"diagnostics":` + string(d)
+		extra = append(append(extra, `,"diagnostics":`...), d...)
 	}
 	if err != nil {
 		var ee *ExecError
 		if !errors.As(err, &ee) || ee.Kind == KindInternal {
 			return CallResult{}, err
 		}
-		j := ee.LLMJSON()
-		if diag != "" {
-			j = j[:len(j)-1] + diag + "}"
+		if eff != nil {
+			eff.End = ee.Kind
 		}
-		out, err := withLogs(j, logs)
-		return CallResult{Output: out, IsError: true}, err
+		extra = appendEffects(extra, eff)
+		j := ee.LLMJSON()
+		out, err := withLogs(j[:len(j)-1]+string(extra)+"}", logs)
+		return CallResult{Output: out, IsError: true, Effects: eff}, err
 	}
-	out, err := withLogs(`{"result":`+string(res.Value)+diag+`}`, logs)
-	return CallResult{Output: out}, err
+	out, err := withLogs(`{"result":`+string(res.Value)+string(extra)+`}`, logs)
+	return CallResult{Output: out, Effects: eff}, err
+}
+
+// appendEffects appends `,"effects":` and the ledger's JSON to b.
+func appendEffects(b []byte, eff *Effects) []byte {
+	j, _ := eff.MarshalJSON() // its fields are strings and numbers: it cannot fail
+	return append(append(b, `,"effects":`...), j...)
 }
 
 // Call is [CodeModeTool.Invoke] for the [Tool] interface (the reference's

@@ -40,6 +40,18 @@ type ToolPolicy struct {
 	// Governance's Approver's, or, without one, the run pauses at the call
 	// (see [Paused]).
 	RequiresApproval bool
+	// Effect declares what the tool does to the world, for the effects
+	// ledger of every run ([Effects]): EffectRead or EffectWrite; empty
+	// is EffectWrite, so that a tool nobody marked is never taken for
+	// one a retry can repeat. A Governance whose policies only declare
+	// effects governs nothing else: its runs take no governed path.
+	Effect Effect
+}
+
+// governs reports whether the policy asks anything of a call besides
+// declaring its effect.
+func (p ToolPolicy) governs() bool {
+	return p.Timeout != 0 || p.MaxInFlight != 0 || p.Budget != 0 || p.RequiresApproval
 }
 
 // ToolCall is a governed call waiting for a decision.
@@ -153,7 +165,19 @@ func WithGovernance(g Governance) Option {
 		if gg.TTL == 0 {
 			gg.TTL = DefaultContinuationTTL
 		}
+		c.effects = nil
+		for name, p := range gg.Tools {
+			if p.Effect != "" {
+				if c.effects == nil {
+					c.effects = make(map[string]Effect, len(gg.Tools))
+				}
+				c.effects[name] = p.Effect
+			}
+		}
 		c.gov = &gg
+		if !gg.governs() {
+			c.gov = nil // effects only: the runs need no governed side
+		}
 		return nil
 	}
 }
@@ -172,12 +196,30 @@ func (g *Governance) Validate() error {
 		if p.Timeout < 0 || p.MaxInFlight < 0 || p.Budget < 0 {
 			return fmt.Errorf("%w: tool %q: negative policy limit", ErrInvalidLimits, name)
 		}
+		if p.Effect != "" && p.Effect != EffectRead && p.Effect != EffectWrite {
+			return fmt.Errorf("%w: tool %q: effect %q is neither %q nor %q", ErrInvalidLimits, name, p.Effect,
+				EffectRead, EffectWrite)
+		}
 		if p.RequiresApproval && g.Approver == nil && len(g.Key) == 0 {
 			return fmt.Errorf("%w: tool %q requires approval, and there is neither an Approver nor a Key to pause with",
 				ErrInvalidLimits, name)
 		}
 	}
 	return nil
+}
+
+// governs reports whether g asks anything of its runs besides declaring
+// effects: a limit, an approval, or a Key (a continuation to resume).
+func (g *Governance) governs() bool {
+	if len(g.Key) > 0 {
+		return true
+	}
+	for _, p := range g.Tools {
+		if p.governs() {
+			return true
+		}
+	}
+	return false
 }
 
 // policy is the policy of a tool by its policy name.
@@ -908,7 +950,7 @@ func sessionBinding(b *continuationBody, sess *Session) error {
 func runAsExecuteResult(res *Result, err error) ExecuteResult {
 	out := ExecuteResult{Logs: []string{}}
 	if res != nil {
-		out.Result, out.Stats, out.Paused = res.Value, res.Stats, res.Paused
+		out.Result, out.Stats, out.Paused, out.Effects = res.Value, res.Stats, res.Paused, res.Effects
 		if res.Logs != nil {
 			out.Logs = res.Logs
 		}
@@ -919,6 +961,9 @@ func runAsExecuteResult(res *Result, err error) ExecuteResult {
 			ee = internalError(RunJSToolName, err)
 		}
 		out.Result, out.Err, out.Error = nil, ee, ee.describe()
+		if out.Effects != nil {
+			out.Effects.End = ee.Kind
+		}
 	}
 	return out
 }

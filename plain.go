@@ -68,7 +68,7 @@ func (e *Executor) runGlobal(ctx context.Context, src string) (*Result, error) {
 	if o.refused {
 		return nil, o.err
 	}
-	res := &Result{Logs: o.logs, Stats: o.stats}
+	res := &Result{Logs: o.logs, Stats: o.stats, Effects: o.effects}
 	if o.err != nil {
 		return res, o.err
 	}

@@ -132,6 +132,11 @@ type ExecuteResult struct {
 	// Diagnostics are what a type check in warn mode found (see
 	// WithTypeCheck): the program ran anyway.
 	Diagnostics []TypeDiagnostic `json:"diagnostics,omitempty"`
+	// Effects is the ledger of the program's host calls: which tools ran,
+	// in order, and how each ended, also when it
+	// failed; nil: the program called no tool. Not part of the
+	// reference's JSON.
+	Effects *Effects `json:"-"`
 }
 
 // ReservedProviderNames are the names the entry scope already binds, which
@@ -400,6 +405,9 @@ func (e *Executor) execute(ctx context.Context, req Request, resumed *govRun, se
 	}
 	fail := func(err *ExecError) (ExecuteResult, bool) {
 		res.Err, res.Error = err, err.describe()
+		if res.Effects != nil {
+			res.Effects.End = err.Kind
+		}
 		return res, cached
 	}
 	runtime, err := runtimeBytecode()
@@ -442,6 +450,7 @@ func (e *Executor) execute(ctx context.Context, req Request, resumed *govRun, se
 		o = e.do(ctx, p, in)
 	}
 	cached = o.cached
+	res.Effects = o.effects
 	if o.refused {
 		return fail(o.err)
 	}

@@ -365,6 +365,9 @@ func (r *run) unbind(p *program, in *runInput, o *outcome) {
 	}
 	if c := r.c; c != nil && c.host != nil {
 		c.host.close()
+		if o != nil {
+			o.effects = c.host.led.snapshot(time.Now())
+		}
 	}
 	s.call, s.run, s.prog = nil, call{}, program{}
 	switch {
@@ -382,6 +385,9 @@ func (r *run) unbind(p *program, in *runInput, o *outcome) {
 // instrumentation dropped, the executor's life let go.
 func (r *run) close(p *program, in *runInput, o *outcome) {
 	r.unbind(p, in, o)
+	if o.err != nil && o.effects != nil {
+		o.effects.End = o.err.Kind
+	}
 	if r.release != nil {
 		r.release()
 	}

@@ -66,6 +66,7 @@ type Executor struct {
 	ts           TypeScript        // strips a source that is not JavaScript; nil: none
 	outbound     http.RoundTripper // the network runs are granted (fetch); nil: none
 	gov          *Governance       // WithGovernance, or nil
+	effects      map[string]Effect // declared effects by policy name ("*": the rest), or nil
 	observer     Observer          // WithObserver, or nil
 	memory       *MemoryBudget     // the runs' memory budget, or nil
 	memoryWait   time.Duration     // WithMemoryWait, or -1: until the deadline
@@ -95,6 +96,7 @@ type config struct {
 	idleMemory    int64
 	idleMemorySet bool
 	gov           *Governance
+	effects       map[string]Effect // the tools' declared effects (WithGovernance)
 	observer      Observer
 	memory        *MemoryBudget // WithMemoryBudget
 	memorySet     bool
@@ -222,7 +224,7 @@ func New(opts ...Option) (*Executor, error) {
 		}
 	}
 	e := &Executor{limits: limits, retainIdle: cfg.retainIdle, queueTimeout: cfg.queue, sessionTTL: cfg.sessionTTL, checker: cfg.checker, checkMode: cfg.checkMode, checked: checkedMode, ts: cfg.ts,
-		outbound: cfg.outbound, gov: cfg.gov, observer: cfg.observer}
+		outbound: cfg.outbound, gov: cfg.gov, effects: cfg.effects, observer: cfg.observer}
 	if !cfg.tsSet {
 		e.ts = registeredTypeScript()
 	}
@@ -341,6 +343,11 @@ type Result struct {
 	// Diagnostics are what a type check in warn mode found (see
 	// WithTypeCheck): the run went on anyway.
 	Diagnostics []TypeDiagnostic
+	// Effects is the ledger of the run's host calls: which tools ran, in
+	// order, and how each ended; nil: the program called no tool. A
+	// failed run's Result, returned next to its error, has it too:
+	// Effects.Summary says whether a retry can repeat a write.
+	Effects *Effects
 }
 
 // Run executes script as the body of an async function in a fresh sandbox:
@@ -406,7 +413,8 @@ func (e *Executor) runScript(ctx context.Context, script string, resumed *govRun
 	if o.refused {
 		return nil, o.err, false
 	}
-	res := &Result{Value: o.value, Logs: o.logs, Stats: o.stats, Paused: o.paused, Diagnostics: o.diagnostics}
+	res := &Result{Value: o.value, Logs: o.logs, Stats: o.stats, Paused: o.paused, Diagnostics: o.diagnostics,
+		Effects: o.effects}
 	if o.err != nil {
 		return res, o.err, o.cached
 	}

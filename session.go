@@ -246,7 +246,8 @@ func (s *Session) run(ctx context.Context, script string, resumed *govRun) (_ *R
 	if o.refused {
 		return nil, o.err, false
 	}
-	res := &Result{Value: o.value, Logs: o.logs, Stats: o.stats, Paused: o.paused, Diagnostics: o.diagnostics}
+	res := &Result{Value: o.value, Logs: o.logs, Stats: o.stats, Paused: o.paused, Diagnostics: o.diagnostics,
+		Effects: o.effects}
 	if o.err != nil {
 		return res, o.err, o.cached
 	}

@@ -108,7 +108,7 @@ func TestTypeCheckCodeModeTool(t *testing.T) {
 		mode TypeCheck
 		want string
 	}{
-		{TypeCheckEnforce, `{"kind":"type_error","name":"run_js","diagnostics":[{"line":1,"column":18,"code":2304,"message":"Cannot find name 'nope'."}]}`},
+		{TypeCheckEnforce, `{"kind":"type_error","name":"run_js","diagnostics":[{"line":1,"column":18,"code":2304,"message":"Cannot find name 'nope'."}]` + noToolRan + `}`},
 		{TypeCheckWarn, `{"result":"ran","diagnostics":[{"line":1,"column":18,"code":2304,"message":"Cannot find name 'nope'."}]}`},
 	} {
 		cm, err := NewCodeModeTool(nil, Limits{}, WithTypeCheck(&fakeChecker{}, tt.mode))

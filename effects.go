@@ -1,0 +1,514 @@
+//go:build cgo
+
+package codemode
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// effects.go: the effects ledger. Every run records the host calls its
+// program made, in order, so that whoever reads its outcome (a Go caller,
+// a model deciding whether to retry, an operator reading a batch summary)
+// can tell "no tool ran" from "store.put completed before the timeout".
+// A call is recorded as the program makes it and again as its handler
+// returns; what the run's end finds still in a handler is "running".
+
+// Effect is what a tool does to the world, as its host declares it in its
+// [ToolPolicy]: a call to a read can be repeated, a call to a write may
+// repeat what it did.
+type Effect string
+
+// The effects a [ToolPolicy] may declare.
+const (
+	// EffectWrite: the tool may change the world. The default for every
+	// tool the host does not mark: a retry decision must not assume a
+	// tool harmless that nobody said was.
+	EffectWrite Effect = "write"
+	// EffectRead: the tool only reads; repeating it changes nothing.
+	EffectRead Effect = "read"
+)
+
+// The outcomes of a [ToolEffect] besides those of [ToolCallEnd] ("ok",
+// "error", "timeout", "rejected", "budget", "replayed", "paused").
+const (
+	// OutcomeRunning: the handler had not returned when the run ended; it
+	// may still complete (a write it makes may take effect).
+	OutcomeRunning = "running"
+	// OutcomeNotStarted: the call waited for a free handler (past the
+	// in-flight bound) and the run ended first; its tool never ran.
+	OutcomeNotStarted = "not_started"
+)
+
+// The bounds of a ledger: the first LedgerHead calls and the last
+// LedgerTail are kept; [Effects].Omitted counts those between.
+const (
+	LedgerHead = 32
+	LedgerTail = 32
+)
+
+// ToolEffect is one host call of a run, as the ledger keeps it.
+type ToolEffect struct {
+	// Seq is the call's place among the run's calls, from 0 (as
+	// [ToolCallInfo].Seq).
+	Seq int `json:"seq"`
+	// Tool is the tool's policy name: a capability's name, a provider
+	// tool's "provider.tool", "fetch" for the network.
+	Tool string `json:"tool"`
+	// Effect is the tool's declared effect (EffectWrite unless marked).
+	Effect Effect `json:"effect"`
+	// Outcome is how the call ended: "ok" (its handler returned an
+	// answer: a provider's {"error": …} answer too, the tool ran),
+	// "error" (its handler failed), OutcomeRunning, OutcomeNotStarted,
+	// or governance's: "timeout" (its per-call timeout: the handler was
+	// left running), "rejected", "budget" (the tool did not run),
+	// "replayed" (a resumed run's answer from the continuation: the tool
+	// ran before the pause), "paused".
+	Outcome string `json:"outcome"`
+	// Elapsed is the time from the call to its end, or to the run's end
+	// for a call still running.
+	Elapsed time.Duration `json:"-"`
+}
+
+// MarshalJSON writes the call with its elapsed time in milliseconds
+// ("ms"), to the microsecond.
+func (t ToolEffect) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, 96)
+	b = append(b, `{"seq":`...)
+	b = strconv.AppendInt(b, int64(t.Seq), 10)
+	b = append(b, `,"tool":`...)
+	b = appendJSONString(b, t.Tool)
+	b = append(b, `,"effect":`...)
+	b = appendJSONString(b, string(t.Effect))
+	b = append(b, `,"outcome":`...)
+	b = appendJSONString(b, t.Outcome)
+	b = append(b, `,"ms":`...)
+	b = strconv.AppendFloat(b, float64(t.Elapsed.Microseconds())/1000, 'f', -1, 64)
+	return append(b, '}'), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (t *ToolEffect) UnmarshalJSON(data []byte) error {
+	var w struct {
+		Seq     int     `json:"seq"`
+		Tool    string  `json:"tool"`
+		Effect  Effect  `json:"effect"`
+		Outcome string  `json:"outcome"`
+		MS      float64 `json:"ms"`
+	}
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	*t = ToolEffect{Seq: w.Seq, Tool: w.Tool, Effect: w.Effect, Outcome: w.Outcome,
+		Elapsed: time.Duration(w.MS * float64(time.Millisecond))}
+	return nil
+}
+
+// started says whether the call reached its tool (now or, replayed,
+// before a pause).
+func (t *ToolEffect) started() bool {
+	switch t.Outcome {
+	case "ok", "error", "timeout", "replayed", OutcomeRunning:
+		return true
+	}
+	return false
+}
+
+// Effects is a run's ledger: which host calls its program made, in order,
+// and how each ended, bounded in size. A nil *Effects is a run that made
+// no call (its methods take it so). Run, Execute, a session's run and Resume fill it in their
+// result (next to the error of a failed run); CodeModeTool, `codemode`
+// and the daemon show it as [Effects.MarshalJSON] writes it.
+type Effects struct {
+	// Calls are the first LedgerHead calls and the last LedgerTail, in
+	// order; Omitted counts those between them.
+	Calls   []ToolEffect
+	Omitted int
+	// Started counts the calls that reached their tool (OK, Failed and
+	// Running ones, and replayed ones: they ran before a pause);
+	// Completed those whose handler returned (OK or Failed).
+	Started, Completed int
+	// WritesCompleted counts the calls of write tools whose handler
+	// returned an answer, WritesFailed those whose handler failed (it may
+	// have written before it did: the tool's to say), WritesRunning those
+	// still in their handler at the run's end (or left there by their
+	// per-call timeout); all over every call, omitted ones included.
+	WritesCompleted, WritesFailed, WritesRunning int
+	// Written names the write tools with a completed call, FailedWrites
+	// those with a failed one, each once, in the order of their first
+	// (at most MaxWritten each; the counts above are exact).
+	Written, FailedWrites []string
+	// End is how the run ended: "" with a value (or a pause), else its
+	// error's kind.
+	End ErrorKind
+}
+
+// MaxWritten bounds [Effects].Written.
+const MaxWritten = 8
+
+// Wrote reports whether a write may have taken effect: a write tool's
+// call completed, failed or did not return.
+func (e *Effects) Wrote() bool {
+	return e != nil && (e.WritesCompleted > 0 || e.WritesFailed > 0 || e.WritesRunning > 0)
+}
+
+// Summary says in a sentence what the run did to the world, for the model
+// and the log: "no tool ran", "only reads ran", or which writes completed,
+// failed or did not return, and, when the run was stopped (its deadline,
+// its memory limit, its caller), before what: e.g. "store.put completed
+// before the timeout".
+func (e *Effects) Summary() string {
+	if e == nil || e.Started == 0 {
+		return "no tool ran"
+	}
+	if !e.Wrote() {
+		return "only reads ran"
+	}
+	var parts []string
+	if e.WritesCompleted > 0 {
+		parts = append(parts, nameList(e.Written, e.WritesCompleted)+" completed")
+	}
+	if e.WritesFailed > 0 {
+		parts = append(parts, nameList(e.FailedWrites, e.WritesFailed)+" failed (it may have written first)")
+	}
+	if e.WritesRunning > 0 {
+		var running []string
+		for i := range e.Calls {
+			if c := &e.Calls[i]; c.Effect == EffectWrite && (c.Outcome == OutcomeRunning || c.Outcome == "timeout") &&
+				!containsString(running, c.Tool) && len(running) < MaxWritten {
+				running = append(running, c.Tool)
+			}
+		}
+		parts = append(parts, nameList(running, e.WritesRunning)+" did not return (it may have taken effect)")
+	}
+	s := strings.Join(parts, "; ")
+	if end := endName(e.End); end != "" {
+		s += " before " + end
+	}
+	return s
+}
+
+// nameList is "a", "a and b", "a, b and c": the tools of n calls (names
+// is empty only when none of them is kept: then "n write calls").
+func nameList(names []string, n int) string {
+	if len(names) == 0 {
+		return fmt.Sprintf("%d write calls", n)
+	}
+	s := names[0]
+	for i := 1; i < len(names); i++ {
+		if i == len(names)-1 {
+			s += " and " + names[i]
+		} else {
+			s += ", " + names[i]
+		}
+	}
+	return s
+}
+
+// addName adds tool to names once, up to MaxWritten names.
+func addName(names []string, tool string) []string {
+	if len(names) < MaxWritten && !containsString(names, tool) {
+		names = append(names, tool)
+	}
+	return names
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// endName is how a summary names what stopped a run that failed with
+// kind, or "" when the program ended by itself (it threw, it stalled).
+func endName(kind ErrorKind) string {
+	switch kind {
+	case KindTimeout:
+		return "the timeout"
+	case KindMemoryExceeded, KindMemoryBudget:
+		return "the memory limit"
+	case KindInternal:
+		return "the run was stopped"
+	}
+	return ""
+}
+
+// effectsJSON is the shape MarshalJSON writes.
+type effectsJSON struct {
+	Summary   string       `json:"summary"`
+	Started   int          `json:"started"`
+	Completed int          `json:"completed"`
+	Calls     []ToolEffect `json:"calls,omitempty"`
+	Omitted   int          `json:"omitted,omitempty"`
+}
+
+// MarshalJSON writes the ledger as the model reads it: its summary, the
+// counts, the calls kept and how many were left out, e.g.
+//
+//	{"summary":"store.put completed before the timeout","started":2,"completed":2,
+//	 "calls":[{"seq":0,"tool":"store.get","effect":"read","outcome":"ok","ms":0.412},
+//	          {"seq":1,"tool":"store.put","effect":"write","outcome":"ok","ms":1.07}]}
+func (e *Effects) MarshalJSON() ([]byte, error) {
+	if e == nil {
+		e = &Effects{}
+	}
+	return marshal(effectsJSON{Summary: e.Summary(), Started: e.Started, Completed: e.Completed, Calls: e.Calls,
+		Omitted: e.Omitted})
+}
+
+// ledger records a run's calls as they are made and end (hostRun's).
+type ledger struct {
+	mu    sync.Mutex
+	head  []ledgerEntry            // the first LedgerHead calls, by seq
+	tail  *[LedgerTail]ledgerEntry // later calls, by seq % LedgerTail (made past the head)
+	n     int                      // calls recorded
+	out   Effects                  // the counts so far
+	open  []openCall               // calls started and not ended
+	ended bool                     // snapshot taken: later ends are not the run's
+	// Room for a run's first calls, so that a run of a few calls
+	// allocates nothing for its ledger but its snapshot.
+	headBuf [4]ledgerEntry
+	openBuf [4]openCall
+}
+
+// ledgerEntry is a kept call and when it was made.
+type ledgerEntry struct {
+	ToolEffect
+	at time.Time
+}
+
+// openCall is a call in its handler: what the snapshot needs of it
+// whether or not the ledger still keeps its entry.
+type openCall struct {
+	seq   int
+	write bool
+}
+
+// close removes call seq from the open calls.
+func (l *ledger) close(seq int) {
+	for i := range l.open {
+		if l.open[i].seq == seq {
+			l.open[i] = l.open[len(l.open)-1]
+			l.open = l.open[:len(l.open)-1]
+			return
+		}
+	}
+}
+
+// begin records a call the program made.
+func (l *ledger) begin(seq int, tool string, effect Effect, at time.Time) {
+	r := ledgerEntry{ToolEffect{Seq: seq, Tool: tool, Effect: effect, Outcome: OutcomeNotStarted}, at}
+	l.mu.Lock()
+	switch {
+	case seq < LedgerHead:
+		if l.head == nil {
+			l.head = l.headBuf[:0]
+		}
+		for len(l.head) <= seq {
+			l.head = append(l.head, ledgerEntry{ToolEffect: ToolEffect{Seq: -1}})
+		}
+		l.head[seq] = r
+	default:
+		if l.tail == nil {
+			l.tail = new([LedgerTail]ledgerEntry)
+		}
+		l.tail[seq%LedgerTail] = r
+	}
+	l.n = max(l.n, seq+1)
+	l.mu.Unlock()
+}
+
+// entry returns the kept ledgerEntry of call seq, or nil.
+func (l *ledger) entry(seq int) *ledgerEntry {
+	if seq < LedgerHead {
+		if seq < len(l.head) && l.head[seq].Seq == seq {
+			return &l.head[seq]
+		}
+		return nil
+	}
+	if l.tail != nil {
+		if r := &l.tail[seq%LedgerTail]; r.Seq == seq && r.Tool != "" {
+			return r
+		}
+	}
+	return nil
+}
+
+// enter records that call seq reached its handler.
+func (l *ledger) enter(seq int, write bool) {
+	l.mu.Lock()
+	if !l.ended {
+		if r := l.entry(seq); r != nil {
+			r.Outcome = OutcomeRunning
+		}
+		if l.open == nil {
+			l.open = l.openBuf[:0]
+		}
+		l.open = append(l.open, openCall{seq: seq, write: write})
+		l.out.Started++
+	}
+	l.mu.Unlock()
+}
+
+// end records how call seq ended: "ok" or "error" for a handler that
+// returned, else governance's note ("timeout" leaves the call open: its
+// handler runs on; "replayed" ran before a pause). A call that never
+// entered its handler (refused, paused) ends here too.
+func (l *ledger) end(seq int, tool string, write bool, outcome string, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ended {
+		return
+	}
+	if r := l.entry(seq); r != nil {
+		r.Outcome, r.Elapsed = outcome, now.Sub(r.at)
+	}
+	switch outcome {
+	case "timeout":
+		return // left in its handler by its per-call timeout: still open
+	case "ok", "error":
+		l.close(seq)
+	case "replayed":
+		l.out.Started++
+	default:
+		l.close(seq) // refused: it never ran
+		return
+	}
+	l.out.Completed++
+	switch {
+	case !write:
+	case outcome == "error":
+		l.out.WritesFailed++
+		l.out.FailedWrites = addName(l.out.FailedWrites, tool)
+	default:
+		l.out.WritesCompleted++
+		l.out.Written = addName(l.out.Written, tool)
+	}
+}
+
+// snapshot ends the ledger at the run's end: calls still in a handler are
+// running, their elapsed time counted to now.
+func (l *ledger) snapshot(now time.Time) *Effects {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ended = true
+	if l.n == 0 {
+		return nil
+	}
+	out := new(Effects)
+	*out = l.out
+	for _, c := range l.open {
+		if c.write {
+			out.WritesRunning++
+		}
+		if r := l.entry(c.seq); r != nil && r.Outcome == OutcomeRunning {
+			r.Elapsed = now.Sub(r.at)
+		}
+	}
+	out.Calls = make([]ToolEffect, 0, min(l.n, LedgerHead+LedgerTail))
+	for i := range l.head {
+		if l.head[i].Seq >= 0 {
+			out.Calls = append(out.Calls, l.head[i].ToolEffect)
+		}
+	}
+	for seq := max(LedgerHead, l.n-LedgerTail); seq < l.n; seq++ {
+		if r := l.entry(seq); r != nil {
+			out.Calls = append(out.Calls, r.ToolEffect)
+		}
+	}
+	out.Omitted = l.n - len(out.Calls)
+	return out
+}
+
+// appendJSONString appends s as a JSON string.
+func appendJSONString(b []byte, s string) []byte {
+	if plainASCII(s) {
+		b = append(b, '"')
+		b = append(b, s...)
+		return append(b, '"')
+	}
+	q, _ := marshal(s)
+	return append(b, q...)
+}
+
+// effectOf is the declared effect of a tool by its policy name: its
+// policy's, else the "*" policy's, else EffectWrite.
+func (e *Executor) effectOf(name string) Effect {
+	if e.effects != nil {
+		if f, ok := e.effects[name]; ok {
+			return f
+		}
+		if f, ok := e.effects["*"]; ok {
+			return f
+		}
+	}
+	return EffectWrite
+}
+
+// fetchEffect is the effect of a fetch with args: its policy's when the
+// host marked "fetch", else by the request's method (RFC 9110's safe
+// methods read, every other writes).
+func (e *Executor) fetchEffect(args []byte) Effect {
+	if f, ok := e.effects["fetch"]; ok {
+		return f
+	}
+	var r struct {
+		Method string `json:"method"`
+	}
+	if json.Unmarshal(args, &r) == nil {
+		switch strings.ToUpper(r.Method) {
+		case "GET", "HEAD", "OPTIONS", "TRACE":
+			return EffectRead
+		}
+	}
+	return EffectWrite
+}
+
+// track records a call in the ledger as the program makes it, and
+// returns its name there (its policy name; "fetch" for the network) and
+// whether its tool writes.
+func (h *hostRun) track(cap int, provider, tool string, args []byte, seq int) (name string, write bool) {
+	var f Effect
+	switch {
+	case cap < 0:
+		if provider != h.lastProvider || tool != h.lastTool {
+			h.lastProvider, h.lastTool, h.lastName = provider, tool, provider+"."+tool
+		}
+		name = h.lastName
+		f = h.ex.effectOf(name)
+	case h.caps.caps[cap].Name == fetchCapabilityName:
+		name, f = "fetch", h.ex.fetchEffect(args)
+	default:
+		name = h.caps.caps[cap].Name
+		f = h.ex.effectOf(name)
+	}
+	h.led.begin(seq, name, f, time.Now())
+	return name, f == EffectWrite
+}
+
+// outcome is how the ledger records a call that ended with d.
+func (d *completion) outcome() string {
+	switch d.why {
+	case noteNone, noteApproved, noteEdited:
+		if d.failed {
+			return "error"
+		}
+		return "ok"
+	}
+	return d.why.String()
+}
+
+// outcomeOf is the ledger's outcome of a handler that returned.
+func outcomeOf(failed bool) string {
+	if failed {
+		return "error"
+	}
+	return "ok"
+}
