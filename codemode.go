@@ -416,6 +416,7 @@ type CodeModeTool struct {
 	async       bool
 	grant       []string       // Granted's names; nil: every tool
 	convs       *conversations // WithSessions: each conversation's session; nil: none
+	budget      int            // the output's budget in bytes (WithOutputBudget); 0: none
 }
 
 // NewCodeModeTool wraps tools as capabilities of a new executor with the
@@ -440,6 +441,10 @@ func NewCodeModeTool(tools []Tool, limits Limits, opts ...Option) (*CodeModeTool
 	}
 	async := !probe.syncTools
 	sessions := probe.sessions
+	budget := DefaultOutputBudget
+	if probe.budgetSet {
+		budget = probe.budget
+	}
 	opts = append([]Option{WithLimits(limits)}, opts...)
 	apis := make([]ToolAPI, 0, len(tools))
 	owner := map[string]string{}
@@ -464,13 +469,34 @@ func NewCodeModeTool(tools []Tool, limits Limits, opts ...Option) (*CodeModeTool
 		return nil, err
 	}
 	c := contract(exec.ts != nil, exec.outbound != nil, async)
-	t := &CodeModeTool{exec: exec, apis: apis, async: async}
+	t := &CodeModeTool{exec: exec, apis: apis, async: async, budget: budget}
 	if sessions {
 		c += contractSession
 		t.convs = &conversations{m: map[string]*Session{}}
 	}
 	t.contract, t.description = c, describeDeclared(apis, c, async)
 	return t, nil
+}
+
+// WithOutputBudget sets the budget, in bytes, of what [NewCodeModeTool]'s
+// calls give the model back: a result and logs past it are shaped to fit
+// (see [ShapeJSON] and [ShapeLogs]: an array keeps its first items, a
+// string its start, logs their first and last lines, each saying what was
+// left out), and the output says so under "shaped", with how to ask for
+// less. The logs take what the result leaves, and at least a quarter when
+// both are over; the effects ledger and the note are not counted.
+// [TokenBudget] converts a budget in tokens. The default is
+// [DefaultOutputBudget]; 0 turns shaping off (the payload limit of
+// [Limits] stays the hard bound behind it); New refuses a negative
+// budget. Executors ignore it: Run and Execute give callers exact values.
+func WithOutputBudget(bytes int) Option {
+	return func(c *config) error {
+		if bytes < 0 {
+			return fmt.Errorf("%w: negative output budget %d", ErrInvalidLimits, bytes)
+		}
+		c.budget, c.budgetSet = bytes, true
+		return nil
+	}
 }
 
 // WithSyncTools makes [NewCodeModeTool] wrap its tools as synchronous
@@ -566,6 +592,10 @@ type CallResult struct {
 	// the value, and the ledger's times would make it differ from run to
 	// run).
 	Effects *Effects
+	// Shaped says what was cut from the value (or error) and the logs to
+	// fit the tool's output budget ([WithOutputBudget]), as Output's
+	// "shaped" tells the model; "": nothing.
+	Shaped string
 }
 
 // Invoke runs {"code": "<script>"}: Output is {"result": value} plus
@@ -660,13 +690,55 @@ func (t *CodeModeTool) callResult(res *Result, err error) (CallResult, error) {
 		if eff != nil {
 			eff.End = ee.Kind
 		}
+		j, logs, shaped := t.shape(json.RawMessage(ee.LLMJSON()), logs, "error")
 		extra = appendEffects(extra, eff)
-		j := ee.LLMJSON()
-		out, err := withLogs(j[:len(j)-1]+string(extra)+"}", logs)
-		return CallResult{Output: out, IsError: true, Effects: eff}, err
+		extra = appendShaped(extra, shaped)
+		out, err := withLogs(string(j[:len(j)-1])+string(extra)+"}", logs)
+		return CallResult{Output: out, IsError: true, Effects: eff, Shaped: shaped}, err
 	}
-	out, err := withLogs(`{"result":`+string(res.Value)+string(extra)+`}`, logs)
-	return CallResult{Output: out, Effects: eff}, err
+	v, logs, shaped := t.shape(res.Value, logs, "result")
+	extra = appendShaped(extra, shaped)
+	out, err := withLogs(`{"result":`+string(v)+string(extra)+`}`, logs)
+	return CallResult{Output: out, Effects: eff, Shaped: shaped}, err
+}
+
+// shape cuts a value (what) and logs to the tool's budget: the logs take
+// what the value leaves, and at least a quarter of it when both are over.
+// It returns the notes of what it cut, for the model, or "".
+func (t *CodeModeTool) shape(v json.RawMessage, logs []string, what string) (json.RawMessage, []string, string) {
+	if t.budget == 0 {
+		return v, logs, ""
+	}
+	size := 0
+	for _, l := range logs {
+		size += len(l) + 3
+	}
+	if len(v)+size <= t.budget {
+		return v, logs, ""
+	}
+	var notes []string
+	logs, li := ShapeLogs(logs, max(t.budget/4, t.budget-len(v)))
+	if li != nil {
+		notes = append(notes, li.Note("log"))
+	}
+	lb, _ := marshal(logs)
+	if len(logs) == 0 {
+		lb = nil
+	}
+	v, vi := ShapeJSON(v, t.budget-len(lb))
+	if vi != nil {
+		notes = append([]string{vi.Note(what)}, notes...)
+	}
+	return v, logs, strings.Join(notes, ". ")
+}
+
+// appendShaped appends `,"shaped":` and the note, when there is one.
+func appendShaped(b []byte, note string) []byte {
+	if note == "" {
+		return b
+	}
+	q, _ := marshal(note)
+	return append(append(b, `,"shaped":`...), q...)
 }
 
 // appendEffects appends `,"effects":` and the ledger's JSON to b.

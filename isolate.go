@@ -192,7 +192,7 @@ type outcome struct {
 	refused  bool      // admit or prepare refused the run: it never opened a sandbox
 	// diagnostics are the run's type check's, in warn mode.
 	diagnostics []TypeDiagnostic
-	cached      bool    // its bytecode came from the cache
+	cached      bool     // its bytecode came from the cache
 	effects     *Effects // the run's ledger; nil: no call
 }
 

@@ -92,6 +92,8 @@ type config struct {
 	tsSet         bool
 	outbound      http.RoundTripper
 	syncTools     bool // NewCodeModeTool: sync capabilities (WithSyncTools)
+	budget        int  // NewCodeModeTool: its output budget (WithOutputBudget)
+	budgetSet     bool
 	modules       map[string]string
 	idleMemory    int64
 	idleMemorySet bool
