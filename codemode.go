@@ -702,34 +702,9 @@ func (t *CodeModeTool) callResult(res *Result, err error) (CallResult, error) {
 	return CallResult{Output: out, Effects: eff, Shaped: shaped}, err
 }
 
-// shape cuts a value (what) and logs to the tool's budget: the logs take
-// what the value leaves, and at least a quarter of it when both are over.
-// It returns the notes of what it cut, for the model, or "".
+// shape cuts a value (what) and logs to the tool's budget.
 func (t *CodeModeTool) shape(v json.RawMessage, logs []string, what string) (json.RawMessage, []string, string) {
-	if t.budget == 0 {
-		return v, logs, ""
-	}
-	size := 0
-	for _, l := range logs {
-		size += len(l) + 3
-	}
-	if len(v)+size <= t.budget {
-		return v, logs, ""
-	}
-	var notes []string
-	logs, li := ShapeLogs(logs, max(t.budget/4, t.budget-len(v)))
-	if li != nil {
-		notes = append(notes, li.Note("log"))
-	}
-	lb, _ := marshal(logs)
-	if len(logs) == 0 {
-		lb = nil
-	}
-	v, vi := ShapeJSON(v, t.budget-len(lb))
-	if vi != nil {
-		notes = append([]string{vi.Note(what)}, notes...)
-	}
-	return v, logs, strings.Join(notes, ". ")
+	return ShapeOutput(v, logs, t.budget, what)
 }
 
 // appendShaped appends `,"shaped":` and the note, when there is one.

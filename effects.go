@@ -500,6 +500,11 @@ func (d *completion) outcome() string {
 		if d.failed {
 			return "error"
 		}
+		if d.str && len(d.result) > 0 { // a provider's answer: {"error": …} is its failure
+			if _, failed := envelopeFailure(d.result[:len(d.result)-1]); failed {
+				return "error"
+			}
+		}
 		return "ok"
 	}
 	return d.why.String()

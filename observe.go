@@ -55,6 +55,8 @@ type RunEnd struct {
 	HostCalls  int
 	PeakMemory int64
 	Cached     bool
+	// Effects is the run's effects ledger (nil: it called no tool).
+	Effects *Effects
 }
 
 // ToolCallInfo names a tool call: the tool's policy name (a capability's
@@ -118,8 +120,9 @@ func (e *Executor) runStart(ctx context.Context, kind string, resumed *govRun, s
 }
 
 // runEnd tells the Observer how the run ended: paused, ok, or err's kind.
-func (e *Executor) runEnd(t runObs, st RunStats, paused, cached bool, err error) {
-	end := RunEnd{Outcome: "ok", Elapsed: st.Elapsed, HostCalls: st.HostCalls, PeakMemory: st.PeakMemory, Cached: cached}
+func (e *Executor) runEnd(t runObs, st RunStats, paused, cached bool, err error, eff *Effects) {
+	end := RunEnd{Outcome: "ok", Elapsed: st.Elapsed, HostCalls: st.HostCalls, PeakMemory: st.PeakMemory, Cached: cached,
+		Effects: eff}
 	var ee *ExecError
 	switch {
 	case paused:

@@ -381,7 +381,7 @@ func (e *Executor) executeObserved(ctx context.Context, req Request, resumed *go
 	case res.Error != "": // refused before it ran
 		err = &ExecError{Kind: KindInvalidArgs, Name: ExecuteName, Reason: res.Error}
 	}
-	e.runEnd(t, res.Stats, res.Paused != nil, cached, err)
+	e.runEnd(t, res.Stats, res.Paused != nil, cached, err, res.Effects)
 	return res
 }
 

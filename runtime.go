@@ -394,10 +394,11 @@ func (e *Executor) observeRun(ctx context.Context, resumed *govRun, sess *Sessio
 	ctx, t := e.runStart(ctx, RunKindRun, resumed, sess)
 	res, err, cached := run(ctx)
 	var st RunStats
+	var eff *Effects
 	if res != nil {
-		st = res.Stats
+		st, eff = res.Stats, res.Effects
 	}
-	e.runEnd(t, st, res != nil && res.Paused != nil, cached, err)
+	e.runEnd(t, st, res != nil && res.Paused != nil, cached, err, eff)
 	return res, err
 }
 

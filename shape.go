@@ -486,3 +486,36 @@ func cutUTF8(s string, n int) string {
 	}
 	return s[:n]
 }
+
+// ShapeOutput shapes a run's output for a model: its value (a result, or
+// an error's JSON; what names it in the note) and its logs together, to
+// budget bytes (0: no shaping). The logs take what the value leaves, and
+// at least a quarter of the budget when both are over; the value takes
+// the rest. note tells the model what was cut and how to ask for less,
+// or is "" when both fit.
+func ShapeOutput(value json.RawMessage, logs []string, budget int, what string) (json.RawMessage, []string, string) {
+	if budget <= 0 {
+		return value, logs, ""
+	}
+	size := 0
+	for _, l := range logs {
+		size += len(l) + 3
+	}
+	if len(value)+size <= budget {
+		return value, logs, ""
+	}
+	var notes []string
+	logs, li := ShapeLogs(logs, max(budget/4, budget-len(value)))
+	var lb []byte
+	if len(logs) > 0 {
+		lb, _ = marshal(logs)
+	}
+	value, vi := ShapeJSON(value, budget-len(lb))
+	if vi != nil {
+		notes = append(notes, vi.Note(what))
+	}
+	if li != nil {
+		notes = append(notes, li.Note("log"))
+	}
+	return value, logs, strings.Join(notes, ". ")
+}

@@ -97,6 +97,10 @@ type Outcome struct {
 	// Diagnostics are what a type check in warn mode found
 	// (codemode.WithTypeCheck among Options.Executor).
 	Diagnostics []codemode.TypeDiagnostic
+	// Effects is the run's ledger: which tools its program called, in
+	// order, and how each ended (nil: it called none). A failed job's
+	// Effects.Wrote says whether it left writes behind.
+	Effects *codemode.Effects
 }
 
 // Progress is the batch's state after an outcome.
@@ -419,7 +423,7 @@ func (b *runner) runOne(job Job) Outcome {
 	default:
 		res = e.Execute(ctx, codemode.Request{Code: job.Code, Providers: providers, Dispatch: dispatch})
 	}
-	out := Outcome{Result: res.Result, Logs: res.Logs, Stats: res.Stats, Diagnostics: res.Diagnostics}
+	out := Outcome{Result: res.Result, Logs: res.Logs, Stats: res.Stats, Diagnostics: res.Diagnostics, Effects: res.Effects}
 	switch {
 	case res.Paused != nil:
 		out.Kind, out.Paused, out.Result = KindPaused, res.Paused, nil
@@ -442,7 +446,7 @@ func runScript(ctx context.Context, e Engine, code string) Outcome {
 	res, err := e.Run(ctx, code)
 	var out Outcome
 	if res != nil {
-		out.Result, out.Logs, out.Stats, out.Diagnostics = res.Value, res.Logs, res.Stats, res.Diagnostics
+		out.Result, out.Logs, out.Stats, out.Diagnostics, out.Effects = res.Value, res.Logs, res.Stats, res.Diagnostics, res.Effects
 	}
 	if out.Logs == nil {
 		out.Logs = []string{}

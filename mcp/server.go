@@ -64,6 +64,13 @@ type ServerOptions struct {
 	// TypeChecked says the executor checks programs before they run
 	// (codemode.WithTypeCheck): the description tells the model.
 	TypeChecked bool
+	// OutputBudget bounds, in bytes, the result (or error) and logs a
+	// program gives the model: past it they are shaped to fit
+	// (codemode.ShapeOutput: an array keeps its first items, a string its
+	// start, logs their first and last lines), and the output says what
+	// was cut under "shaped". 0 is codemode.DefaultOutputBudget; a
+	// negative budget turns shaping off.
+	OutputBudget int
 }
 
 // DefaultTokenBudget is ServerOptions.TokenBudget's default.
@@ -329,16 +336,16 @@ func (h *handler) run(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallT
 		Code *string `json:"code"`
 	}
 	if err := json.Unmarshal(req.Params.Arguments, &in); err != nil || in.Code == nil {
-		return failure(h.invalidArgs(`the arguments are {"code": string}`), nil), nil
+		return h.failure(h.invalidArgs(`the arguments are {"code": string}`), nil, nil), nil
 	}
 	if req.Params.RequestState != "" { // the user's answer to a paused program's approval
 		cont, err := base64.StdEncoding.DecodeString(req.Params.RequestState)
 		if err != nil {
-			return failure(h.invalidArgs("the request state is not a continuation"), nil), nil
+			return h.failure(h.invalidArgs("the request state is not a continuation"), nil, nil), nil
 		}
 		d, err := approvalDecision(req.Params.InputResponses[approvalInput])
 		if err != nil {
-			return failure(h.invalidArgs(err.Error()), nil), nil
+			return h.failure(h.invalidArgs(err.Error()), nil, nil), nil
 		}
 		return h.serve(ctx, req, func(ctx context.Context, _ []codemode.Provider, dispatch codemode.DispatchFunc) codemode.ExecuteResult {
 			return h.resumeIn(ctx, req.Session, cont, d, dispatch)
@@ -358,11 +365,11 @@ func (h *handler) resume(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 		Args         json.RawMessage `json:"args"`
 	}
 	if err := json.Unmarshal(req.Params.Arguments, &in); err != nil || in.Continuation == nil || in.Approve == nil {
-		return failure(h.invalidArgs(`the arguments are {"continuation": string, "approve": boolean, "reason"?: string, "args"?: any}`), nil), nil
+		return h.failure(h.invalidArgs(`the arguments are {"continuation": string, "approve": boolean, "reason"?: string, "args"?: any}`), nil, nil), nil
 	}
 	cont, err := base64.StdEncoding.DecodeString(*in.Continuation)
 	if err != nil {
-		return failure(h.invalidArgs("the continuation is not base64"), nil), nil
+		return h.failure(h.invalidArgs("the continuation is not base64"), nil, nil), nil
 	}
 	d := codemode.Reject(in.Reason)
 	if *in.Approve {
@@ -438,7 +445,7 @@ func (h *handler) serve(ctx context.Context, req *mcp.CallToolRequest,
 	}
 	if res.Error != "" {
 		if res.Err == nil {
-			return failure(h.invalidArgs(res.Error), res.Logs), nil
+			return h.failure(h.invalidArgs(res.Error), res.Logs, res.Effects), nil
 		}
 		// Execute attributes its errors to "execute"; the client knows
 		// this tool by its own name.
@@ -447,7 +454,7 @@ func (h *handler) serve(ctx context.Context, req *mcp.CallToolRequest,
 		if rest, ok := strings.CutPrefix(e.Message, "codemode: "+codemode.ExecuteName+": "); ok && e.Kind == codemode.KindInternal {
 			e.Message = "codemode: " + h.opts.ToolName + ": " + rest
 		}
-		return failure(e.LLMJSON(), res.Logs), nil
+		return h.failure(e.LLMJSON(), res.Logs, res.Effects), nil
 	}
 	result := res.Result
 	if result == nil {
@@ -458,7 +465,8 @@ func (h *handler) serve(ctx context.Context, req *mcp.CallToolRequest,
 	if logs == nil {
 		logs = []string{}
 	}
-	out := runOutput{Result: result, Logs: logs, Diagnostics: res.Diagnostics}
+	result, logs, shaped := codemode.ShapeOutput(result, logs, h.budget(), "result")
+	out := runOutput{Result: result, Logs: logs, Diagnostics: res.Diagnostics, Shaped: shaped}
 	content := append([]mcp.Content{&mcp.TextContent{Text: jsonText(out)}}, media...)
 	return &mcp.CallToolResult{Content: content, StructuredContent: out}, nil
 }
@@ -478,12 +486,29 @@ type runOutput struct {
 	Logs   []string        `json:"logs"`
 	// Diagnostics are what a type check in warn mode found.
 	Diagnostics []codemode.TypeDiagnostic `json:"diagnostics,omitempty"`
+	// Shaped says what was cut to fit the output budget.
+	Shaped string `json:"shaped,omitempty"`
 }
 
-// failOutput is a failed program's.
+// failOutput is a failed program's: its error, its logs, and its effects
+// ledger (which tools ran: whether a retry can repeat a write).
 type failOutput struct {
-	Error json.RawMessage `json:"error"`
-	Logs  []string        `json:"logs"`
+	Error   json.RawMessage   `json:"error"`
+	Logs    []string          `json:"logs"`
+	Effects *codemode.Effects `json:"effects"`
+	Shaped  string            `json:"shaped,omitempty"`
+}
+
+// budget is the output budget in bytes; 0: none.
+func (h *handler) budget() int {
+	switch b := h.opts.OutputBudget; {
+	case b < 0:
+		return 0
+	case b == 0:
+		return codemode.DefaultOutputBudget
+	default:
+		return b
+	}
 }
 
 // jsonText is v as compact JSON without HTML escaping: the text a model
@@ -498,13 +523,18 @@ func jsonText(v any) string {
 	return strings.TrimSuffix(b.String(), "\n")
 }
 
-// failure is an isError result: the error JSON with the logs, as text and
-// structured content.
-func failure(errJSON string, logs []string) *mcp.CallToolResult {
+// failure is an isError result: the error JSON with the logs and the
+// effects ledger, shaped to the output budget, as text and structured
+// content.
+func (h *handler) failure(errJSON string, logs []string, eff *codemode.Effects) *mcp.CallToolResult {
 	if logs == nil {
 		logs = []string{}
 	}
-	out := failOutput{Error: json.RawMessage(errJSON), Logs: logs}
+	if eff == nil {
+		eff = &codemode.Effects{} // no tool ran
+	}
+	shapedErr, logs, shaped := codemode.ShapeOutput(json.RawMessage(errJSON), logs, h.budget(), "error")
+	out := failOutput{Error: shapedErr, Logs: logs, Effects: eff, Shaped: shaped}
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: jsonText(out)}}, StructuredContent: out}
 }
 

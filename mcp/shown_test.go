@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
@@ -28,10 +30,16 @@ func serve(t testing.TB, opts cmcp.ServerOptions, routes ...cmcp.Route) *mcp.Cli
 // serveTo is serve with the client's options.
 func serveTo(t testing.TB, opts cmcp.ServerOptions, copts *mcp.ClientOptions, routes ...cmcp.Route) *mcp.ClientSession {
 	t.Helper()
+	return serveWith(t, newExec(t), opts, copts, routes...)
+}
+
+// serveWith is serveTo with the executor given.
+func serveWith(t testing.TB, e *codemode.Executor, opts cmcp.ServerOptions, copts *mcp.ClientOptions, routes ...cmcp.Route) *mcp.ClientSession {
+	t.Helper()
 	ctx := context.Background()
 	r, err := cmcp.NewRouter(routes...)
 	require.NoError(t, err)
-	srv, err := cmcp.NewServer(newExec(t), r, opts)
+	srv, err := cmcp.NewServer(e, r, opts)
 	require.NoError(t, err)
 	ct, st := mcp.NewInMemoryTransports()
 	ss, err := srv.Connect(ctx, st, nil)
@@ -110,6 +118,13 @@ return r;`
 	assert.Equal(t, `{"result":{},"logs":[]}`, text(t, res))
 }
 
+// noToolRan is the ledger of a failed program that called no tool, as
+// the text block shows it.
+const noToolRan = `,"effects":{"summary":"no tool ran","started":0,"completed":0}`
+
+// msRE matches a ledger's elapsed times.
+var msRE = regexp.MustCompile(`"ms":[0-9.e-]+`)
+
 // TestShownText: text blocks are JSON without HTML escaping, and errors
 // carry the tool's name as the client knows it (not "execute").
 func TestShownText(t *testing.T) {
@@ -118,17 +133,18 @@ func TestShownText(t *testing.T) {
 	tests := []struct{ code, want string }{
 		{`return "<anonymous> & co"`, `{"result":"<anonymous> & co","logs":[]}`},
 		{`console.log("<b>"); return {b: 1, a: "&"}`, `{"result":{"b":1,"a":"&"},"logs":["<b>"]}`},
-		{`throw new Error("<x>")`, `{"error":{"kind":"js","name":"exec_js","message":"Error: <x>\n    at <anonymous> (program.js:1:11)"},"logs":[]}`},
-		{`return await shapes.fails()`, `{"error":{"kind":"capability","name":"exec_js","capability":"shapes.fails","message":"the thing\nis broken"},"logs":[]}`},
+		{`throw new Error("<x>")`, `{"error":{"kind":"js","name":"exec_js","message":"Error: <x>\n    at <anonymous> (program.js:1:11)"},"logs":[]` + noToolRan + `}`},
+		{`return await shapes.fails()`, `{"error":{"kind":"capability","name":"exec_js","capability":"shapes.fails","message":"the thing\nis broken"},"logs":[],` +
+			`"effects":{"summary":"shapes.fails failed (it may have written first)","started":1,"completed":1,"calls":[{"seq":0,"tool":"shapes.fails","effect":"write","outcome":"error","ms":0}]}}`},
 	}
 	for _, tt := range tests {
 		res := runJS(t, cs, "exec_js", tt.code)
-		assert.Equal(t, tt.want, text(t, res), "Run(%q)", tt.code)
+		assert.Equal(t, tt.want, msRE.ReplaceAllString(text(t, res), `"ms":0`), "Run(%q)", tt.code)
 		assert.Equal(t, strings.HasPrefix(tt.want, `{"error"`), res.IsError, tt.code)
 	}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "exec_js", Arguments: map[string]any{}})
 	require.NoError(t, err)
-	assert.Equal(t, `{"error":{"kind":"invalid_args","name":"exec_js","reason":"the arguments are {\"code\": string}"},"logs":[]}`, text(t, res))
+	assert.Equal(t, `{"error":{"kind":"invalid_args","name":"exec_js","reason":"the arguments are {\"code\": string}"},"logs":[]`+noToolRan+`}`, text(t, res))
 
 	// An internal error's message names the tool too.
 	r, err := cmcp.NewRouter()
@@ -145,7 +161,7 @@ func TestShownText(t *testing.T) {
 	require.NoError(t, err)
 	defer closed.Close()
 	res = runJS(t, closed, "exec_js", "return 1")
-	assert.Equal(t, `{"error":{"kind":"internal","message":"codemode: exec_js: codemode: executor closed"},"logs":[]}`, text(t, res))
+	assert.Equal(t, `{"error":{"kind":"internal","message":"codemode: exec_js: codemode: executor closed"},"logs":[]`+noToolRan+`}`, text(t, res))
 }
 
 // TestShownMedia: an image or audio value at the top of the result is an
@@ -174,7 +190,7 @@ func TestShownMedia(t *testing.T) {
 	for _, tt := range tests {
 		res := runJS(t, cs, "run_js", tt.code)
 		require.False(t, res.IsError, text(t, res))
-		assert.Equal(t, tt.want, text(t, res), "Run(%q)", tt.code)
+		assert.Equal(t, tt.want, msRE.ReplaceAllString(text(t, res), `"ms":0`), "Run(%q)", tt.code)
 		blocks := res.Content[1:]
 		if len(blocks) == 0 {
 			blocks = nil
@@ -291,4 +307,48 @@ func TestShownContentNote(t *testing.T) {
 	tools, err := cs.ListTools(ctx, nil)
 	require.NoError(t, err)
 	assert.NotContains(t, tools.Tools[0].Description, "MCP results")
+}
+
+// TestEffectsAndShaping: a failed program's output says which upstream
+// tools ran before it ended; an output past the budget is shaped and says
+// so.
+func TestEffectsAndShaping(t *testing.T) {
+	up, err := cmcp.NewUpstream(context.Background(), "shapes", connect(t, upstreamServer(nil)))
+	require.NoError(t, err)
+	e, err := codemode.New(codemode.WithLimits(codemode.Limits{Deadline: 500 * time.Millisecond}))
+	require.NoError(t, err)
+	t.Cleanup(func() { e.Close() })
+	cs := serveWith(t, e, cmcp.ServerOptions{OutputBudget: 4096}, nil, up)
+	res := runJS(t, cs, "run_js", `await shapes.get_json({n: 1}); await shapes.get_text(); for (;;) {}`)
+	require.True(t, res.IsError)
+	var out struct {
+		Error   map[string]any `json:"error"`
+		Effects struct {
+			Summary string `json:"summary"`
+			Started int    `json:"started"`
+			Calls   []struct {
+				Tool, Outcome string
+			} `json:"calls"`
+		} `json:"effects"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(text(t, res)), &out))
+	assert.Equal(t, "timeout", out.Error["kind"])
+	assert.Equal(t, "shapes.get_json and shapes.get_text completed before the timeout", out.Effects.Summary)
+	assert.Equal(t, 2, out.Effects.Started)
+
+	res = runJS(t, cs, "run_js", `for (let i = 0; i < 5000; i++) console.log("line " + i); return "x".repeat(100000)`)
+	require.False(t, res.IsError)
+	txt := text(t, res)
+	assert.Less(t, len(txt), 4096+1024)
+	var ok struct {
+		Result string   `json:"result"`
+		Logs   []string `json:"logs"`
+		Shaped string   `json:"shaped"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(txt), &ok))
+	assert.True(t, strings.HasSuffix(ok.Result, "… [100000 characters in all]"))
+	assert.Equal(t, "line 0", ok.Logs[0])
+	assert.Equal(t, "line 4999", ok.Logs[len(ok.Logs)-1])
+	assert.Contains(t, ok.Shaped, "the result was ")
+	assert.Contains(t, ok.Shaped, "the log was ")
 }

@@ -81,6 +81,16 @@ const (
 	AttrToolSeq      = attribute.Key("codemode.tool.seq")
 	AttrToolOutcome  = attribute.Key("codemode.tool.outcome")
 	AttrToolPolicy   = attribute.Key("codemode.tool.policy")
+	// The run's effects ledger (codemode.Effects): the calls that reached
+	// their tool and those whose handler returned, the write calls that
+	// completed, failed or did not return, and its summary ("no tool
+	// ran", "only reads ran", "store.put completed before the timeout").
+	AttrEffectsStarted        = attribute.Key("codemode.effects.started")
+	AttrEffectsCompleted      = attribute.Key("codemode.effects.completed")
+	AttrEffectsWritesComplete = attribute.Key("codemode.effects.writes_completed")
+	AttrEffectsWritesFailed   = attribute.Key("codemode.effects.writes_failed")
+	AttrEffectsWritesRunning  = attribute.Key("codemode.effects.writes_running")
+	AttrEffectsSummary        = attribute.Key("codemode.effects.summary")
 )
 
 // The semantic conventions' keys used (GenAI's execute_tool, error.type).
@@ -191,6 +201,15 @@ func (o *Observer) RunEnd(ctx context.Context, run codemode.RunInfo, end codemod
 	if span := trace.SpanFromContext(ctx); !o.noTraces && span.IsRecording() {
 		span.SetAttributes(AttrRunOutcome.String(end.Outcome), AttrRunHostCalls.Int(end.HostCalls),
 			AttrRunPeakMemory.Int64(end.PeakMemory), AttrRunCached.Bool(end.Cached))
+		if e := end.Effects; e != nil || end.Err != nil {
+			var started, completed, wc, wf, wr int
+			if e != nil {
+				started, completed, wc, wf, wr = e.Started, e.Completed, e.WritesCompleted, e.WritesFailed, e.WritesRunning
+			}
+			span.SetAttributes(AttrEffectsStarted.Int(started), AttrEffectsCompleted.Int(completed),
+				AttrEffectsWritesComplete.Int(wc), AttrEffectsWritesFailed.Int(wf), AttrEffectsWritesRunning.Int(wr),
+				AttrEffectsSummary.String(e.Summary()))
+		}
 		if end.Err != nil {
 			span.RecordError(end.Err)
 			span.SetAttributes(attrErrorType.String(end.Outcome))

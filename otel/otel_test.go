@@ -101,6 +101,15 @@ func TestSpanTree(t *testing.T) {
 	assert.Equal(t, "ok", a[cotel.AttrRunOutcome])
 	assert.Equal(t, "3", a[cotel.AttrRunHostCalls])
 	assert.NotEmpty(t, a[cotel.AttrRunPeakMemory])
+	// The ledger: three calls reached their tools; hang's handler was
+	// left running by its per-call timeout (every tool is a write here).
+	assert.Equal(t, "3", a[cotel.AttrEffectsStarted])
+	assert.Equal(t, "2", a[cotel.AttrEffectsCompleted])
+	assert.Equal(t, "1", a[cotel.AttrEffectsWritesComplete])
+	assert.Equal(t, "1", a[cotel.AttrEffectsWritesFailed])
+	assert.Equal(t, "1", a[cotel.AttrEffectsWritesRunning])
+	assert.Equal(t, "query completed; fail failed (it may have written first); hang did not return (it may have taken effect)",
+		a[cotel.AttrEffectsSummary])
 	assert.Equal(t, codes.Unset, run.Status().Code)
 	q := attrs(find(t, spans, "execute_tool query"))
 	assert.Equal(t, "execute_tool", q["gen_ai.operation.name"])

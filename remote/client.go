@@ -181,7 +181,7 @@ func Dial(target string, opts ...Option) (*Client, error) {
 		for _, name := range slices.Sorted(maps.Keys(g.Tools)) {
 			t := g.Tools[name]
 			c.pbGov.Tools = append(c.pbGov.Tools, &pb.ToolPolicyEntry{Name: []byte(name), Policy: &pb.ToolPolicy{TimeoutNs: int64(t.Timeout),
-				MaxInFlight: int64(t.MaxInFlight), Budget: int64(t.Budget), RequiresApproval: t.RequiresApproval}})
+				MaxInFlight: int64(t.MaxInFlight), Budget: int64(t.Budget), RequiresApproval: t.RequiresApproval, Effect: string(t.Effect)}})
 		}
 	}
 	return c, nil
@@ -293,7 +293,8 @@ func (c *Client) execute(ctx context.Context, start *pb.Start, dispatch codemode
 			return lost(ctx, codemode.ExecuteName, budget, err)
 		}
 	}
-	out := codemode.ExecuteResult{Logs: texts(res.Logs), Error: string(res.Error), Stats: fromStats(res.Stats, res.Limits)}
+	out := codemode.ExecuteResult{Logs: texts(res.Logs), Error: string(res.Error), Stats: fromStats(res.Stats, res.Limits),
+		Effects: fromEffectsJSON(res.EffectsJson)}
 	if out.Logs == nil {
 		out.Logs = []string{}
 	}
@@ -410,7 +411,7 @@ func (c *Client) Resume(ctx context.Context, continuation []byte, d codemode.Dec
 	res, text, err := c.run(ctx, start, nil)
 	out := codemode.ExecuteResult{Logs: []string{}}
 	if res != nil {
-		out.Result, out.Stats, out.Paused = res.Value, res.Stats, res.Paused
+		out.Result, out.Stats, out.Paused, out.Effects = res.Value, res.Stats, res.Paused, res.Effects
 		if res.Logs != nil {
 			out.Logs = res.Logs
 		}
@@ -494,7 +495,8 @@ func (c *Client) run(ctx context.Context, start *pb.Start, sess *Session) (r *co
 			return nil, "", lost(ctx, codemode.RunJSToolName, budget, err).Err
 		}
 	}
-	r = &codemode.Result{Logs: texts(res.Logs), Stats: fromStats(res.Stats, res.Limits)} // nil for none, as the executor's
+	r = &codemode.Result{Logs: texts(res.Logs), Stats: fromStats(res.Stats, res.Limits), // nil for none, as the executor's
+		Effects: fromEffectsJSON(res.EffectsJson)}
 	if res.Paused != nil {
 		if r.Paused, err = c.seal(res.Paused); err != nil {
 			return r, "", failed(codemode.RunJSToolName, err).Err

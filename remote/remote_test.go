@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net"
 	"slices"
 	"sync"
@@ -442,5 +443,36 @@ func TestDeterminismCrosses(t *testing.T) {
 		if !d.Clock.IsZero() {
 			assert.JSONEq(t, string(lx.Result), string(ex.Result))
 		}
+	}
+}
+
+// TestEffectsCross: the effects ledger of a program that reads, writes,
+// then loops past its deadline reaches the client whole, as in process:
+// the error's summary says the write completed; one that loops before
+// any call says no tool ran.
+func TestEffectsCross(t *testing.T) {
+	addr, _ := daemon(t, remote.ServerOptions{})
+	gov := codemode.Governance{Tools: map[string]codemode.ToolPolicy{"store.getUser": {Effect: codemode.EffectRead}}}
+	limits := codemode.Limits{Deadline: 300 * time.Millisecond}
+	local, err := codemode.New(codemode.WithGovernance(gov), codemode.WithLimits(limits))
+	require.NoError(t, err)
+	defer local.Close()
+	for _, r := range []codemode.Runner{local, dial(t, addr, remote.WithGovernance(gov), remote.WithLimits(limits))} {
+		res := r.Execute(context.Background(), codemode.Request{
+			Code:      `async () => { await store.getUser(1); await store.echo(2); for (;;) {} }`,
+			Providers: providers, Dispatch: dispatch})
+		require.NotNil(t, res.Err, "%T", r)
+		assert.Equal(t, codemode.KindTimeout, res.Err.Kind)
+		require.NotNil(t, res.Effects, "%T", r)
+		assert.Equal(t, "store.echo completed before the timeout", res.Effects.Summary(), "%T", r)
+		var got []string
+		for _, c := range res.Effects.Calls {
+			got = append(got, fmt.Sprintln(c.Seq, c.Tool, c.Effect, c.Outcome))
+		}
+		assert.Equal(t, []string{"0 store.getUser read ok\n", "1 store.echo write ok\n"}, got, "%T", r)
+
+		res = r.Execute(context.Background(), codemode.Request{Code: `async () => { for (;;) {} }`, Providers: providers, Dispatch: dispatch})
+		assert.Nil(t, res.Effects)
+		assert.Equal(t, "no tool ran", res.Effects.Summary())
 	}
 }

@@ -428,7 +428,7 @@ func (s *Server) serve(ctx context.Context, start *pb.Start, p *peer, reply func
 			return reply(&pb.Result{SessionUnknown: true, Limits: res.Limits})
 		case start.Resume != nil:
 			out := s.resume(rctx, e, start, nil)
-			r = &codemode.Result{Value: out.Result, Logs: out.Logs, Stats: out.Stats, Paused: out.Paused}
+			r = &codemode.Result{Value: out.Result, Logs: out.Logs, Stats: out.Stats, Paused: out.Paused, Effects: out.Effects}
 			if out.Err != nil {
 				rerr, text = out.Err, out.Error
 			}
@@ -440,7 +440,7 @@ func (s *Server) serve(ctx context.Context, start *pb.Start, p *peer, reply func
 		}
 		if r != nil {
 			p.flush(int64(r.Stats.HostCalls))
-			res.ResultJson, res.Logs, res.Stats = r.Value, wireTexts(r.Logs), stats(r.Stats)
+			res.ResultJson, res.Logs, res.Stats, res.EffectsJson = r.Value, wireTexts(r.Logs), stats(r.Stats), effectsJSON(r.Effects)
 			if r.Paused != nil {
 				res.ResultJson = nil
 				if res.Paused, err = s.paused(r.Paused); err != nil {
@@ -499,6 +499,7 @@ func (s *Server) serve(ctx context.Context, start *pb.Start, p *peer, reply func
 		}
 		p.flush(int64(r.Stats.HostCalls))
 		res.ResultJson, res.Logs, res.Error, res.Stats = r.Result, wireTexts(r.Logs), []byte(r.Error), stats(r.Stats)
+		res.EffectsJson = effectsJSON(r.Effects)
 		if r.Paused != nil {
 			if res.Paused, err = s.paused(r.Paused); err != nil {
 				return status.Error(codes.Internal, err.Error())
@@ -796,8 +797,9 @@ func (s *Server) governance(g *pb.Governance) (codemode.Governance, string) {
 		t := policies[name]
 		gov.Tools[name] = codemode.ToolPolicy{Timeout: time.Duration(t.GetTimeoutNs()),
 			MaxInFlight: int(min(t.GetMaxInFlight(), math.MaxInt32)), Budget: int(min(t.GetBudget(), math.MaxInt32)),
-			RequiresApproval: t.GetRequiresApproval()}
-		fmt.Fprintf(&sig, "%q %d %d %d %t;", name, t.GetTimeoutNs(), t.GetMaxInFlight(), t.GetBudget(), t.GetRequiresApproval())
+			RequiresApproval: t.GetRequiresApproval(), Effect: codemode.Effect(t.GetEffect())}
+		fmt.Fprintf(&sig, "%q %d %d %d %t %q;", name, t.GetTimeoutNs(), t.GetMaxInFlight(), t.GetBudget(), t.GetRequiresApproval(),
+			t.GetEffect())
 	}
 	return gov, sig.String()
 }
@@ -894,3 +896,31 @@ func (s *Server) executor(limits codemode.Limits, caps []*pb.Capability, g *pb.G
 // maxExecutors bounds the executors a daemon keeps (one per distinct
 // limits and capability set).
 const maxExecutors = 64
+
+// effectsWire is codemode.Effects without its model-facing MarshalJSON:
+// every field crosses the wire.
+type effectsWire codemode.Effects
+
+// effectsJSON is a ledger on the wire (Result.effects_json), or nil.
+func effectsJSON(e *codemode.Effects) []byte {
+	if e == nil {
+		return nil
+	}
+	b, err := json.Marshal((*effectsWire)(e))
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// fromEffectsJSON is the ledger a Result carries, or nil.
+func fromEffectsJSON(b []byte) *codemode.Effects {
+	if len(b) == 0 {
+		return nil
+	}
+	var w effectsWire
+	if json.Unmarshal(b, &w) != nil {
+		return nil
+	}
+	return (*codemode.Effects)(&w)
+}

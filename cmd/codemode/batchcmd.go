@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"time"
 
@@ -244,7 +245,7 @@ func cmdBatch(ctx context.Context, stop <-chan struct{}, args []string, stdin io
 				o = diverged(o, msg)
 			}
 		}
-		sum.add(o)
+		sum.add(string(j.ID), o)
 		if n > 1 {
 			r := reps.add(j, o)
 			if r == nil {
@@ -470,6 +471,26 @@ func doneIDs(path string, repeat int) (map[string]bool, error) {
 	return done, nil
 }
 
+// appendEffects appends `,"effects":` and the outcome's ledger to dst
+// when the program failed (whether a retry can repeat a write: "no tool
+// ran" too), as every surface shows it; stable drops the ledger's times.
+func appendEffects(dst []byte, o batch.Outcome, stable bool) []byte {
+	eff := o.Effects
+	if o.Kind == batch.KindOK || o.Kind == batch.KindPaused || o.Kind == batch.KindBadInput {
+		return dst
+	}
+	if stable && eff != nil {
+		c := *eff
+		c.Calls = slices.Clone(c.Calls)
+		for i := range c.Calls {
+			c.Calls[i].Elapsed = 0
+		}
+		eff = &c
+	}
+	j, _ := eff.MarshalJSON()
+	return append(append(dst, `,"effects":`...), j...)
+}
+
 // resultLine appends one output line to dst.
 func resultLine(dst []byte, j batch.Job, o batch.Outcome, stable bool) []byte {
 	dst = append(dst, `{"id":`...)
@@ -501,6 +522,7 @@ func resultLine(dst []byte, j batch.Job, o batch.Outcome, stable bool) []byte {
 		dst = append(dst, `,"diagnostics":`...)
 		dst = append(dst, d...)
 	}
+	dst = appendEffects(dst, o, stable)
 	if !stable {
 		dst = append(dst, `,"elapsed_ms":`...)
 		dst = strconv.AppendFloat(dst, float64(o.Stats.Elapsed.Microseconds())/1000, 'f', 3, 64)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -60,6 +61,8 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	addr := fs.String("http", "", "serve streamable HTTP on this address instead of stdio")
 	toolName := fs.String("tool-name", "run_js", "the code tool's name")
 	budget := fs.Int("token-budget", cmcp.DefaultTokenBudget, "the description's budget in tokens; past it, progressive discovery")
+	outBudget := codemode.DefaultOutputBudget
+	fs.Var(size{&outBudget}, "output-budget", "what a program gives the model back, result (or error) and logs; past it they are shaped to fit, saying what was cut (0: no shaping)")
 	sessions := fs.Bool("sessions", true, "keep each client's state between its programs (one session per MCP session, and a reset_js tool)")
 	var tc typeCheckFlags
 	tc.register(fs)
@@ -106,7 +109,8 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	defer exec.Close()
 	srv, err := cmcp.NewServer(exec, router, cmcp.ServerOptions{ToolName: *toolName, TokenBudget: *budget,
-		Resume: gov != nil && len(gov.Key) > 0, Sessions: *sessions, TypeChecked: len(checkOpts) > 0})
+		Resume: gov != nil && len(gov.Key) > 0, Sessions: *sessions, TypeChecked: len(checkOpts) > 0,
+		OutputBudget: cmp.Or(outBudget, -1)})
 	if err != nil {
 		return exitFor(stderr, err)
 	}

@@ -175,7 +175,8 @@ func resultObject(o batch.Outcome) any {
 		out = append(append(out[:len(out)-1:len(out)-1], `,"diagnostics":`...), d...)
 		out = append(out, '}')
 	}
-	return out
+	out = appendEffects(out[:len(out)-1:len(out)-1], o, false)
+	return append(out, '}')
 }
 
 // errorJSON is an outcome's error as the reference's kind-tagged JSON.

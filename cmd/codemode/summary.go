@@ -54,6 +54,11 @@ type summary struct {
 	kinds map[string]int
 	hist  latencies
 	n     int // runs (jobs, unless --repeat)
+	// wrote counts the failed runs that may have left writes behind (a
+	// write tool's call completed, failed or did not return); wroteIDs
+	// names the first maxDiffered of them.
+	wrote    int
+	wroteIDs []string
 
 	// --repeat
 	repeat   int         // runs per job
@@ -67,9 +72,15 @@ const maxDiffered = 20
 
 func newSummary() *summary { return &summary{kinds: map[string]int{}} }
 
-func (s *summary) add(o batch.Outcome) {
+func (s *summary) add(id string, o batch.Outcome) {
 	s.n++
 	s.kinds[o.Kind]++
+	if o.Kind != batch.KindOK && o.Kind != batch.KindPaused && o.Effects.Wrote() {
+		s.wrote++
+		if len(s.wroteIDs) < maxDiffered {
+			s.wroteIDs = append(s.wroteIDs, id)
+		}
+	}
 	if o.Stats.Elapsed > 0 {
 		s.hist.add(o.Stats.Elapsed)
 	}
@@ -93,6 +104,9 @@ func (s *summary) line(elapsed time.Duration, interrupted bool) string {
 	msg := fmt.Sprintf("codemode batch: %d jobs, %d failed, %.0f scripts/s in %v", s.n, failed, rate(s.n, elapsed), elapsed.Round(time.Millisecond))
 	if p := s.kinds[batch.KindPaused]; p > 0 {
 		msg += fmt.Sprintf(" (%d paused for approval: codemode resume)", p)
+	}
+	if s.wrote > 0 {
+		msg += fmt.Sprintf(", %d of the failed left writes behind (their lines' \"effects\" say which)", s.wrote)
 	}
 	if s.repeat > 1 {
 		msg = fmt.Sprintf("codemode batch: %s × %d runs, %d of %d runs failed, %s differed, %.0f scripts/s in %v",
@@ -131,6 +145,14 @@ func (s *summary) table(elapsed time.Duration) string {
 			ms(s.hist.quantile(0.50)), ms(s.hist.quantile(0.95)), ms(s.hist.quantile(0.99)), ms(s.hist.max))
 	}
 	fmt.Fprintf(&b, "throughput         %.0f scripts/s (%d in %v)\n", rate(s.n, elapsed), s.n, elapsed.Round(time.Millisecond))
+	if s.wrote > 0 {
+		more := ""
+		if s.wrote > len(s.wroteIDs) {
+			more = fmt.Sprintf(" and %d more", s.wrote-len(s.wroteIDs))
+		}
+		fmt.Fprintf(&b, "left writes        %d failed %s left writes behind: %s%s\n", s.wrote, map[bool]string{true: "job", false: "jobs"}[s.wrote == 1],
+			strings.Join(s.wroteIDs, ", "), more)
+	}
 	if s.repeat > 1 {
 		fmt.Fprintf(&b, "repeats            %d runs of each job; %d of %d jobs differed\n", s.repeat, s.ndiffer, s.jobs)
 		for _, r := range s.differed {

@@ -841,8 +841,10 @@ type ToolPolicy struct {
 	MaxInFlight      int64                  `protobuf:"varint,2,opt,name=max_in_flight,json=maxInFlight,proto3" json:"max_in_flight,omitempty"`
 	Budget           int64                  `protobuf:"varint,3,opt,name=budget,proto3" json:"budget,omitempty"`
 	RequiresApproval bool                   `protobuf:"varint,4,opt,name=requires_approval,json=requiresApproval,proto3" json:"requires_approval,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// effect is codemode.ToolPolicy.Effect: "read", "write" or "" (write).
+	Effect        string `protobuf:"bytes,5,opt,name=effect,proto3" json:"effect,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ToolPolicy) Reset() {
@@ -901,6 +903,13 @@ func (x *ToolPolicy) GetRequiresApproval() bool {
 		return x.RequiresApproval
 	}
 	return false
+}
+
+func (x *ToolPolicy) GetEffect() string {
+	if x != nil {
+		return x.Effect
+	}
+	return ""
 }
 
 type Resume struct {
@@ -1580,8 +1589,12 @@ type Result struct {
 	// session_unknown: the daemon has no session of Start.session's id at
 	// that point, and nothing ran: send the program again with the journal.
 	SessionUnknown bool `protobuf:"varint,12,opt,name=session_unknown,json=sessionUnknown,proto3" json:"session_unknown,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// effects_json is the program's effects ledger (codemode.Effects, every
+	// field, as JSON; a call's elapsed time in "ms"); empty when it called
+	// no tool.
+	EffectsJson   []byte `protobuf:"bytes,13,opt,name=effects_json,json=effectsJson,proto3" json:"effects_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Result) Reset() {
@@ -1696,6 +1709,13 @@ func (x *Result) GetSessionUnknown() bool {
 		return x.SessionUnknown
 	}
 	return false
+}
+
+func (x *Result) GetEffectsJson() []byte {
+	if x != nil {
+		return x.EffectsJson
+	}
+	return nil
 }
 
 // ExecError is a codemode.ExecError whole: its kind, every field, and the
@@ -2259,14 +2279,15 @@ const file_codemode_remote_v1_remote_proto_rawDesc = "" +
 	"\x06ttl_ms\x18\x02 \x01(\x03R\x05ttlMs\"]\n" +
 	"\x0fToolPolicyEntry\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\fR\x04name\x126\n" +
-	"\x06policy\x18\x02 \x01(\v2\x1e.codemode.remote.v1.ToolPolicyR\x06policy\"\x94\x01\n" +
+	"\x06policy\x18\x02 \x01(\v2\x1e.codemode.remote.v1.ToolPolicyR\x06policy\"\xac\x01\n" +
 	"\n" +
 	"ToolPolicy\x12\x1d\n" +
 	"\n" +
 	"timeout_ns\x18\x01 \x01(\x03R\ttimeoutNs\x12\"\n" +
 	"\rmax_in_flight\x18\x02 \x01(\x03R\vmaxInFlight\x12\x16\n" +
 	"\x06budget\x18\x03 \x01(\x03R\x06budget\x12+\n" +
-	"\x11requires_approval\x18\x04 \x01(\bR\x10requiresApproval\"k\n" +
+	"\x11requires_approval\x18\x04 \x01(\bR\x10requiresApproval\x12\x16\n" +
+	"\x06effect\x18\x05 \x01(\tR\x06effect\"k\n" +
 	"\x06Resume\x12\x12\n" +
 	"\x04body\x18\x01 \x01(\fR\x04body\x12\x18\n" +
 	"\aapprove\x18\x02 \x01(\bR\aapprove\x12\x16\n" +
@@ -2326,7 +2347,7 @@ const file_codemode_remote_v1_remote_proto_rawDesc = "" +
 	"\vresult_json\x18\x03 \x01(\fH\x00R\n" +
 	"resultJson\x12\x1a\n" +
 	"\afailure\x18\x04 \x01(\fH\x00R\afailureB\t\n" +
-	"\aoutcome\"\xba\x03\n" +
+	"\aoutcome\"\xdd\x03\n" +
 	"\x06Result\x12\x1f\n" +
 	"\vresult_json\x18\x01 \x01(\fR\n" +
 	"resultJson\x12\x12\n" +
@@ -2342,7 +2363,8 @@ const file_codemode_remote_v1_remote_proto_rawDesc = "" +
 	"\x03err\x18\n" +
 	" \x01(\v2\x1d.codemode.remote.v1.ExecErrorR\x03err\x12#\n" +
 	"\rjournal_entry\x18\v \x01(\fR\fjournalEntry\x12'\n" +
-	"\x0fsession_unknown\x18\f \x01(\bR\x0esessionUnknown\"\xff\x01\n" +
+	"\x0fsession_unknown\x18\f \x01(\bR\x0esessionUnknown\x12!\n" +
+	"\feffects_json\x18\r \x01(\fR\veffectsJson\"\xff\x01\n" +
 	"\tExecError\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\fR\x04name\x12\x18\n" +
