@@ -71,6 +71,15 @@ type ServerOptions struct {
 	// was cut under "shaped". 0 is codemode.DefaultOutputBudget; a
 	// negative budget turns shaping off.
 	OutputBudget int
+	// Tasks serves the MCP Tasks extension (io.modelcontextprotocol/tasks,
+	// 2026-07-28) when the server runs on a TasksTransport: the server
+	// declares it, and a code tool call whose client declares it returns a
+	// task at once, which the client polls (tasks/get) for the program's
+	// result or cancels (tasks/cancel: the program ends as a cancellation,
+	// its effects ledger in the task's statusMessage and result). A client
+	// that does not declare it gets the result on its request, kept alive
+	// by progress notifications.
+	Tasks bool
 }
 
 // DefaultTokenBudget is ServerOptions.TokenBudget's default.
@@ -164,7 +173,13 @@ func NewServer(exec *codemode.Executor, router *Router, opts ServerOptions) (*mc
 				"argument object the declaration does not take) comes back with its line and column."
 		}
 	}
-	s := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, nil)
+	var sopts *mcp.ServerOptions
+	if opts.Tasks {
+		caps := &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}
+		caps.AddExtension(TasksExtension, nil)
+		sopts = &mcp.ServerOptions{Capabilities: caps}
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, sopts)
 	s.AddTool(&mcp.Tool{
 		Name:        opts.ToolName,
 		Description: desc,
@@ -351,9 +366,29 @@ func (h *handler) run(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallT
 			return h.resumeIn(ctx, req.Session, cont, d, dispatch)
 		})
 	}
-	return h.serve(ctx, req, func(ctx context.Context, providers []codemode.Provider, dispatch codemode.DispatchFunc) codemode.ExecuteResult {
+	exec := func(ctx context.Context, providers []codemode.Provider, dispatch codemode.DispatchFunc) codemode.ExecuteResult {
 		return h.execute(ctx, req.Session, codemode.Request{Code: *in.Code, Providers: providers, Dispatch: dispatch})
-	})
+	}
+	if id, ok := req.Params.Meta[taskMarkMeta].(string); ok && h.opts.Tasks {
+		if tk, tctx := tasks.claim(ctx, id); tk != nil {
+			// A task: the program runs on, past this request; no progress
+			// (the client polls) and no elicitation (nobody waits on it).
+			treq := *req
+			params := *req.Params
+			params.Meta = nil
+			treq.Params = &params
+			go func() {
+				res, err := h.serveTask(tctx, &treq, exec)
+				if err != nil {
+					res = h.failure(jsonText(codemode.InternalError(h.opts.ToolName, err)), nil, nil)
+				}
+				tasks.finish(tk, res, time.Now())
+			}()
+			return &mcp.CallToolResult{Meta: mcp.Meta{taskCreatedMeta: id}, Content: []mcp.Content{},
+				StructuredContent: runOutput{Result: json.RawMessage("null"), Logs: []string{}}}, nil
+		}
+	}
+	return h.serve(ctx, req, exec)
 }
 
 // resume serves the resume tool.
@@ -438,7 +473,7 @@ func (h *handler) serve(ctx context.Context, req *mcp.CallToolRequest,
 	if res.Paused != nil {
 		// Ask the user through the client, unless it cannot be asked (or,
 		// on an older protocol, was asked for this call already).
-		if canElicit(req.Session) && (req.Params.RequestState == "" || multiRoundTrip(req.Session)) {
+		if ctx.Value(taskKey{}) == nil && canElicit(req.Session) && (req.Params.RequestState == "" || multiRoundTrip(req.Session)) {
 			return askApproval(res.Paused), nil
 		}
 		return pausedResult(res.Paused, res.Logs), nil

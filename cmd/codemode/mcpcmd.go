@@ -110,12 +110,12 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	defer exec.Close()
 	srv, err := cmcp.NewServer(exec, router, cmcp.ServerOptions{ToolName: *toolName, TokenBudget: *budget,
 		Resume: gov != nil && len(gov.Key) > 0, Sessions: *sessions, TypeChecked: len(checkOpts) > 0,
-		OutputBudget: cmp.Or(outBudget, -1)})
+		OutputBudget: cmp.Or(outBudget, -1), Tasks: *addr == ""})
 	if err != nil {
 		return exitFor(stderr, err)
 	}
 	if *addr == "" {
-		err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
+		err = srv.Run(ctx, cmcp.TasksTransport(&mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}))
 		if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
 			fmt.Fprintf(stderr, "codemode mcp: %v\n", err)
 			return exitInternal

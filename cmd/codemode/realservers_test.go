@@ -15,7 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	cmcp "github.com/codemode-go/codemode/mcp"
 )
 
 // realMCPServers are the npm MCP servers TestRealServers serves, each with
@@ -40,7 +43,8 @@ func realMCPPrefix() (prefix, missing string, required bool) {
 		}
 		prefix = filepath.Join(home, ".cache", "codemode-realmcp")
 	}
-	need := []string{"@modelcontextprotocol/sdk/package.json"}
+	need := []string{"@modelcontextprotocol/sdk/package.json", "@modelcontextprotocol/client/package.json",
+		"@modelcontextprotocol/ext-tasks/package.json"}
 	for _, name := range []string{"memory", "filesystem", "everything"} {
 		need = append(need, realMCPServers[name])
 	}
@@ -197,4 +201,88 @@ func ownGroup(t *testing.T, cmd *exec.Cmd) {
 			kill()
 		}
 	})
+}
+
+// TestMCPTasks: a program that outlives the client's request timeout,
+// through `codemode mcp` over stdio, driven by the official TypeScript SDK
+// v2 client (testdata/realmcp/tasks.mjs). With the Tasks extension's
+// requester (@modelcontextprotocol/ext-tasks) over a 2026-07-28
+// connection, the call returns a task at once, polled to the program's
+// result; a task cancelled halfway ends as a cancellation whose status
+// says which tool ran. Without the extension, the request itself is kept
+// alive past its timeout by progress notifications (and times out
+// without them).
+func TestMCPTasks(t *testing.T) {
+	prefix, missing, required := realMCPPrefix()
+	skip := t.Skipf
+	if required {
+		skip = t.Fatalf
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		skip("no node on PATH: the TypeScript SDK's client runs on it")
+	}
+	if missing != "" {
+		skip("no %s: npm install the packages as .ci/run does (CODEMODE_REALMCP: an npm prefix holding them)", missing)
+	}
+	modules := filepath.Join(prefix, "node_modules")
+	client, err := os.ReadFile(filepath.Join("testdata", "realmcp", "tasks.mjs"))
+	require.NoError(t, err)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tasks.mjs"), client, 0o644))
+	require.NoError(t, os.Symlink(modules, filepath.Join(dir, "node_modules")))
+	cfgJSON, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"everything": map[string]any{"command": node, "args": []string{filepath.Join(modules, realMCPServers["everything"]), "stdio"}}}})
+	require.NoError(t, err)
+	cfg := filepath.Join(dir, "servers.json")
+	require.NoError(t, os.WriteFile(cfg, cfgJSON, 0o644))
+	arg, err := json.Marshal(map[string]any{
+		"command": selfAs(t, "codemode"), "args": []string{"mcp", "--config", cfg, "--deadline", "30s"},
+		// 2.5 s: past the client's 1.5 s request timeout, with two
+		// progress notifications (one a second) on the plain request.
+		"slow":      "await new Promise((r) => setTimeout(r, 2500)); return 42",
+		"loop":      `await everything.echo({message: "hi"}); for (;;) {}`,
+		"timeoutMs": 1500,
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, "tasks.mjs", string(arg))
+	cmd.Dir = dir
+	var out, errs bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errs
+	cmd.WaitDelay = 5 * time.Second
+	ownGroup(t, cmd)
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("the TypeScript SDK client failed: %v\n%s\n%s", err, out.String(), errs.String())
+	}
+	var got struct {
+		Era, Version    string
+		Extensions      map[string]any
+		SlowKind        string
+		SlowReturnedMs  int
+		SlowStatus      string
+		SlowResult      any
+		LoopKind        string
+		LoopStatus      string
+		Cancelled       map[string]string
+		PlainResult     any
+		PlainProgress   int
+		PlainNoProgress string
+	}
+	require.NoError(t, json.Unmarshal(out.Bytes(), &got), "%s\n%s", out.String(), errs.String())
+	assert.Equal(t, "modern", got.Era)
+	assert.Equal(t, "2026-07-28", got.Version)
+	assert.Equal(t, map[string]any{cmcp.TasksExtension: map[string]any{}}, got.Extensions)
+	assert.Equal(t, "task", got.SlowKind)
+	assert.Less(t, got.SlowReturnedMs, 1500, "the task came back before the request timeout")
+	assert.Equal(t, "completed", got.SlowStatus)
+	assert.Equal(t, map[string]any{"result": 42.0, "logs": []any{}}, got.SlowResult)
+	assert.Equal(t, "task", got.LoopKind)
+	assert.Equal(t, "cancelled", got.LoopStatus)
+	assert.Equal(t, map[string]string{"status": "cancelled",
+		"statusMessage": "cancelled: everything.echo completed before the run was stopped"}, got.Cancelled)
+	assert.Equal(t, map[string]any{"result": 42.0, "logs": []any{}}, got.PlainResult)
+	assert.GreaterOrEqual(t, got.PlainProgress, 2)
+	assert.Equal(t, "Request timed out", got.PlainNoProgress)
 }
