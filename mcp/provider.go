@@ -198,6 +198,20 @@ func mangle(name string) string {
 // Name is the provider's name in the program.
 func (u *Upstream) Name() string { return u.name }
 
+// Effects are the effects its server declares of its tools: a tool whose
+// annotations say readOnlyHint is EffectRead, by its policy name
+// ("provider.tool"); the others are left to the host's policy (whose
+// default is a write).
+func (u *Upstream) Effects() map[string]codemode.Effect {
+	out := map[string]codemode.Effect{}
+	for _, t := range u.tools {
+		if a := t.tool.Annotations; a != nil && a.ReadOnlyHint {
+			out[u.name+"."+t.js] = codemode.EffectRead
+		}
+	}
+	return out
+}
+
 // Provider is the namespace for [codemode.Request.Providers]: the tools'
 // names, descriptions and schemas (for [codemode.ProviderDeclarations]),
 // each taking one arguments object.

@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/codemode-go/codemode"
@@ -62,6 +63,21 @@ func NewRouter(routes ...Route) (*Router, error) {
 
 // Providers are the router's namespaces, for [codemode.Request.Providers].
 func (r *Router) Providers() []codemode.Provider { return slices.Clip(r.providers) }
+
+// Effects are the effects its routes declare of their tools (an
+// Upstream's read-only tools), by policy name: the Tools of a
+// codemode.Governance to merge under the host's own policies.
+func (r *Router) Effects() map[string]codemode.Effect {
+	out := map[string]codemode.Effect{}
+	for _, rt := range r.routes {
+		if e, ok := rt.(interface {
+			Effects() map[string]codemode.Effect
+		}); ok {
+			maps.Copy(out, e.Effects())
+		}
+	}
+	return out
+}
 
 // Dispatch routes a call; see [Router].
 func (r *Router) Dispatch(ctx context.Context, provider, tool, argsJSON string) (string, error) {

@@ -352,3 +352,35 @@ func TestEffectsAndShaping(t *testing.T) {
 	assert.Contains(t, ok.Shaped, "the result was ")
 	assert.Contains(t, ok.Shaped, "the log was ")
 }
+
+// TestReadOnlyHint: an upstream tool whose annotations say readOnlyHint is
+// a read in the router's effects; the others are left to the host.
+func TestReadOnlyHint(t *testing.T) {
+	s := mcp.NewServer(&mcp.Implementation{Name: "kv", Version: "1"}, nil)
+	obj := map[string]any{"type": "object"}
+	answer := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "1"}}}, nil
+	}
+	s.AddTool(&mcp.Tool{Name: "get", InputSchema: obj, Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}}, answer)
+	s.AddTool(&mcp.Tool{Name: "put", InputSchema: obj}, answer)
+	up, err := cmcp.NewUpstream(context.Background(), "kv", connect(t, s))
+	require.NoError(t, err)
+	r, err := cmcp.NewRouter(up)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]codemode.Effect{"kv.get": codemode.EffectRead}, r.Effects())
+
+	tools := map[string]codemode.ToolPolicy{}
+	for name, e := range r.Effects() {
+		tools[name] = codemode.ToolPolicy{Effect: e}
+	}
+	e, err := codemode.New(codemode.WithGovernance(codemode.Governance{Tools: tools}))
+	require.NoError(t, err)
+	defer e.Close()
+	res := e.Execute(context.Background(), codemode.Request{Code: `async () => { await kv.get({}); await kv.put({}); throw new Error("x") }`,
+		Providers: r.Providers(), Dispatch: r.Dispatch})
+	require.NotNil(t, res.Err)
+	assert.Equal(t, "kv.put completed", res.Effects.Summary())
+	res = e.Execute(context.Background(), codemode.Request{Code: `async () => { await kv.get({}); throw new Error("x") }`,
+		Providers: r.Providers(), Dispatch: r.Dispatch})
+	assert.Equal(t, "only reads ran", res.Effects.Summary())
+}

@@ -43,7 +43,8 @@ func (gf *govFlags) register(fs *flag.FlagSet) {
 // policyFile is --policy's file:
 //
 //	{"tools": {"store.write": {"requires_approval": true, "timeout": "5s",
-//	           "max_in_flight": 2, "budget": 10}},
+//	           "max_in_flight": 2, "budget": 10},
+//	           "store.get": {"effect": "read"}},
 //	 "ttl": "24h", "encrypt": true}
 type policyFile struct {
 	Tools map[string]struct {
@@ -51,6 +52,7 @@ type policyFile struct {
 		MaxInFlight      int    `json:"max_in_flight"`
 		Budget           int    `json:"budget"`
 		RequiresApproval bool   `json:"requires_approval"`
+		Effect           string `json:"effect"`
 	} `json:"tools"`
 	TTL     string `json:"ttl"`
 	Encrypt bool   `json:"encrypt"`
@@ -88,7 +90,8 @@ func (gf *govFlags) governance() (*codemode.Governance, error) {
 			return nil, usagef("--policy %s: %v", gf.policy, err)
 		}
 		for name, t := range pf.Tools {
-			p := codemode.ToolPolicy{MaxInFlight: t.MaxInFlight, Budget: t.Budget, RequiresApproval: t.RequiresApproval}
+			p := codemode.ToolPolicy{MaxInFlight: t.MaxInFlight, Budget: t.Budget, RequiresApproval: t.RequiresApproval,
+				Effect: codemode.Effect(t.Effect)}
 			if t.Timeout != "" {
 				if p.Timeout, err = time.ParseDuration(t.Timeout); err != nil || p.Timeout <= 0 {
 					return nil, usagef("--policy %s: tool %q: timeout %q is not a positive duration", gf.policy, name, t.Timeout)
@@ -107,6 +110,29 @@ func (gf *govFlags) governance() (*codemode.Governance, error) {
 		return nil, usagef("--policy/--key-file: %v", err)
 	}
 	return g, nil
+}
+
+// withEffects is g with the effects the tools' servers declare (an MCP
+// server's read-only tools) where its own policies declare none: the
+// policy file's word wins. Nil when there is nothing to declare or govern.
+func withEffects(g *codemode.Governance, effects map[string]codemode.Effect) *codemode.Governance {
+	if len(effects) == 0 {
+		return g
+	}
+	if g == nil {
+		g = &codemode.Governance{}
+	}
+	if g.Tools == nil {
+		g.Tools = map[string]codemode.ToolPolicy{}
+	}
+	for name, e := range effects {
+		p := g.Tools[name]
+		if p.Effect == "" {
+			p.Effect = e
+			g.Tools[name] = p
+		}
+	}
+	return g
 }
 
 // options are the executor options of the flags.
@@ -153,11 +179,14 @@ limits are those the run had (the deadline is this command's). --policy is
 read as run reads it, a file like
 
   {"tools": {"store.write": {"requires_approval": true, "timeout": "5s",
-             "max_in_flight": 2, "budget": 10}},
+             "max_in_flight": 2, "budget": 10},
+             "store.get": {"effect": "read"}},
    "ttl": "24h", "encrypt": true}
 
 where tools are named "provider.tool" (a capability by its name), "*" names
-every tool not named, ttl is how long a continuation lasts (default 24h), and
+every tool not named, effect ("read" or "write", the default) is what the tool
+does to the world, for the "effects" of a failed run (whether a retry can
+repeat a write), ttl is how long a continuation lasts (default 24h), and
 encrypt seals continuations so their text reveals nothing. A continuation can
 be resumed again (each time from the same record) until it expires: keep the
 ones you resumed if a second resume must be refused.

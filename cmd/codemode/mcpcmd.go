@@ -97,6 +97,7 @@ func cmdMCP(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	defer closeCheck()
 	opts := append(append([]codemode.Option{codemode.WithLimits(lf.l)}, tel.opts...), checkOpts...)
+	gov = withEffects(gov, router.Effects())
 	if gov != nil {
 		// Continuations reach the client, and its model: sealed, and
 		// each resumed once.
