@@ -368,10 +368,7 @@ type hostRun struct {
 	gov *govRun  // the run's governed side (WithGovernance, Resume), or nil
 	obs Observer // WithObserver, or nil
 	led ledger   // the run's effects ledger
-	// The ledger's name of the last provider tool called (a loop calls
-	// one tool many times: its name is joined once).
-	lastProvider, lastTool, lastName string
-	seq                              int // calls made so far (the run's goroutine only): the next call's ToolCallInfo.Seq
+	seq int      // calls made so far (the run's goroutine only): the next call's ToolCallInfo.Seq
 
 	calls   atomic.Int64 // host calls made (RunStats.HostCalls)
 	scratch []byte       // callSync's result encoding, reused across the run's calls
@@ -389,6 +386,12 @@ type hostRun struct {
 	queue    []asyncCall // waiting for a free handler, in call order
 	done     []completion
 	notify   chan struct{} // one token when done turns non-empty
+	// For the ledger at the run's end (close): the completions the run did
+	// not take, the calls still queued (never started), and the governed
+	// calls governance let reach their handler.
+	late       []completion
+	unstarted  []int
+	govEntered []int
 }
 
 // maxInflight bounds the async handlers running at once for one run.
@@ -423,6 +426,13 @@ type completion struct {
 	result  []byte
 	failure string
 	tool    string // a failed dispatch: "provider.tool", what the failure is attributed to
+	// The ledger's: the call, its name and effect, when its handler
+	// returned, and whether the ledger has it already.
+	seq     int
+	led     string
+	write   bool
+	endedAt time.Time
+	logged  bool
 }
 
 func newHostRun(ex *Executor, caps *capTable, dispatch DispatchFunc, caller context.Context, clk *clock, gov *govRun) *hostRun {
@@ -494,8 +504,11 @@ func (h *hostRun) close() {
 	h.gov.end() // a call still waiting for its approval never runs
 	h.mu.Lock()
 	h.closed = true
+	for _, q := range h.queue {
+		h.unstarted = append(h.unstarted, q.seq)
+	}
 	h.queue = nil
-	h.done = nil
+	h.late, h.done = h.done, nil
 	end := h.endDispatch()
 	h.mu.Unlock()
 	end()
@@ -555,6 +568,9 @@ func (h *hostRun) take() []completion {
 	done := h.done
 	h.done = nil
 	h.mu.Unlock()
+	for i := range done {
+		h.logEnd(&done[i])
+	}
 	return done
 }
 
@@ -774,7 +790,6 @@ func (h *hostRun) callSync(index int, args json.RawMessage, reply *C.bridge_repl
 	var failure string
 	var failed, badArgs bool
 	if h.gov == nil {
-		h.led.enter(seq, write)
 		result, failure, failed, badArgs = invoke(&h.caps.caps[index], ctx, args, h.scratch[:0])
 		if !failed && cap(result) <= maxScratch {
 			h.scratch = result
@@ -792,7 +807,6 @@ func (h *hostRun) callSync(index int, args json.RawMessage, reply *C.bridge_repl
 		default:
 			d = h.governedCall(ctx, v, h.caps.caps[index].Name, 0, args, func(ctx context.Context, args []byte) completion {
 				var d completion
-				h.led.enter(seq, write)
 				d.result, d.failure, d.failed, d.badArgs = invoke(&h.caps.caps[index], ctx, args, nil)
 				return d
 			})
@@ -877,6 +891,7 @@ func (h *hostRun) start(call asyncCall) bool {
 		}
 		if v.act != actLive {
 			h.led.end(call.seq, call.led, call.write, d.outcome(), time.Now())
+			d.logged = true
 			if h.obs != nil {
 				_, t := h.toolStart(h.ctxOf(call), call.cap, call.provider, call.tool, call.seq)
 				h.toolEnd(t, d)
@@ -942,9 +957,6 @@ func (h *hostRun) governedCall(ctx context.Context, v verdict, name string, id u
 // holds without a hand-off.
 func (h *hostRun) serve(call asyncCall) {
 	for {
-		if call.gov == nil {
-			h.led.enter(call.seq, call.write) // before close may snapshot the ledger
-		}
 		h.entered.Done()
 		var d completion
 		ctx := h.ctxOf(call)
@@ -963,7 +975,9 @@ func (h *hostRun) serve(call asyncCall) {
 			var ran bool
 			d, ran = h.gov.governed(ctx, *call.gov, name, call.args, call.id, call.cap < 0,
 				func(ctx context.Context, args []byte) completion {
-					h.led.enter(c.seq, c.write)
+					h.mu.Lock()
+					h.govEntered = append(h.govEntered, c.seq)
+					h.mu.Unlock()
 					return h.serveOne(c, ctx, args)
 				})
 			if !ran {
@@ -971,7 +985,7 @@ func (h *hostRun) serve(call asyncCall) {
 			}
 			h.gov.complete(call.gov.seq, d)
 		}
-		h.led.end(call.seq, call.led, call.write, d.outcome(), time.Now())
+		d.seq, d.led, d.write, d.endedAt = call.seq, call.led, call.write, time.Now()
 		if h.obs != nil {
 			h.toolEnd(t, d)
 		}

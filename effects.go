@@ -5,9 +5,11 @@ package codemode
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -209,12 +211,14 @@ func nameList(names []string, n int) string {
 	return s
 }
 
-// addName adds tool to names once, up to MaxWritten names.
-func addName(names []string, tool string) []string {
-	if len(names) < MaxWritten && !containsString(names, tool) {
-		names = append(names, tool)
+// addName adds tool to the first n of names once, up to MaxWritten
+// names, and returns how many there are.
+func addName(names *[MaxWritten]string, n int, tool string) int {
+	if n < MaxWritten && !containsString(names[:n], tool) {
+		names[n] = tool
+		n++
 	}
-	return names
+	return n
 }
 
 func containsString(list []string, s string) bool {
@@ -264,18 +268,24 @@ func (e *Effects) MarshalJSON() ([]byte, error) {
 }
 
 // ledger records a run's calls as they are made and end (hostRun's).
+// Only the run's goroutine touches it: a call is begun as the program
+// makes it, ended as the run takes its completion (or, for a completion
+// the run did not take, at its end), and the snapshot is taken once the
+// host side is closed, so a call costs no lock and no cache line shared
+// with its handler.
 type ledger struct {
-	mu    sync.Mutex
-	head  []ledgerEntry            // the first LedgerHead calls, by seq
-	tail  *[LedgerTail]ledgerEntry // later calls, by seq % LedgerTail (made past the head)
-	n     int                      // calls recorded
-	out   Effects                  // the counts so far
-	open  []openCall               // calls started and not ended
-	ended bool                     // snapshot taken: later ends are not the run's
+	head []ledgerEntry            // the first LedgerHead calls, by seq
+	tail *[LedgerTail]ledgerEntry // later calls, by seq % LedgerTail (made past the head)
+	n    int                      // calls recorded
+	out  Effects                  // the counts so far
+	open []openCall               // calls begun and not ended
 	// Room for a run's first calls, so that a run of a few calls
 	// allocates nothing for its ledger but its snapshot.
 	headBuf [4]ledgerEntry
 	openBuf [4]openCall
+	// The names Written and FailedWrites collect, before the snapshot.
+	written, failedWrites [MaxWritten]string
+	nWritten, nFailed     int
 }
 
 // ledgerEntry is a kept call and when it was made.
@@ -284,11 +294,12 @@ type ledgerEntry struct {
 	at time.Time
 }
 
-// openCall is a call in its handler: what the snapshot needs of it
+// openCall is a call begun and not ended: what the snapshot needs of it
 // whether or not the ledger still keeps its entry.
 type openCall struct {
-	seq   int
-	write bool
+	seq      int
+	write    bool
+	governed bool // its handler runs only once governance lets it
 }
 
 // close removes call seq from the open calls.
@@ -303,9 +314,8 @@ func (l *ledger) close(seq int) {
 }
 
 // begin records a call the program made.
-func (l *ledger) begin(seq int, tool string, effect Effect, at time.Time) {
+func (l *ledger) begin(seq int, tool string, effect Effect, governed bool, at time.Time) {
 	r := ledgerEntry{ToolEffect{Seq: seq, Tool: tool, Effect: effect, Outcome: OutcomeNotStarted}, at}
-	l.mu.Lock()
 	switch {
 	case seq < LedgerHead:
 		if l.head == nil {
@@ -322,10 +332,13 @@ func (l *ledger) begin(seq int, tool string, effect Effect, at time.Time) {
 		l.tail[seq%LedgerTail] = r
 	}
 	l.n = max(l.n, seq+1)
-	l.mu.Unlock()
+	if l.open == nil {
+		l.open = l.openBuf[:0]
+	}
+	l.open = append(l.open, openCall{seq: seq, write: effect == EffectWrite, governed: governed})
 }
 
-// entry returns the kept ledgerEntry of call seq, or nil.
+// entry returns the kept record of call seq, or nil.
 func (l *ledger) entry(seq int) *ledgerEntry {
 	if seq < LedgerHead {
 		if seq < len(l.head) && l.head[seq].Seq == seq {
@@ -341,78 +354,80 @@ func (l *ledger) entry(seq int) *ledgerEntry {
 	return nil
 }
 
-// enter records that call seq reached its handler.
-func (l *ledger) enter(seq int, write bool) {
-	l.mu.Lock()
-	if !l.ended {
-		if r := l.entry(seq); r != nil {
-			r.Outcome = OutcomeRunning
-		}
-		if l.open == nil {
-			l.open = l.openBuf[:0]
-		}
-		l.open = append(l.open, openCall{seq: seq, write: write})
-		l.out.Started++
-	}
-	l.mu.Unlock()
-}
-
-// end records how call seq ended: "ok" or "error" for a handler that
-// returned, else governance's note ("timeout" leaves the call open: its
-// handler runs on; "replayed" ran before a pause). A call that never
-// entered its handler (refused, paused) ends here too.
-func (l *ledger) end(seq int, tool string, write bool, outcome string, now time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.ended {
-		return
-	}
+// end records how call seq ended, at the time its handler returned: "ok"
+// or "error" for a handler that returned, else governance's note
+// ("timeout" leaves the call open: its handler runs on; "replayed" ran
+// before a pause; the others never reached their tool).
+func (l *ledger) end(seq int, tool string, write bool, outcome string, at time.Time) {
 	if r := l.entry(seq); r != nil {
-		r.Outcome, r.Elapsed = outcome, now.Sub(r.at)
+		r.Outcome, r.Elapsed = outcome, at.Sub(r.at)
 	}
 	switch outcome {
 	case "timeout":
-		return // left in its handler by its per-call timeout: still open
-	case "ok", "error":
+		for i := range l.open {
+			if l.open[i].seq == seq {
+				l.open[i].governed = false // it entered its handler: running
+			}
+		}
+		return
+	case "ok", "error", "replayed":
 		l.close(seq)
-	case "replayed":
-		l.out.Started++
 	default:
 		l.close(seq) // refused: it never ran
 		return
 	}
+	l.out.Started++
 	l.out.Completed++
 	switch {
 	case !write:
 	case outcome == "error":
 		l.out.WritesFailed++
-		l.out.FailedWrites = addName(l.out.FailedWrites, tool)
+		l.nFailed = addName(&l.failedWrites, l.nFailed, tool)
 	default:
 		l.out.WritesCompleted++
-		l.out.Written = addName(l.out.Written, tool)
+		l.nWritten = addName(&l.written, l.nWritten, tool)
 	}
 }
 
-// snapshot ends the ledger at the run's end: calls still in a handler are
-// running, their elapsed time counted to now.
-func (l *ledger) snapshot(now time.Time) *Effects {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.ended = true
+// snapshot ends the ledger at the run's end. A call still open is running
+// (its elapsed time counted to now), unless it never reached its handler:
+// it waited for a place in flight (queued), or for governance that had not
+// let it run (entered says which governed calls did).
+func (l *ledger) snapshot(now time.Time, queued []int, entered []int) *Effects {
 	if l.n == 0 {
 		return nil
 	}
-	out := new(Effects)
+	kept := min(len(l.head), LedgerHead)
+	if l.n > LedgerHead {
+		kept += min(l.n-LedgerHead, LedgerTail)
+	}
+	// One allocation for a run of a few calls: the ledger, its calls and
+	// its names.
+	box := new(effectsBox)
+	out := &box.e
 	*out = l.out
 	for _, c := range l.open {
+		if slices.Contains(queued, c.seq) || c.governed && !slices.Contains(entered, c.seq) {
+			continue // never ran: not_started
+		}
+		out.Started++
 		if c.write {
 			out.WritesRunning++
 		}
-		if r := l.entry(c.seq); r != nil && r.Outcome == OutcomeRunning {
-			r.Elapsed = now.Sub(r.at)
+		if r := l.entry(c.seq); r != nil {
+			if r.Outcome == OutcomeNotStarted {
+				r.Outcome = OutcomeRunning
+			}
+			if r.Outcome == OutcomeRunning {
+				r.Elapsed = now.Sub(r.at)
+			}
 		}
 	}
-	out.Calls = make([]ToolEffect, 0, min(l.n, LedgerHead+LedgerTail))
+	if kept <= len(box.calls) {
+		out.Calls = box.calls[:0:kept]
+	} else {
+		out.Calls = make([]ToolEffect, 0, kept)
+	}
 	for i := range l.head {
 		if l.head[i].Seq >= 0 {
 			out.Calls = append(out.Calls, l.head[i].ToolEffect)
@@ -424,7 +439,27 @@ func (l *ledger) snapshot(now time.Time) *Effects {
 		}
 	}
 	out.Omitted = l.n - len(out.Calls)
+	names := box.names[:0:len(box.names)]
+	if l.nWritten+l.nFailed > len(box.names) {
+		names = make([]string, 0, l.nWritten+l.nFailed)
+	}
+	if l.nWritten > 0 {
+		names = append(names, l.written[:l.nWritten]...)
+		out.Written = names[:l.nWritten:l.nWritten]
+	}
+	if l.nFailed > 0 {
+		names = append(names, l.failedWrites[:l.nFailed]...)
+		out.FailedWrites = names[l.nWritten : l.nWritten+l.nFailed : l.nWritten+l.nFailed]
+	}
 	return out
+}
+
+// effectsBox holds a snapshot and, for a run of a few calls, its calls
+// and names.
+type effectsBox struct {
+	e     Effects
+	calls [2]ToolEffect
+	names [2]string
 }
 
 // appendJSONString appends s as a JSON string.
@@ -475,13 +510,15 @@ func (e *Executor) fetchEffect(args []byte) Effect {
 // returns its name there (its policy name; "fetch" for the network) and
 // whether its tool writes.
 func (h *hostRun) track(cap int, provider, tool string, args []byte, seq int) (name string, write bool) {
+	governed := h.gov != nil
 	var f Effect
 	switch {
 	case cap < 0:
-		if provider != h.lastProvider || tool != h.lastTool {
-			h.lastProvider, h.lastTool, h.lastName = provider, tool, provider+"."+tool
+		var names *toolNames
+		if h.run != nil && h.run.prog != nil {
+			names = h.run.prog.toolNames
 		}
-		name = h.lastName
+		name = names.join(provider, tool)
 		f = h.ex.effectOf(name)
 	case h.caps.caps[cap].Name == fetchCapabilityName:
 		name, f = "fetch", h.ex.fetchEffect(args)
@@ -489,7 +526,7 @@ func (h *hostRun) track(cap int, provider, tool string, args []byte, seq int) (n
 		name = h.caps.caps[cap].Name
 		f = h.ex.effectOf(name)
 	}
-	h.led.begin(seq, name, f, time.Now())
+	h.led.begin(seq, name, f, governed, time.Now())
 	return name, f == EffectWrite
 }
 
@@ -516,4 +553,77 @@ func outcomeOf(failed bool) string {
 		return "error"
 	}
 	return "ok"
+}
+
+// toolNames joins provider tools' policy names ("provider.tool") once per
+// provider set and tool, so that a call's ledger entry costs no
+// allocation: a copy-on-write map read without a lock, bounded.
+type toolNames struct {
+	mu sync.Mutex
+	m  atomic.Pointer[map[string]string] // "provider\x00tool" -> "provider.tool"
+}
+
+// maxToolNames bounds a provider set's joined names; past it, a name is
+// joined at each call.
+const maxToolNames = 1024
+
+// join returns "provider.tool" (t may be nil: joined every time).
+func (t *toolNames) join(provider, tool string) string {
+	var kb [96]byte
+	k := append(append(append(kb[:0], provider...), 0), tool...)
+	if t != nil {
+		if m := t.m.Load(); m != nil {
+			if name, ok := (*m)[string(k)]; ok { // no copy: looked up as bytes
+				return name
+			}
+		}
+	}
+	name := provider + "." + tool
+	if t == nil {
+		return name
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := t.m.Load()
+	if old != nil && len(*old) >= maxToolNames {
+		return name
+	}
+	m := make(map[string]string, 1+lenOf(old))
+	if old != nil {
+		for k, v := range *old {
+			m[k] = v
+		}
+	}
+	m[string(k)] = name
+	t.m.Store(&m)
+	return name
+}
+
+func lenOf(m *map[string]string) int {
+	if m == nil {
+		return 0
+	}
+	return len(*m)
+}
+
+// effects ends the run's ledger once its host side is closed: the
+// completions the run did not take are ended first (their handlers
+// returned before the run ended).
+func (h *hostRun) effects(now time.Time) *Effects {
+	h.mu.Lock()
+	late, queued, entered := h.late, h.unstarted, h.govEntered
+	h.late = nil
+	h.mu.Unlock()
+	for i := range late {
+		h.logEnd(&late[i])
+	}
+	return h.led.snapshot(now, queued, entered)
+}
+
+// logEnd records a completion the run takes in the ledger, once.
+func (h *hostRun) logEnd(d *completion) {
+	if !d.logged {
+		d.logged = true
+		h.led.end(d.seq, d.led, d.write, d.outcome(), d.endedAt)
+	}
 }

@@ -280,3 +280,26 @@ func ExampleEffects() {
 	// 0 store_get read ok
 	// 1 store_put write ok
 }
+
+// BenchmarkLedger is the ledger's own cost per host call: a call made and
+// ended, in a run of one call and of many, and the snapshot at its end
+// spread over them (the clock's readings apart: two per call).
+func BenchmarkLedger(b *testing.B) {
+	now := time.Now()
+	for _, n := range []int{1, 100} {
+		b.Run(fmt.Sprintf("calls=%d", n), func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				var l ledger
+				for seq := range n {
+					l.begin(seq, "store_get", EffectWrite, false, now)
+					l.end(seq, "store_get", true, "ok", now)
+				}
+				if l.snapshot(now, nil, nil) == nil {
+					b.Fatal("no ledger")
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/call")
+		})
+	}
+}

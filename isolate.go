@@ -124,6 +124,7 @@ type program struct {
 	entry       []byte     // NUL-terminated entry source (Execute), or nil
 	entryBC     []byte     // the entry's cached bytecode, or nil
 	providers   []Provider // Execute: the request's (their names, for the dispatch)
+	toolNames   *toolNames // Execute: "provider.tool" joined once per provider set
 	syncBody    bool       // Run: the body has no await and runs in a plain function (see wrapScript)
 	unit        bool       // the entry or the tool may live in the slot's unit image
 	unitKey     [32]byte   // which entry or tool

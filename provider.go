@@ -219,8 +219,9 @@ type entries struct {
 }
 
 type entryUnit struct {
-	src []byte // NUL-terminated; read by C, never written
-	key [32]byte
+	src   []byte // NUL-terminated; read by C, never written
+	key   [32]byte
+	names toolNames // its tools' policy names, as calls meet them
 }
 
 // maxEntries bounds the memo; past it, it starts afresh.
@@ -424,6 +425,7 @@ func (e *Executor) execute(ctx context.Context, req Request, resumed *govRun, se
 		runtime:   runtime,
 		dispatch:  req.Dispatch,
 		providers: req.Providers,
+		toolNames: &entry.names,
 		retain:    req.RetainHandles,
 		outbound:  e.outbound,
 		unit:      true,
