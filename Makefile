@@ -77,8 +77,8 @@ fuzz:
 # new interesting inputs. A failure stops it with the crasher written to
 # the package's testdata/fuzz/<Target>/ (make it a regression test).
 FUZZ_TARGETS = .:.:FuzzRun .:.:FuzzExecute .:.:FuzzDispatchCodec .:.:FuzzDispatchAnswer .:.:FuzzValidate .:.:FuzzCall \
-	.:.:FuzzShapes .:.:FuzzArgPlan .:.:FuzzFlatDecode .:.:FuzzContinuation .:.:FuzzContinuationBody .:.:FuzzSessionOpen .:.:FuzzPlainJSON .:.:FuzzJSIdentifier .:./internal/jspos:FuzzInstrument \
-	typescript:.:FuzzDeclarations typescript:.:FuzzShapes cmd/codemode:.:FuzzBatchInput mcp:.:FuzzUnwrap remote:.:FuzzDaemonFrames remote:.:FuzzDaemonStandalone remote:.:FuzzDaemonText
+	.:.:FuzzShapes .:.:FuzzShapeJSON .:.:FuzzArgPlan .:.:FuzzFlatDecode .:.:FuzzContinuation .:.:FuzzContinuationBody .:.:FuzzSessionOpen .:.:FuzzPlainJSON .:.:FuzzJSIdentifier .:./internal/jspos:FuzzInstrument \
+	typescript:.:FuzzDeclarations typescript:.:FuzzShapes cmd/codemode:.:FuzzBatchInput mcp:.:FuzzUnwrap mcp:.:FuzzTaskMessages remote:.:FuzzDaemonFrames remote:.:FuzzDaemonStandalone remote:.:FuzzDaemonText
 FUZZPARALLEL ?= 1
 fuzz-all:
 	@for t in $(FUZZ_TARGETS); do \

@@ -352,6 +352,28 @@
 // makes OpenTelemetry spans and metrics of it; the root module depends on
 // no telemetry library, and without an Observer nothing is measured.
 //
+// # What a run did to the world
+//
+// Every run records its host calls in its [Effects] ledger: each call's
+// seq, tool, declared [Effect], outcome and elapsed time, in order (the
+// first [LedgerHead] and the last [LedgerTail] kept, the rest counted),
+// with exact counts of what started, completed, failed or did not return.
+// [Result].Effects and [ExecuteResult].Effects carry it, also beside a
+// failed run's error, and [Effects.Summary] says whether a retry can
+// repeat a write: "no tool ran", "only reads ran", or "store.put
+// completed before the timeout". A tool is a write unless its
+// [ToolPolicy] marks it [EffectRead]. CodeModeTool's failures show the
+// ledger to the model as "effects".
+//
+// # Outputs shaped to a budget
+//
+// [ShapeJSON] cuts a JSON value structurally to a byte budget (arrays keep
+// their first items, strings their start, objects name what they left
+// out; valid JSON, deterministic), [ShapeLogs] keeps logs' first and last
+// lines. CodeModeTool shapes its output to [WithOutputBudget] (default
+// [DefaultOutputBudget]) and tells the model what was cut under "shaped";
+// Run and Execute give exact values.
+//
 // # Event loop
 //
 // The event loop lives in Go, between cgo calls: C runs the program and its

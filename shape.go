@@ -5,6 +5,7 @@ package codemode
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -280,8 +281,8 @@ func (s *shaper) array(i, end, budget, depth int) {
 // (an offset into out) or its share is too small to enter.
 func (s *shaper) member(key []byte, i, end, room, left, limit, depth int, comma bool) bool {
 	give := room - len(key) - 1
-	if left > 1 {
-		give /= min(4, left)
+	if left > 1 && end-i > give {
+		give /= min(4, left) // too large for the room: a share of it
 	}
 	if end-i > give && (give < minShape || comma && key == nil && give < minEnter) {
 		return false // an item after the first is entered only with room to show some of it
@@ -316,12 +317,32 @@ func objectMarker(left int, names []string) string {
 	return `"…":` + string(q)
 }
 
-// object appends the object's first members that fit and a member "…"
-// naming the rest.
+// object appends the object's members shaped to fair shares of the
+// budget, when every member's key fits with room to say something of its
+// value; else its first members that fit and a member "…" naming the rest.
 func (s *shaper) object(i, end, budget, depth int) {
 	members := s.spans(i, end, true)
+	keys := make([][]byte, len(members))
+	for k, m := range members {
+		keys[k] = s.b[m[0]:skipValue(s.b, m[0])]
+	}
 	start := len(s.out)
 	s.out = append(s.out, '{')
+	if shares := fairShares(members, keys, budget-2); shares != nil {
+		for idx, m := range members {
+			if idx > 0 {
+				s.out = append(s.out, ',')
+			}
+			s.out = append(s.out, keys[idx]...)
+			s.out = append(s.out, ':')
+			s.shape(m[1], m[2], shares[idx], depth+1)
+		}
+		if len(s.out)-start+1 <= budget {
+			s.out = append(s.out, '}')
+			return
+		}
+		s.out = s.out[:start+1] // a share overflowed: the members in turn instead
+	}
 	kept := 0
 	for idx, m := range members {
 		left := len(members) - idx
@@ -329,9 +350,8 @@ func (s *shaper) object(i, end, budget, depth int) {
 		if left > 1 {
 			marker = 64 + 1
 		}
-		key := s.b[m[0]:skipValue(s.b, m[0])]
 		room := budget - (len(s.out) - start) - 1 - marker - 1
-		if !s.member(key, m[1], m[2], room, left, start+budget-1-marker, depth, idx > 0) {
+		if !s.member(keys[idx], m[1], m[2], room, left, start+budget-1-marker, depth, idx > 0) {
 			break
 		}
 		kept++
@@ -355,6 +375,43 @@ func (s *shaper) object(i, end, budget, depth int) {
 		s.out = append(s.out, objectMarker(len(members)-kept, names)...)
 	}
 	s.out = append(s.out, '}')
+}
+
+// fairShares divides room among an object's member values: a value that
+// fits in an equal share keeps its size, and the others divide what is
+// left equally (water-filling). Nil when the keys leave less than
+// minShape a member.
+func fairShares(members [][3]int, keys [][]byte, room int) []int {
+	avail := room
+	for k := range members {
+		avail -= len(keys[k]) + 2 // the key, its colon, a comma
+	}
+	if avail < minShape*len(members) {
+		return nil
+	}
+	sizes := make([]int, len(members))
+	for k, m := range members {
+		sizes[k] = m[2] - m[1]
+	}
+	sorted := slices.Clone(sizes)
+	slices.Sort(sorted)
+	left, n := avail, len(sorted)
+	for _, sz := range sorted {
+		if sz > left/n {
+			break
+		}
+		left -= sz
+		n--
+	}
+	level := avail
+	if n > 0 {
+		level = left / n
+	}
+	shares := make([]int, len(members))
+	for k, sz := range sizes {
+		shares[k] = min(sz, level)
+	}
+	return shares
 }
 
 // skipWS returns the index of the first byte at or after i that is not

@@ -58,9 +58,9 @@ func TestShapeJSON(t *testing.T) {
 		{"fits", `{"a":[1,2,3]}`, 64, `{"a":[1,2,3]}`},
 		{"string", `"` + long + `"`, 100, `"` + strings.Repeat("é", 35) + `… [400 characters in all]"`},
 		{"escapes kept whole", `"` + strings.Repeat(`\n`, 100) + `"`, 64, `"` + strings.Repeat(`\n`, 17) + `… [100 characters in all]"`},
-		{"numbers", `[` + strings.Repeat("12345,", 40) + `1]`, 64, `[12345,12345,"… 39 more items (41 in all)"]`},
+		{"numbers", `[` + strings.Repeat("12345,", 40) + `1]`, 64, `[12345,12345,12345,12345,12345,"… 36 more items (41 in all)"]`},
 		{"object", `{"a":1,"b":"` + strings.Repeat("x", 200) + `","c":3}`, 128,
-			`{"a":1,"b":"` + strings.Repeat("x", 8) + `… [200 characters in all]","c":3}`},
+			`{"a":1,"b":"` + strings.Repeat("x", 80) + `… [200 characters in all]","c":3}`},
 		{"deep", strings.Repeat("[", 100) + strings.Repeat("]", 100), 150,
 			strings.Repeat("[", 31) + `"… 1 more item (1 in all)"` + strings.Repeat("]", 31)},
 		{"too deep", strings.Repeat("[", 100) + `"` + strings.Repeat("x", 2000) + `"` + strings.Repeat("]", 100), 1000,
@@ -188,4 +188,15 @@ func TestCodeModeToolShapes(t *testing.T) {
 
 	_, err = NewCodeModeTool(nil, limits, WithOutputBudget(-1))
 	assert.ErrorIs(t, err, ErrInvalidLimits)
+}
+
+func ExampleShapeJSON() {
+	value := json.RawMessage(`{"users":[{"id":1,"name":"ada"},{"id":2,"name":"bob"},{"id":3,"name":"cy"},{"id":4,"name":"di"}],"note":"` +
+		strings.Repeat("x", 200) + `"}`)
+	out, info := ShapeJSON(value, 160)
+	fmt.Println(string(out))
+	fmt.Println(info.Items, info.Strings)
+	// Output:
+	// {"users":[{"id":1,"name":"ada"},"… 3 more items (4 in all)"],"note":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx… [200 characters in all]"}
+	// 3 1
 }

@@ -95,6 +95,13 @@ func TestBetaTool(t *testing.T) {
 	assert.Equal(t, `{"result":2}`, out[0].OfText.Text)
 	_, err = bt.Execute(context.Background(), json.RawMessage(`{"code":"throw new Error('no')"}`))
 	require.ErrorContains(t, err, `"kind":"js"`)
+	require.ErrorContains(t, err, `"effects":{"summary":"no tool ran"`, "the model reads what ran")
+	// The default output budget: a result past 24 KiB reaches the model shaped.
+	out, err = bt.Execute(context.Background(), json.RawMessage(`{"code":"return Array.from({length: 20000}, (_, i) => i)"}`))
+	require.NoError(t, err)
+	assert.LessOrEqual(t, len(out[0].OfText.Text), codemode.DefaultOutputBudget+1024)
+	assert.Contains(t, out[0].OfText.Text, `more items (20000 in all)"]`)
+	assert.Contains(t, out[0].OfText.Text, `"shaped":"the result was `)
 }
 
 type cityInput struct {
