@@ -794,7 +794,7 @@ func (h *hostRun) callSync(index int, args json.RawMessage, reply *C.bridge_repl
 		if !failed && cap(result) <= maxScratch {
 			h.scratch = result
 		}
-		h.led.end(seq, led, write, outcomeOf(failed), time.Now())
+		h.led.end(seq, led, write, outcomeOf(failed, badArgs), time.Now())
 	} else {
 		var d completion
 		switch v.act {

@@ -44,6 +44,10 @@ const (
 	// OutcomeNotStarted: the call waited for a free handler (past the
 	// in-flight bound) and the run ended first; its tool never ran.
 	OutcomeNotStarted = "not_started"
+	// OutcomeInvalidArgs: the call's arguments were refused (its schema, a
+	// typed capability's input) before its tool ran; the program caught a
+	// TypeError.
+	OutcomeInvalidArgs = "invalid_args"
 )
 
 // The bounds of a ledger: the first LedgerHead calls and the last
@@ -66,7 +70,7 @@ type ToolEffect struct {
 	// Outcome is how the call ended: "ok" (its handler returned an
 	// answer: a provider's {"error": …} answer too, the tool ran),
 	// "error" (its handler failed), OutcomeRunning, OutcomeNotStarted,
-	// or governance's: "timeout" (its per-call timeout: the handler was
+	// OutcomeInvalidArgs, or governance's: "timeout" (its per-call timeout: the handler was
 	// left running), "rejected", "budget" (the tool did not run),
 	// "replayed" (a resumed run's answer from the continuation: the tool
 	// ran before the pause), "paused".
@@ -534,6 +538,9 @@ func (h *hostRun) track(cap int, provider, tool string, args []byte, seq int) (n
 func (d *completion) outcome() string {
 	switch d.why {
 	case noteNone, noteApproved, noteEdited:
+		if d.badArgs {
+			return OutcomeInvalidArgs
+		}
 		if d.failed {
 			return "error"
 		}
@@ -547,9 +554,12 @@ func (d *completion) outcome() string {
 	return d.why.String()
 }
 
-// outcomeOf is the ledger's outcome of a handler that returned.
-func outcomeOf(failed bool) string {
-	if failed {
+// outcomeOf is the ledger's outcome of a sync call that returned.
+func outcomeOf(failed, badArgs bool) string {
+	switch {
+	case badArgs:
+		return OutcomeInvalidArgs
+	case failed:
 		return "error"
 	}
 	return "ok"

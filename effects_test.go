@@ -303,3 +303,18 @@ func BenchmarkLedger(b *testing.B) {
 		})
 	}
 }
+
+// TestEffectsInvalidArgs: a call whose arguments its schema refuses never
+// reached its tool.
+func TestEffectsInvalidArgs(t *testing.T) {
+	t.Parallel()
+	var ran int
+	put := Capability{Name: "put", Async: true, Params: json.RawMessage(`{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]}`),
+		Func: func(context.Context, json.RawMessage) (any, error) { ran++; return 1, nil }}
+	e := newExecutor(t, WithCapability(put))
+	res, err := e.Run(context.Background(), `try { await put({}) } catch (e) { } throw new Error("x")`)
+	require.Error(t, err)
+	assert.Equal(t, []ToolEffect{{Seq: 0, Tool: "put", Effect: EffectWrite, Outcome: OutcomeInvalidArgs}}, calls(res.Effects))
+	assert.Equal(t, "no tool ran", res.Effects.Summary())
+	assert.Zero(t, ran)
+}

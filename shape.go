@@ -73,8 +73,10 @@ func (s *Shaping) Note(what string) string {
 	if s.Keys > 0 {
 		parts = append(parts, fmt.Sprintf("%d object members left out (%s)", s.Keys, plural(s.Objects, "object")))
 	}
-	if s.Strings > 0 {
-		parts = append(parts, fmt.Sprintf("%s cut to their start", plural(s.Strings, "string")))
+	if s.Strings == 1 {
+		parts = append(parts, "1 string cut to its start")
+	} else if s.Strings > 1 {
+		parts = append(parts, fmt.Sprintf("%d strings cut to their start", s.Strings))
 	}
 	if s.Deep > 0 {
 		parts = append(parts, fmt.Sprintf("%s replaced by a description", plural(s.Deep, "nested value")))

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -50,12 +51,17 @@ return Promise.all(cities.map(async (city) => {
 	repair := result(bodies[1])
 	assert.Equal(t, "tu_1", repair["tool_use_id"])
 	assert.Equal(t, true, repair["is_error"])
-	assert.Equal(t, `Error: {"kind":"js","name":"run_js","message":"TypeError: get_weather: `+"`city`"+` is required"}`, repair["content"].([]any)[0].(map[string]any)["text"])
+	assert.Equal(t, `Error: {"kind":"js","name":"run_js","message":"TypeError: get_weather: `+"`city`"+` is required",`+
+		`"effects":{"summary":"no tool ran","started":0,"completed":0,"calls":[{"seq":0,"tool":"get_weather","effect":"write","outcome":"invalid_args","ms":0}]}}`,
+		msRE.ReplaceAllString(repair["content"].([]any)[0].(map[string]any)["text"].(string), `"ms":0`))
 	answer := result(bodies[2])
 	assert.Equal(t, "tu_2", answer["tool_use_id"])
 	assert.Equal(t, `{"result":[{"city":"Paris","celsius":18,"population":2100000},{"city":"Tokyo","celsius":24,"population":14000000}]}`,
 		answer["content"].([]any)[0].(map[string]any)["text"])
 }
+
+// msRE matches a ledger's elapsed times.
+var msRE = regexp.MustCompile(`"ms":[0-9.e-]+`)
 
 // TestLive runs the example against the real API when a key is set.
 func TestLive(t *testing.T) {
