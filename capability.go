@@ -763,7 +763,12 @@ func (h *hostRun) callSync(index int, args json.RawMessage, reply *C.bridge_repl
 	ctx := h.context()
 	seq := h.seq
 	h.seq++
-	led, write := h.track(index, "", "", args, seq)
+	led, f := h.effectName(index, "", "", args)
+	write := f == EffectWrite
+	began := time.Now()
+	if h.gov != nil {
+		h.led.begin(seq, led, f, true, began)
+	}
 	var t toolObs
 	if h.obs != nil {
 		ctx, t = h.toolStart(ctx, index, "", "", seq)
@@ -794,7 +799,7 @@ func (h *hostRun) callSync(index int, args json.RawMessage, reply *C.bridge_repl
 		if !failed && cap(result) <= maxScratch {
 			h.scratch = result
 		}
-		h.led.end(seq, led, write, outcomeOf(failed, badArgs), time.Now())
+		h.led.record(seq, led, f, outcomeOf(failed, badArgs), began, time.Now())
 	} else {
 		var d completion
 		switch v.act {

@@ -215,16 +215,6 @@ func nameList(names []string, n int) string {
 	return s
 }
 
-// addName adds tool to the first n of names once, up to MaxWritten
-// names, and returns how many there are.
-func addName(names *[MaxWritten]string, n int, tool string) int {
-	if n < MaxWritten && !containsString(names[:n], tool) {
-		names[n] = tool
-		n++
-	}
-	return n
-}
-
 func containsString(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
@@ -281,21 +271,60 @@ type ledger struct {
 	head []ledgerEntry            // the first LedgerHead calls, by seq
 	tail *[LedgerTail]ledgerEntry // later calls, by seq % LedgerTail (made past the head)
 	n    int                      // calls recorded
-	out  Effects                  // the counts so far
+	base time.Time                // the first call's time: entries keep theirs as an offset
 	open []openCall               // calls begun and not ended
+	// The counts so far (Effects' fields of the same names).
+	started, completed, writesCompleted, writesFailed int
+	// The names Written and FailedWrites collect, before the snapshot.
+	written, failedWrites nameSet
 	// Room for a run's first calls, so that a run of a few calls
 	// allocates nothing for its ledger but its snapshot.
-	headBuf [4]ledgerEntry
-	openBuf [4]openCall
-	// The names Written and FailedWrites collect, before the snapshot.
-	written, failedWrites [MaxWritten]string
-	nWritten, nFailed     int
+	headBuf [2]ledgerEntry
+	openBuf [2]openCall
 }
 
-// ledgerEntry is a kept call and when it was made.
+// nameSet is up to MaxWritten distinct names, the first two in place.
+type nameSet struct {
+	first [2]string
+	more  []string
+	n     int
+}
+
+// add adds name once, up to MaxWritten names.
+func (s *nameSet) add(name string) {
+	if s.n == MaxWritten || s.has(name) {
+		return
+	}
+	if s.n < len(s.first) {
+		s.first[s.n] = name
+	} else {
+		s.more = append(s.more, name)
+	}
+	s.n++
+}
+
+func (s *nameSet) has(name string) bool {
+	return containsString(s.first[:min(s.n, len(s.first))], name) || containsString(s.more, name)
+}
+
+// appendTo appends the names to dst.
+func (s *nameSet) appendTo(dst []string) []string {
+	return append(append(dst, s.first[:min(s.n, len(s.first))]...), s.more...)
+}
+
+// ledgerEntry is a kept call and when it was made (after the ledger's
+// base).
 type ledgerEntry struct {
 	ToolEffect
-	at time.Time
+	at time.Duration
+}
+
+// since is t's offset from the ledger's base, which the first call sets.
+func (l *ledger) since(t time.Time) time.Duration {
+	if l.base.IsZero() {
+		l.base = t
+	}
+	return t.Sub(l.base)
 }
 
 // openCall is a call begun and not ended: what the snapshot needs of it
@@ -319,7 +348,23 @@ func (l *ledger) close(seq int) {
 
 // begin records a call the program made.
 func (l *ledger) begin(seq int, tool string, effect Effect, governed bool, at time.Time) {
-	r := ledgerEntry{ToolEffect{Seq: seq, Tool: tool, Effect: effect, Outcome: OutcomeNotStarted}, at}
+	l.put(ledgerEntry{ToolEffect{Seq: seq, Tool: tool, Effect: effect, Outcome: OutcomeNotStarted}, l.since(at)})
+	if l.open == nil {
+		l.open = l.openBuf[:0]
+	}
+	l.open = append(l.open, openCall{seq: seq, write: effect == EffectWrite, governed: governed})
+}
+
+// record records a call made and ended at once (a synchronous call with
+// no governance): its outcome, from at to ended.
+func (l *ledger) record(seq int, tool string, effect Effect, outcome string, at, ended time.Time) {
+	l.put(ledgerEntry{ToolEffect{Seq: seq, Tool: tool, Effect: effect, Outcome: outcome, Elapsed: ended.Sub(at)}, l.since(at)})
+	l.count(tool, effect == EffectWrite, outcome)
+}
+
+// put keeps a call's entry where its seq goes.
+func (l *ledger) put(r ledgerEntry) {
+	seq := r.Seq
 	switch {
 	case seq < LedgerHead:
 		if l.head == nil {
@@ -336,10 +381,6 @@ func (l *ledger) begin(seq int, tool string, effect Effect, governed bool, at ti
 		l.tail[seq%LedgerTail] = r
 	}
 	l.n = max(l.n, seq+1)
-	if l.open == nil {
-		l.open = l.openBuf[:0]
-	}
-	l.open = append(l.open, openCall{seq: seq, write: effect == EffectWrite, governed: governed})
 }
 
 // entry returns the kept record of call seq, or nil.
@@ -364,7 +405,7 @@ func (l *ledger) entry(seq int) *ledgerEntry {
 // before a pause; the others never reached their tool).
 func (l *ledger) end(seq int, tool string, write bool, outcome string, at time.Time) {
 	if r := l.entry(seq); r != nil {
-		r.Outcome, r.Elapsed = outcome, at.Sub(r.at)
+		r.Outcome, r.Elapsed = outcome, l.since(at)-r.at
 	}
 	switch outcome {
 	case "timeout":
@@ -374,22 +415,30 @@ func (l *ledger) end(seq int, tool string, write bool, outcome string, at time.T
 			}
 		}
 		return
+	}
+	l.close(seq)
+	l.count(tool, write, outcome)
+}
+
+// count counts a call that ended: one that reached its tool ("ok",
+// "error", "replayed") is started and completed, a write's name kept;
+// one that never did (refused) counts for nothing.
+func (l *ledger) count(tool string, write bool, outcome string) {
+	switch outcome {
 	case "ok", "error", "replayed":
-		l.close(seq)
 	default:
-		l.close(seq) // refused: it never ran
 		return
 	}
-	l.out.Started++
-	l.out.Completed++
+	l.started++
+	l.completed++
 	switch {
 	case !write:
 	case outcome == "error":
-		l.out.WritesFailed++
-		l.nFailed = addName(&l.failedWrites, l.nFailed, tool)
+		l.writesFailed++
+		l.failedWrites.add(tool)
 	default:
-		l.out.WritesCompleted++
-		l.nWritten = addName(&l.written, l.nWritten, tool)
+		l.writesCompleted++
+		l.written.add(tool)
 	}
 }
 
@@ -409,7 +458,7 @@ func (l *ledger) snapshot(now time.Time, queued []int, entered []int) *Effects {
 	// its names.
 	box := new(effectsBox)
 	out := &box.e
-	*out = l.out
+	out.Started, out.Completed, out.WritesCompleted, out.WritesFailed = l.started, l.completed, l.writesCompleted, l.writesFailed
 	for _, c := range l.open {
 		if slices.Contains(queued, c.seq) || c.governed && !slices.Contains(entered, c.seq) {
 			continue // never ran: not_started
@@ -423,7 +472,7 @@ func (l *ledger) snapshot(now time.Time, queued []int, entered []int) *Effects {
 				r.Outcome = OutcomeRunning
 			}
 			if r.Outcome == OutcomeRunning {
-				r.Elapsed = now.Sub(r.at)
+				r.Elapsed = l.since(now) - r.at
 			}
 		}
 	}
@@ -443,17 +492,17 @@ func (l *ledger) snapshot(now time.Time, queued []int, entered []int) *Effects {
 		}
 	}
 	out.Omitted = l.n - len(out.Calls)
+	nw, nf := l.written.n, l.failedWrites.n
 	names := box.names[:0:len(box.names)]
-	if l.nWritten+l.nFailed > len(box.names) {
-		names = make([]string, 0, l.nWritten+l.nFailed)
+	if nw+nf > len(box.names) {
+		names = make([]string, 0, nw+nf)
 	}
-	if l.nWritten > 0 {
-		names = append(names, l.written[:l.nWritten]...)
-		out.Written = names[:l.nWritten:l.nWritten]
+	names = l.failedWrites.appendTo(l.written.appendTo(names))
+	if nw > 0 {
+		out.Written = names[:nw:nw]
 	}
-	if l.nFailed > 0 {
-		names = append(names, l.failedWrites[:l.nFailed]...)
-		out.FailedWrites = names[l.nWritten : l.nWritten+l.nFailed : l.nWritten+l.nFailed]
+	if nf > 0 {
+		out.FailedWrites = names[nw : nw+nf : nw+nf]
 	}
 	return out
 }
@@ -511,27 +560,30 @@ func (e *Executor) fetchEffect(args []byte) Effect {
 }
 
 // track records a call in the ledger as the program makes it, and
-// returns its name there (its policy name; "fetch" for the network) and
-// whether its tool writes.
+// returns its name there and whether its tool writes.
 func (h *hostRun) track(cap int, provider, tool string, args []byte, seq int) (name string, write bool) {
-	governed := h.gov != nil
-	var f Effect
+	name, f := h.effectName(cap, provider, tool, args)
+	h.led.begin(seq, name, f, h.gov != nil, time.Now())
+	return name, f == EffectWrite
+}
+
+// effectName is a call's name in the ledger (its policy name; "fetch" for
+// the network) and its tool's effect.
+func (h *hostRun) effectName(cap int, provider, tool string, args []byte) (string, Effect) {
 	switch {
 	case cap < 0:
 		var names *toolNames
 		if h.run != nil && h.run.prog != nil {
 			names = h.run.prog.toolNames
 		}
-		name = names.join(provider, tool)
-		f = h.ex.effectOf(name)
+		name := names.join(provider, tool)
+		return name, h.ex.effectOf(name)
 	case h.caps.caps[cap].Name == fetchCapabilityName:
-		name, f = "fetch", h.ex.fetchEffect(args)
+		return "fetch", h.ex.fetchEffect(args)
 	default:
-		name = h.caps.caps[cap].Name
-		f = h.ex.effectOf(name)
+		name := h.caps.caps[cap].Name
+		return name, h.ex.effectOf(name)
 	}
-	h.led.begin(seq, name, f, governed, time.Now())
-	return name, f == EffectWrite
 }
 
 // outcome is how the ledger records a call that ended with d.
