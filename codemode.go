@@ -601,7 +601,10 @@ type CallResult struct {
 // Invoke runs {"code": "<script>"}: Output is {"result": value} plus
 // "logs" when the script logged; a model-repairable failure (a script
 // error, a tool failure, a deadline or memory kill, bad arguments) is the
-// [ExecError] JSON plus "logs", with IsError set. Only an internal failure
+// [ExecError] JSON plus "effects" (the run's ledger: which tools ran, see
+// [Effects]) and "logs", with IsError set. Past the tool's output budget
+// ([WithOutputBudget]) the value (or error) and logs are shaped to fit,
+// and "shaped" says what was cut. Only an internal failure
 // (including a cancelled ctx or a closed tool) is a Go error, an
 // [*ExecError] of kind internal.
 func (t *CodeModeTool) Invoke(ctx context.Context, args json.RawMessage) (CallResult, error) {

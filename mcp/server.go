@@ -93,7 +93,9 @@ const searchProvider = "codemode"
 // runs the program with exec (every upstream tool in its scope) and
 // returns {result, logs} as structured content with a text rendering; a
 // program that fails sets isError, its text the model-readable error JSON
-// (its name the tool's, as the client knows it) with the logs. The
+// (its name the tool's, as the client knows it) with the logs and the
+// effects ledger (which tools ran). Outputs past ServerOptions.OutputBudget
+// are shaped to fit, saying so under "shaped". The
 // request's cancellation stops the program; a client's progress token
 // gets progress notifications while it runs. It refuses a provider named
 // codemode, the server's own namespace.
