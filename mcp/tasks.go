@@ -1,7 +1,6 @@
 package mcp
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -39,6 +38,10 @@ const (
 	// are dropped oldest first, and while every one is still working a
 	// new call runs on its request instead of as a task.
 	MaxTasks = 1024
+	// MaxTaskBytes bounds the results the finished tasks keep, in all:
+	// past it, the oldest finished tasks are dropped (a client polling one
+	// then gets "unknown task").
+	MaxTaskBytes = 64 << 20
 )
 
 const (
@@ -62,8 +65,9 @@ type task struct {
 // taskTable holds a process's tasks (their ids are unguessable: 128 random
 // bits).
 type taskTable struct {
-	mu sync.Mutex
-	m  map[string]*task
+	mu    sync.Mutex
+	m     map[string]*task
+	bytes int // the results the finished tasks keep
 }
 
 var tasks = &taskTable{m: map[string]*task{}}
@@ -87,17 +91,40 @@ func (t *taskTable) create(now time.Time) *task {
 		if oldest == nil {
 			return nil
 		}
-		delete(t.m, oldest.id)
+		t.remove(oldest)
 	}
 	t.m[tk.id] = tk
 	return tk
 }
 
+// remove drops a task (t.mu held).
+func (t *taskTable) remove(tk *task) {
+	delete(t.m, tk.id)
+	t.bytes -= len(tk.result)
+}
+
+// shed drops the oldest finished tasks while their results are past
+// MaxTaskBytes (t.mu held).
+func (t *taskTable) shed() {
+	for t.bytes > MaxTaskBytes {
+		var oldest *task
+		for _, x := range t.m {
+			if x.status != "working" && len(x.result) > 0 && (oldest == nil || x.updated.Before(oldest.updated)) {
+				oldest = x
+			}
+		}
+		if oldest == nil {
+			return
+		}
+		t.remove(oldest)
+	}
+}
+
 // expire drops the finished tasks past their TTL (t.mu held).
 func (t *taskTable) expire(now time.Time) {
-	for id, x := range t.m {
+	for _, x := range t.m {
 		if x.status != "working" && now.Sub(x.created) > TaskTTL {
-			delete(t.m, id)
+			t.remove(x)
 		}
 	}
 }
@@ -122,7 +149,7 @@ func (t *taskTable) claim(ctx context.Context, id string) (*task, context.Contex
 func (t *taskTable) drop(id string) {
 	t.mu.Lock()
 	if tk := t.m[id]; tk != nil && !tk.claimed {
-		delete(t.m, id)
+		t.remove(tk)
 	}
 	t.mu.Unlock()
 }
@@ -130,13 +157,14 @@ func (t *taskTable) drop(id string) {
 // finish records a task's outcome: completed with res, or cancelled (a
 // cancel asked for and the program ended by it), saying what it did.
 func (t *taskTable) finish(tk *task, res *mcp.CallToolResult, now time.Time) {
-	b, err := json.Marshal(res)
-	if err == nil && len(b) > 2 && !bytes.Contains(b, []byte(`"resultType":`)) {
+	b, err := json.Marshal(res) // the SDK writes no resultType of its own here
+	if err == nil && len(b) > 2 {
 		// A task's result is the call's CallToolResult, complete.
 		b = append([]byte(`{"resultType":"complete",`), b[1:]...)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	defer t.shed()
 	tk.updated = now
 	tk.cancel()
 	switch {
@@ -144,9 +172,9 @@ func (t *taskTable) finish(tk *task, res *mcp.CallToolResult, now time.Time) {
 		tk.status, tk.message = "failed", "the result does not encode: "+err.Error()
 	case tk.cancelled && res.IsError:
 		tk.status, tk.message = "cancelled", "cancelled: "+effectsOf(res).Summary()
-		tk.result = b // also kept: the error and the effects ledger, for whoever asks
 	default:
 		tk.status, tk.result = "completed", b
+		t.bytes += len(b)
 		if e := effectsOf(res); res.IsError {
 			tk.message = e.Summary()
 		}

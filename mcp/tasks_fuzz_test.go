@@ -1,10 +1,14 @@
 package mcp
 
 import (
+	"context"
 	"encoding/json"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // FuzzTaskMessages: whatever a client sends as a tools/call's or a
@@ -32,4 +36,28 @@ func FuzzTaskMessages(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestTaskBytesBounded: finished tasks' results are bounded in all; the
+// oldest go first.
+func TestTaskBytesBounded(t *testing.T) {
+	tt := &taskTable{m: map[string]*task{}}
+	big := strings.Repeat("x", 1<<20)
+	now := time.Now()
+	var ids []string
+	for i := range 80 {
+		tk := tt.create(now)
+		tt.claim(context.Background(), tk.id)
+		tt.finish(tk, &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: big}}}, now.Add(time.Duration(i)*time.Millisecond))
+		ids = append(ids, tk.id)
+	}
+	if tt.bytes > MaxTaskBytes {
+		t.Fatalf("the finished tasks keep %d bytes, past %d", tt.bytes, MaxTaskBytes)
+	}
+	if _, ok := tt.get(ids[0]); ok {
+		t.Fatalf("the oldest task was kept")
+	}
+	if j, ok := tt.get(ids[79]); !ok || j.Status != "completed" || len(j.Result) < 1<<20 {
+		t.Fatalf("the newest task: %v %s", ok, j.Status)
+	}
 }
