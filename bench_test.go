@@ -175,6 +175,7 @@ func BenchmarkHostCall(b *testing.B) {
 		WithCapability(Capability{Name: "qraw", Func: serve(raw)}),
 		WithCapability(Capability{Name: "qasync", Async: true, Func: serve(small)}),
 		WithCapability(Capability{Name: "qasyncraw", Async: true, Func: serve(raw)}),
+		WithCapability(Capability{Name: "qnb", Async: true, NonBlocking: true, Func: serve(small)}),
 		// The same, its arguments checked against a schema (the fast
 		// path's: types, an enum, bounds), and one the library checks (a
 		// pattern).
@@ -201,6 +202,7 @@ func BenchmarkHostCall(b *testing.B) {
 		{"sync-typed", loop, "qtyped", 100},
 		{"async", loopAsync, "qasync", 100},
 		{"async-raw", loopAsync, "qasyncraw", 100},
+		{"async-nonblocking", loopAsync, "qnb", 100},
 		{"promise-all-16", all16, "qasync", 16},
 	}
 	for _, c := range cases {
@@ -245,19 +247,24 @@ func BenchmarkExecute(b *testing.B) {
 		return args[0], nil
 	})
 	cases := []struct {
-		name     string
-		code     string
-		dispatch DispatchFunc
-		want     string
+		name        string
+		code        string
+		dispatch    DispatchFunc
+		want        string
+		nonBlocking bool
 	}{
-		{"no-call", "async () => 1", answer, "1"},
-		{"provider-call", "async () => (await store.x()).id", answer, "1"},
-		{"provider-call-10", "async () => { let n = 0; for (let i = 0; i < 10; i++) n += (await store.x()).id; return n }", answer, "10"},
-		{"promise-all-16", "async () => (await Promise.all(Array.from({length: 16}, (_, i) => store.x(i)))).length", answer, "16"},
-		{"binary-64KiB", "async () => { const b = new Uint8Array(65536); b[65535] = 7; return (await store.echo(b))[65535] }", echo, "7"},
+		{"no-call", "async () => 1", answer, "1", false},
+		{"provider-call", "async () => (await store.x()).id", answer, "1", false},
+		{"provider-call-10", "async () => { let n = 0; for (let i = 0; i < 10; i++) n += (await store.x()).id; return n }", answer, "10", false},
+		{"promise-all-16", "async () => (await Promise.all(Array.from({length: 16}, (_, i) => store.x(i)))).length", answer, "16", false},
+		{"binary-64KiB", "async () => { const b = new Uint8Array(65536); b[65535] = 7; return (await store.echo(b))[65535] }", echo, "7", false},
+		// The same, the provider declared non-blocking (served as the call starts).
+		{"provider-call-nonblocking", "async () => (await store.x()).id", answer, "1", true},
+		{"provider-call-10-nonblocking", "async () => { let n = 0; for (let i = 0; i < 10; i++) n += (await store.x()).id; return n }", answer, "10", true},
+		{"promise-all-16-nonblocking", "async () => (await Promise.all(Array.from({length: 16}, (_, i) => store.x(i)))).length", answer, "16", true},
 	}
 	for _, c := range cases {
-		req := Request{Code: c.code, Providers: []Provider{{Name: "store"}}, Dispatch: c.dispatch}
+		req := Request{Code: c.code, Providers: []Provider{{Name: "store", NonBlocking: c.nonBlocking}}, Dispatch: c.dispatch}
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

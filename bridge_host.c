@@ -319,6 +319,12 @@ static JSValue new_call(bridge_slot *s, int32_t cap, const char *name, uint32_t 
 	return promise;
 }
 
+/* The kill a start's refusal rc makes (call_async's). */
+static int32_t start_kill(int32_t rc)
+{
+	return rc == 1 ? BRIDGE_CANCELED : rc == 2 ? BRIDGE_TIMEOUT : BRIDGE_INTERNAL;
+}
+
 static JSValue call_async(bridge_slot *s, int32_t cap, const char *args, size_t n)
 {
 	uint32_t id;
@@ -326,9 +332,10 @@ static JSValue call_async(bridge_slot *s, int32_t cap, const char *args, size_t 
 	if (JS_IsException(promise))
 		return promise;
 	int32_t rc = go_capability_start(s->handle, cap, id, (char *)args, n);
-	if (rc != 0) { /* 1: Go ends the run at this call (a pause); -1: the glue failed */
+	if (rc != 0) { /* Go ends the run at this call: 1 (a pause, a cancellation), 2 (the deadline
+	                * passed in a handler Go served inline); -1: the glue failed */
 		JS_FreeValue(s->ctx, promise);
-		return throw_kill(s, rc == 1 ? BRIDGE_CANCELED : BRIDGE_INTERNAL);
+		return throw_kill(s, start_kill(rc));
 	}
 	return promise;
 }
@@ -361,7 +368,7 @@ static JSValue send_dispatch(bridge_slot *s, JSValueConst *names, const char *p[
 	int32_t rc = go_dispatch_start(s->handle, id, (char *)p[0], n[0], (char *)p[1], n[1], (char *)args, nargs);
 	if (rc != 0) { /* as in call_async */
 		JS_FreeValue(s->ctx, ret);
-		ret = throw_kill(s, rc == 1 ? BRIDGE_CANCELED : BRIDGE_INTERNAL);
+		ret = throw_kill(s, start_kill(rc));
 	}
 	return ret;
 }

@@ -75,6 +75,18 @@ type Capability struct {
 	Unchecked bool
 	// Async makes the capability return a Promise.
 	Async bool
+	// NonBlocking declares that Func honours its context and returns
+	// quickly (no network round trip, no lock held for long: a cache, a
+	// computation, an in-memory store). An async call then runs Func on the
+	// program's own goroutine as the call starts, instead of handing it to
+	// a goroutine of its own: the Promise still settles on the program's
+	// next turn, but the call costs what a synchronous one does, with no
+	// wake-up of another core. The price is the async contract's guarantee:
+	// such a Func that blocks anyway blocks the run (as a synchronous
+	// capability does), and calls a Promise.all starts together run one
+	// after another. Governed calls ([WithGovernance]) always get a
+	// goroutine. Ignored for a synchronous capability.
+	NonBlocking bool
 	// Func serves a call. For a synchronous capability, args is valid
 	// only until Func returns (as with json.Unmarshaler's data): it is a
 	// buffer the run reuses for its next call, so a handler that keeps
@@ -412,6 +424,7 @@ type asyncCall struct {
 	seq            int      // its place among the run's calls
 	led            string   // its name in the ledger
 	write          bool     // its tool's effect is a write
+	inline         bool     // its handler is declared non-blocking: served as it starts
 }
 
 // completion is a finished async call: NUL-terminated JSON (a dispatch's
@@ -859,8 +872,10 @@ func (h *hostRun) callSync(index int, args json.RawMessage, reply *C.bridge_repl
 }
 
 // start begins an async call, or queues it behind the in-flight bound. It
-// reports false when the run must end at the call (a pause, a divergence).
-func (h *hostRun) start(call asyncCall) bool {
+// returns what C does next: startGoOn, or the run ends at the call
+// (startCancel: a pause, a divergence, the caller's cancellation;
+// startTimeout: the deadline passed in a handler served inline).
+func (h *hostRun) start(call asyncCall) C.int32_t {
 	h.calls.Add(1)
 	// Made here, on the run's goroutine, before the call is handed over.
 	if call.cap >= 0 {
@@ -870,6 +885,12 @@ func (h *hostRun) start(call asyncCall) bool {
 	}
 	call.seq = h.seq
 	h.seq++
+	if call.cap >= 0 {
+		call.inline = h.caps.caps[call.cap].NonBlocking
+	}
+	if call.inline && h.gov == nil {
+		return h.serveInline(call)
+	}
 	call.led, call.write = h.track(call.cap, call.provider, call.tool, call.args, call.seq)
 	if h.gov != nil {
 		name := call.provider + "." + call.tool
@@ -904,10 +925,10 @@ func (h *hostRun) start(call asyncCall) bool {
 		}
 		switch v.act {
 		case actStop:
-			return false
+			return startCancel
 		case actAnswer, actFail:
 			h.deliver(d)
-			return true
+			return startGoOn
 		}
 		call.gov = &v
 	}
@@ -915,7 +936,7 @@ func (h *hostRun) start(call asyncCall) bool {
 	if h.inflight >= maxInflight {
 		h.queue = append(h.queue, call)
 		h.mu.Unlock()
-		return true
+		return startGoOn
 	}
 	h.inflight++
 	if call.cap < 0 {
@@ -930,7 +951,45 @@ func (h *hostRun) start(call asyncCall) bool {
 		h.serve(call)
 		pprof.SetGoroutineLabels(context.Background())
 	})
-	return true
+	return startGoOn
+}
+
+// What start tells C (bridge_host.c's call_async and send_dispatch).
+const (
+	startGoOn    C.int32_t = 0
+	startCancel  C.int32_t = 1
+	startTimeout C.int32_t = 2
+)
+
+// serveInline serves a call whose handler is declared non-blocking on the
+// run's goroutine, as it starts (in the C callback that started it), and
+// settles its promise there: no goroutine, no wake-up, no turn of the
+// event loop. The promise's reactions still run as jobs, after the code
+// that made the call. The handler's time is the run's, as a synchronous
+// call's is: a deadline that passed in it (or a cancellation) ends the run.
+func (h *hostRun) serveInline(call asyncCall) C.int32_t {
+	name, f := h.effectName(call.cap, call.provider, call.tool, call.args)
+	began := time.Now()
+	ctx := h.ctxOf(call)
+	var t toolObs
+	if h.obs != nil {
+		ctx, t = h.toolStart(ctx, call.cap, call.provider, call.tool, call.seq)
+	}
+	d := h.serveOne(call, ctx, call.args)
+	end := time.Now()
+	if h.obs != nil {
+		h.toolEnd(t, d)
+	}
+	h.led.record(call.seq, name, f, outcomeOf(d.failed, d.badArgs), began, end)
+	switch {
+	case h.caller.Err() != nil || h.ex.isClosed():
+		return startCancel
+	case h.clock.passed():
+		return startTimeout
+	}
+	d.id = call.id
+	h.run.settle(d)
+	return startGoOn
 }
 
 // deliver hands a completion made on the run's goroutine (an answer from
@@ -1113,10 +1172,7 @@ func go_capability_start(handle C.uintptr_t, index C.int32_t, id C.uint32_t, arg
 	var h *hostRun
 	defer recoverGlue(&h, &rc, -1)
 	h = hostOf(handle)
-	if !h.start(asyncCall{cap: int(index), id: uint32(id), args: C.GoBytes(unsafe.Pointer(args), C.int(n))}) {
-		return 1 // the run ends at this call
-	}
-	return 0
+	return h.start(asyncCall{cap: int(index), id: uint32(id), args: C.GoBytes(unsafe.Pointer(args), C.int(n))})
 }
 
 //export go_dispatch_start
@@ -1125,20 +1181,18 @@ func go_dispatch_start(handle C.uintptr_t, id C.uint32_t, provider *C.char, np C
 	var h *hostRun
 	defer recoverGlue(&h, &rc, -1)
 	h = hostOf(handle)
-	p, t := h.names(unsafe.String((*byte)(unsafe.Pointer(provider)), int(np)),
+	p, t, inline := h.names(unsafe.String((*byte)(unsafe.Pointer(provider)), int(np)),
 		unsafe.String((*byte)(unsafe.Pointer(tool)), int(nt)))
-	if !h.start(asyncCall{cap: -1, id: uint32(id), provider: p, tool: t, args: C.GoBytes(unsafe.Pointer(args), C.int(na)),
-		departed: latchClock.Load()}) {
-		return 1 // the run ends at this call
-	}
-	return 0
+	return h.start(asyncCall{cap: -1, id: uint32(id), provider: p, tool: t, args: C.GoBytes(unsafe.Pointer(args), C.int(na)),
+		departed: latchClock.Load(), inline: inline})
 }
 
 // names returns a provider call's provider and tool names as strings of
 // their own: the request's own strings when they name a declared
 // provider and a listed tool (no copy), else copies of C's bytes, which
-// are only valid during the callback.
-func (h *hostRun) names(provider, tool string) (string, string) {
+// are only valid during the callback; and whether the provider declared
+// its tools non-blocking.
+func (h *hostRun) names(provider, tool string) (string, string, bool) {
 	var providers []Provider
 	if h.run != nil && h.run.prog != nil {
 		providers = h.run.prog.providers
@@ -1150,10 +1204,10 @@ func (h *hostRun) names(provider, tool string) (string, string) {
 		}
 		for _, t := range p.Tools {
 			if t == tool {
-				return p.Name, t
+				return p.Name, t, p.NonBlocking
 			}
 		}
-		return p.Name, strings.Clone(tool)
+		return p.Name, strings.Clone(tool), p.NonBlocking
 	}
-	return strings.Clone(provider), strings.Clone(tool)
+	return strings.Clone(provider), strings.Clone(tool), false
 }

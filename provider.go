@@ -48,6 +48,12 @@ type Provider struct {
 	// before the program, in a block of its own in the entry scope: it can
 	// hang helpers on the namespace (store.helpers = {...}).
 	Prelude string
+	// NonBlocking declares that the DispatchFunc serves this provider's
+	// tools without blocking: it honours its context and returns quickly
+	// (an in-memory store, a cache, a computation). Its calls then run on
+	// the program's own goroutine as they start instead of on a goroutine
+	// each (see [Capability].NonBlocking for what that saves and costs).
+	NonBlocking bool
 	// ProxySource replaces the generated proxy outright: statements in the
 	// entry scope that must declare Name. __dispatch, __stringifyForDispatch
 	// and __parseForDispatch are in scope. The generated trap's guards go

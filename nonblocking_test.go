@@ -1,0 +1,148 @@
+package codemode
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestNonBlockingCapability: an async capability declared non-blocking
+// runs as its call starts (a synchronous capability called right after
+// sees its effect), and its Promise still settles on a later turn; its
+// failures reject as an async capability's do; the ledger records it.
+func TestNonBlockingCapability(t *testing.T) {
+	t.Parallel()
+	var n atomic.Int64
+	e := newExecutor(t,
+		WithCapability(Capability{Name: "bump", Async: true, NonBlocking: true,
+			Func: func(_ context.Context, args json.RawMessage) (any, error) {
+				if string(args) == `{"fail":true}` {
+					return nil, errors.New("no such user")
+				}
+				return map[string]any{"n": n.Add(1)}, nil
+			}}),
+		WithCapability(Capability{Name: "count", Func: func(context.Context, json.RawMessage) (any, error) {
+			return n.Load(), nil
+		}}),
+		WithCapability(Capability{Name: "typed", Async: true, NonBlocking: true,
+			Params: json.RawMessage(`{"type":"object","properties":{"id":{"type":"integer"}},"required":["id"]}`),
+			Func:   func(context.Context, json.RawMessage) (any, error) { return "ok", nil }}))
+	ctx := context.Background()
+
+	// Served as the call starts, settled on a later turn.
+	n.Store(0)
+	res, err := e.Run(ctx, `let settled = false;
+const p = bump({}); p.then(() => { settled = true });
+const seen = count(), before = settled;
+const r = await p;
+return {seen, before, after: settled, r, isPromise: p instanceof Promise}`)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"seen":1,"before":false,"after":true,"r":{"n":1},"isPromise":true}`, string(res.Value))
+	assert.Equal(t, []ToolEffect{{Seq: 0, Tool: "bump", Effect: EffectWrite, Outcome: "ok"},
+		{Seq: 1, Tool: "count", Effect: EffectWrite, Outcome: "ok"}}, calls(res.Effects))
+
+	// Promise.all over non-blocking calls: each served in call order.
+	n.Store(0)
+	res, err = e.Run(ctx, `return (await Promise.all([bump({}), bump({}), bump({})])).map(r => r.n)`)
+	require.NoError(t, err)
+	assert.JSONEq(t, `[1,2,3]`, string(res.Value))
+	assert.Equal(t, 3, res.Stats.HostCalls)
+
+	// A failure rejects, catchable; uncaught, it is the capability's.
+	res, err = e.Run(ctx, `try { await bump({fail: true}) } catch (e) { return e.message }`)
+	require.NoError(t, err)
+	assert.JSONEq(t, `"no such user"`, string(res.Value))
+	_, err = e.Run(ctx, `await bump({fail: true}); return 1`)
+	var ee *ExecError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, KindCapability, ee.Kind)
+	assert.Equal(t, "bump", ee.Capability)
+	assert.Equal(t, "no such user", ee.Message)
+
+	// Arguments refused by the schema: a TypeError, and the handler never ran.
+	res, err = e.Run(ctx, `try { await typed({id: "x"}) } catch (e) { return e instanceof TypeError }`)
+	require.NoError(t, err)
+	assert.JSONEq(t, `true`, string(res.Value))
+	assert.Equal(t, OutcomeInvalidArgs, res.Effects.Calls[0].Outcome)
+}
+
+// TestNonBlockingDeadline: a handler declared non-blocking that blocks
+// anyway holds the run, whose outcome is the deadline's (as after a
+// synchronous call), and a cancellation in it ends the run cancelled.
+func TestNonBlockingDeadline(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	e := newExecutor(t, WithLimits(Limits{Deadline: 50 * time.Millisecond}),
+		WithCapability(Capability{Name: "slow", Async: true, NonBlocking: true,
+			Func: func(ctx context.Context, _ json.RawMessage) (any, error) {
+				select {
+				case <-release:
+				case <-time.After(200 * time.Millisecond):
+				}
+				return 1, nil
+			}}))
+	res, err := e.Run(context.Background(), `await slow({}); return 2`)
+	var ee *ExecError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, KindTimeout, ee.Kind)
+	assert.Equal(t, "slow completed before the timeout", res.Effects.Summary())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(10 * time.Millisecond); cancel() }()
+	_, err = e.Run(ctx, `await slow({}); return 2`)
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, KindInternal, ee.Kind)
+	assert.True(t, errors.Is(err, context.Canceled), "%v", err)
+	close(release)
+}
+
+// TestNonBlockingProvider: a provider declared non-blocking has its tools
+// served as their calls start, their envelopes opened as any provider
+// tool's; a governed executor still serves them on goroutines of their
+// own, under its policies.
+func TestNonBlockingProvider(t *testing.T) {
+	t.Parallel()
+	var n atomic.Int64
+	dispatch := func(_ context.Context, provider, tool, args string) (string, error) {
+		switch tool {
+		case "bump":
+			return `{"result":` + itoa(n.Add(1)) + `}`, nil
+		case "count":
+			return `{"result":` + itoa(n.Load()) + `}`, nil
+		case "fail":
+			return `{"error":"no such row"}`, nil
+		}
+		return "", errors.New("unknown tool " + tool)
+	}
+	req := Request{Providers: []Provider{{Name: "store", NonBlocking: true}}, Dispatch: dispatch}
+	req.Code = `async () => {
+  const p = store.bump();
+  const seen = await store.count();
+  let msg;
+  try { await store.fail() } catch (e) { msg = e.message }
+  return {first: await p, seen, msg};
+}`
+	e := newExecutor(t)
+	res := e.Execute(context.Background(), req)
+	require.Empty(t, res.Error)
+	assert.JSONEq(t, `{"first":1,"seen":1,"msg":"no such row"}`, string(res.Result))
+	require.NotNil(t, res.Effects)
+	assert.Equal(t, 3, res.Effects.Completed)
+
+	// Governed: the budget still counts every call.
+	n.Store(0)
+	g := newExecutor(t, WithGovernance(Governance{Tools: map[string]ToolPolicy{"store.bump": {Budget: 1}}}))
+	res = g.Execute(context.Background(), Request{Providers: []Provider{{Name: "store", NonBlocking: true}},
+		Dispatch: dispatch, Code: `async () => { await store.bump(); try { await store.bump() } catch (e) { return "refused" } return "ran" }`})
+	require.Empty(t, res.Error)
+	assert.JSONEq(t, `"refused"`, string(res.Result))
+	assert.Equal(t, int64(1), n.Load())
+}
+
+func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
