@@ -311,6 +311,11 @@ size_t bridge_slot_image_size(bridge_slot *s, int32_t kind);
 /* An idle slot gives the arena pages above its image back to the kernel
  * (and their charge to its budget); returns the bytes released. */
 size_t bridge_slot_release(bridge_slot *s);
+
+/* How sandboxes are restored: 1 by written pages (PAGEMAP_SCAN), 0 by
+ * copying whole images (*reason says why); restores whole and by written
+ * pages so far, and the pages the latter copied. */
+int bridge_restore_info(const char **reason, uint64_t *whole, uint64_t *written, uint64_t *pages);
 /* The bytes the slot's budget has charged it (0 without one). */
 size_t bridge_slot_charged(bridge_slot *s);
 

@@ -22,6 +22,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+
 /* ---------------------------------------------------------------------- */
 /* strbuf (sb_put and sb_puts are bridge_internal.h's) */
 
@@ -212,6 +218,221 @@ static pthread_mutex_t windows_mu = PTHREAD_MUTEX_INITIALIZER;
 static uintptr_t *windows_free; /* room for every window reserved */
 static size_t windows_nfree, windows_cap, windows_total;
 
+/* ---------------------------------------------------------------------- */
+/* Written-page restores. A restore copies the whole image back (some
+ * 115 KiB for a plain sandbox: all of a tiny run's cost); a tiny run
+ * writes 7 of its 28 pages. Linux (6.7 on) tracks which pages of a range
+ * were written since they were write-protected: the windows are registered
+ * with a userfaultfd for asynchronous write protection (a write to a
+ * protected page unprotects it in the kernel, with no handler and no
+ * signal), and the PAGEMAP_SCAN ioctl lists the unprotected pages. So a
+ * restore copies back the pages written since the image was last copied
+ * whole and protected, and leaves those unprotected: the pages every run
+ * writes cost no fault, the rest stay protected and are never copied
+ * (restores to a different image, or after the image changed, copy it
+ * whole and protect it again). Every WP_DECAY_RESTORES restores (bridge_image.c) the pages are
+ * protected again, so pages one run wrote (a collection marks every
+ * object) are not copied forever. Pages the scan finds swapped out or
+ * not present are copied too (wasmtime's pooling allocator, which does
+ * the same, found swapped pages misreported: wasmtime#14357). Where the
+ * kernel lacks any of it, or CODEMODE_RESTORE=copy, restores copy. */
+
+#ifndef UFFD_USER_MODE_ONLY
+#define UFFD_USER_MODE_ONLY 1
+#endif
+#define WP_FEATURE_ASYNC (1ULL << 15) /* UFFD_FEATURE_WP_ASYNC */
+
+/* The PAGEMAP_SCAN ioctl's ABI (include/uapi/linux/fs.h, Linux 6.7), for
+ * headers that predate it. */
+typedef struct {
+	uint64_t start, end, categories;
+} wp_region;
+typedef struct {
+	uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages, category_inverted, category_mask,
+	    category_anyof_mask, return_mask;
+} wp_scan_arg;
+#define WP_PAGEMAP_SCAN _IOWR('f', 16, wp_scan_arg)
+#define WP_IS_WRITTEN (1ULL << 1)
+#define WP_IS_PRESENT (1ULL << 3)
+#define WP_IS_SWAPPED (1ULL << 4)
+
+#define WP_REGIONS 32
+
+static int wp_uffd = -1, wp_pagemap = -1;
+static int wp_state;          /* 0 untried, 1 on, -1 off (windows_mu) */
+static const char *wp_reason; /* why off */
+static uint64_t wp_stats[4];  /* restores whole, restores by written pages, pages copied, faults of the scan */
+
+static bool wp_off(const char *why)
+{
+	if (wp_uffd >= 0)
+		close(wp_uffd);
+	if (wp_pagemap >= 0)
+		close(wp_pagemap);
+	wp_uffd = wp_pagemap = -1;
+	wp_reason = why;
+	__atomic_store_n(&wp_state, -1, __ATOMIC_RELEASE);
+	return false;
+}
+
+/* Checks the whole scheme on three pages of its own before trusting it:
+ * written, protected, the middle one written again, then exactly that one
+ * is reported written, and once protected again none is. */
+static bool wp_probe(void)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), len = 3 * page;
+	char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return false;
+	bool ok = false;
+	struct uffdio_register reg = {.range = {.start = (uintptr_t)m, .len = len}, .mode = UFFDIO_REGISTER_MODE_WP};
+	if (ioctl(wp_uffd, UFFDIO_REGISTER, &reg) == 0) {
+		memset(m, 1, len);
+		struct uffdio_writeprotect wp = {.range = {.start = (uintptr_t)m, .len = len},
+		                                 .mode = UFFDIO_WRITEPROTECT_MODE_WP};
+		wp_region regs[4];
+		wp_scan_arg a = {.size = sizeof(a),
+		                 .start = (uintptr_t)m,
+		                 .end = (uintptr_t)m + len,
+		                 .vec = (uintptr_t)regs,
+		                 .vec_len = 4,
+		                 .category_mask = WP_IS_WRITTEN,
+		                 .return_mask = WP_IS_WRITTEN};
+		if (ioctl(wp_uffd, UFFDIO_WRITEPROTECT, &wp) == 0) {
+			m[page + 7] = 2;
+			long n = ioctl(wp_pagemap, WP_PAGEMAP_SCAN, &a);
+			ok = n == 1 && regs[0].start == (uintptr_t)m + page && regs[0].end == (uintptr_t)m + 2 * page &&
+			     m[7] == 1 && m[page + 7] == 2;
+			if (ok && ioctl(wp_uffd, UFFDIO_WRITEPROTECT, &wp) == 0)
+				ok = ioctl(wp_pagemap, WP_PAGEMAP_SCAN, &a) == 0;
+			else
+				ok = false;
+		}
+		struct uffdio_range r = {.start = (uintptr_t)m, .len = len};
+		ioctl(wp_uffd, UFFDIO_UNREGISTER, &r);
+	}
+	munmap(m, len);
+	return ok;
+}
+
+/* Turns written-page restores on, once, under windows_mu. */
+static void wp_init(void)
+{
+	if (wp_state != 0)
+		return;
+	const char *env = getenv("CODEMODE_RESTORE");
+	if (env && strcmp(env, "copy") == 0) {
+		wp_off("CODEMODE_RESTORE=copy");
+		return;
+	}
+	wp_uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+	if (wp_uffd < 0) {
+		wp_off(errno == ENOSYS ? "no userfaultfd" : "userfaultfd refused");
+		return;
+	}
+	struct uffdio_api api = {.api = UFFD_API, .features = WP_FEATURE_ASYNC};
+	if (ioctl(wp_uffd, UFFDIO_API, &api) != 0 || !(api.features & WP_FEATURE_ASYNC)) {
+		wp_off("no asynchronous write protection (Linux 6.7)");
+		return;
+	}
+	wp_pagemap = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	if (wp_pagemap < 0) {
+		wp_off("no /proc/self/pagemap");
+		return;
+	}
+	/* PAGEMAP_SCAN itself, on an empty range. */
+	wp_scan_arg a = {.size = sizeof(a), .return_mask = WP_IS_WRITTEN};
+	if (ioctl(wp_pagemap, WP_PAGEMAP_SCAN, &a) < 0) {
+		wp_off("no PAGEMAP_SCAN (Linux 6.7)");
+		return;
+	}
+	if (!wp_probe()) {
+		wp_off("written pages misreported");
+		return;
+	}
+	__atomic_store_n(&wp_state, 1, __ATOMIC_RELEASE);
+}
+
+/* Registers a reservation's windows for write protection (windows_mu). */
+static void wp_register(uintptr_t at, size_t len)
+{
+	wp_init();
+	if (wp_state != 1)
+		return;
+	struct uffdio_register reg = {.range = {.start = at, .len = len}, .mode = UFFDIO_REGISTER_MODE_WP};
+	if (ioctl(wp_uffd, UFFDIO_REGISTER, &reg) != 0)
+		wp_off("userfaultfd registration refused");
+}
+
+bool wp_enabled(void) { return __atomic_load_n(&wp_state, __ATOMIC_ACQUIRE) == 1; }
+
+static size_t page_up(size_t n)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	return (n + page - 1) & ~(page - 1);
+}
+
+/* Write-protects the pages of [base, base+len): a write unprotects its
+ * page, and the next scan lists it. */
+bool wp_protect(void *base, size_t len)
+{
+	struct uffdio_writeprotect wp = {.range = {.start = (uintptr_t)base, .len = page_up(len)},
+	                                 .mode = UFFDIO_WRITEPROTECT_MODE_WP};
+	return ioctl(wp_uffd, UFFDIO_WRITEPROTECT, &wp) == 0;
+}
+
+/* Copies back from bytes the pages of [base, base+len) written since they
+ * were protected (or swapped out, or not present). Returns the pages copied, or -1 when the
+ * scan failed (the caller copies it all). */
+long wp_copy_written(void *base, const uint8_t *bytes, size_t len)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	uintptr_t lo = (uintptr_t)base, hi = lo + page_up(len);
+	wp_region regs[WP_REGIONS];
+	long pages = 0;
+	for (uintptr_t from = lo; from < hi;) {
+		wp_scan_arg a = {.size = sizeof(a),
+		                 .start = from,
+		                 .end = hi,
+		                 .vec = (uintptr_t)regs,
+		                 .vec_len = WP_REGIONS,
+		                 .category_inverted = WP_IS_PRESENT,
+		                 .category_anyof_mask = WP_IS_WRITTEN | WP_IS_PRESENT | WP_IS_SWAPPED,
+		                 .return_mask = WP_IS_WRITTEN | WP_IS_PRESENT | WP_IS_SWAPPED};
+		long n = ioctl(wp_pagemap, WP_PAGEMAP_SCAN, &a);
+		if (n < 0)
+			return -1;
+		for (long i = 0; i < n; i++) {
+			uintptr_t s = regs[i].start < lo ? lo : regs[i].start, e = regs[i].end > lo + len ? lo + len : regs[i].end;
+			if (e > s) {
+				memcpy((void *)s, bytes + (s - lo), e - s);
+				pages += (long)((e - s + page - 1) / page);
+			}
+		}
+		if (a.walk_end <= from)
+			return -1;
+		from = a.walk_end;
+	}
+	__atomic_fetch_add(&wp_stats[1], 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&wp_stats[2], (uint64_t)pages, __ATOMIC_RELAXED);
+	return pages;
+}
+
+void wp_count_whole(void) { __atomic_fetch_add(&wp_stats[0], 1, __ATOMIC_RELAXED); }
+
+int bridge_restore_info(const char **reason, uint64_t *whole, uint64_t *written, uint64_t *pages)
+{
+	pthread_mutex_lock(&windows_mu);
+	wp_init();
+	int on = wp_state == 1;
+	*reason = wp_reason ? wp_reason : "";
+	pthread_mutex_unlock(&windows_mu);
+	*whole = __atomic_load_n(&wp_stats[0], __ATOMIC_RELAXED);
+	*written = __atomic_load_n(&wp_stats[1], __ATOMIC_RELAXED);
+	*pages = __atomic_load_n(&wp_stats[2], __ATOMIC_RELAXED);
+	return on;
+}
+
 /* Reserves n windows at a REGION_ALIGN boundary; false when the address
  * space (or RLIMIT_AS, or strict overcommit) refuses them. */
 static bool windows_reserve(size_t n)
@@ -239,6 +460,7 @@ static bool windows_reserve(size_t n)
 		munmap(r, at - lo);
 	if (hi > end)
 		munmap((void *)end, hi - end);
+	wp_register(at, n * REGION_ALIGN);
 	for (size_t i = n; i-- > 0;) /* the lowest handed out first */
 		windows_free[windows_nfree++] = at + i * REGION_ALIGN;
 	windows_total += n;

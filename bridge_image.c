@@ -242,6 +242,7 @@ static int image_take(bridge_slot *s, const bridge_config *cfg, slot_image *im, 
 {
 	mark_dirty(s); /* what was written past the top until now: the next restore clears it */
 	size_t len = (s->ar->top + 63) & ~(size_t)63;
+	s->wp_bytes = NULL; /* the bytes below may be the tracked image's */
 	uint8_t *bytes = image_alloc(s, im, len);
 	if (!bytes)
 		return -1;
@@ -286,14 +287,47 @@ static int build_image(bridge_slot *s, const bridge_config *cfg, slot_image *im)
 	return image_take(s, cfg, im, JS_UNDEFINED);
 }
 
+/* How many restores by written pages before the pages are protected
+ * again (bridge_arena.c says why). */
+#define WP_DECAY_RESTORES 64
+
 /* Beyond this many dirty bytes the tail is handed back to the kernel
  * (zero-filled on the next touch) instead of cleared by hand. */
 #define SCRUB_MADVISE (8u << 20)
 
+/* Copies the image bytes of len back into the arena's prefix: the pages
+ * written since the last restore of the same image (wp_copy_written), when
+ * tracked is set and this window's pages are tracked; else all of it, then
+ * protecting its pages when tracked, so the next restore of this image
+ * copies what a run wrote. An image restored whole untracked (a template's
+ * clone, a session's checkpoint) forgets the tracked one. */
+static void copy_image(bridge_slot *s, const uint8_t *bytes, size_t len, bool tracked)
+{
+	void *base = s->ar;
+	tracked = tracked && s->ar_window && wp_enabled();
+	if (tracked && s->wp_bytes == bytes && s->wp_len == len) {
+		if (wp_copy_written(base, bytes, len) >= 0) {
+			if (++s->wp_since < WP_DECAY_RESTORES || wp_protect(base, len)) {
+				if (s->wp_since >= WP_DECAY_RESTORES)
+					s->wp_since = 0;
+				return;
+			}
+		}
+	}
+	memcpy(base, bytes, len);
+	wp_count_whole();
+	s->wp_bytes = NULL;
+	if (tracked && wp_protect(base, len)) {
+		s->wp_bytes = bytes;
+		s->wp_len = len;
+		s->wp_since = 0;
+	}
+}
+
 /* Puts a sandbox's bytes back: zeroes over whatever differs from zero
  * past them (another image, the last run's allocations), then the
  * region's prefix and the slot's pointers into it. */
-void restore_bytes(bridge_slot *s, const uint8_t *bytes, size_t len, const saved_state *saved)
+static void restore_into(bridge_slot *s, const uint8_t *bytes, size_t len, const saved_state *saved, bool tracked)
 {
 	char *base = (char *)s->ar;
 	if (s->dirty_end > len) {
@@ -309,7 +343,7 @@ void restore_bytes(bridge_slot *s, const uint8_t *bytes, size_t len, const saved
 			memset(base + from, 0, upto - from);
 		}
 	}
-	memcpy(base, bytes, len);
+	copy_image(s, bytes, len, tracked);
 	s->dirty_end = s->image_end = len;
 	s->rt = saved->rt;
 	s->ctx = saved->ctx;
@@ -323,7 +357,14 @@ void restore_bytes(bridge_slot *s, const uint8_t *bytes, size_t len, const saved
 	s->ar->hwm = s->ar->top;
 }
 
-static void restore_image(bridge_slot *s, const slot_image *im) { restore_bytes(s, im->bytes, im->len, &im->saved); }
+void restore_bytes(bridge_slot *s, const uint8_t *bytes, size_t len, const saved_state *saved)
+{
+	restore_into(s, bytes, len, saved, false);
+}
+
+/* A slot's own image: its bytes change only as image_take rewrites them,
+ * which forgets the tracking. */
+static void restore_image(bridge_slot *s, const slot_image *im) { restore_into(s, im->bytes, im->len, &im->saved, true); }
 
 /* ---------------------------------------------------------------------- */
 /* Templates: building a sandbox is the engine making its intrinsics, some

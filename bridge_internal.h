@@ -272,6 +272,12 @@ struct bridge_slot {
 	size_t image_end; /* the length of the image the arena holds now */
 	size_t touched; /* the furthest dirty_end has ever reached (for tests) */
 	size_t resident; /* the furthest the arena's pages may be resident: written since last handed back */
+	/* Written-page restores (wp_restore): the image the arena's pages were
+	 * last made equal to and write-protected against (NULL: none), its
+	 * length, and the restores since its pages were last protected. */
+	const uint8_t *wp_bytes;
+	size_t wp_len;
+	uint32_t wp_since;
 
 	/* Guarded built-ins: their state, and their slow paths (guards.js),
 	 * loaded on a run's first need (engine heap; undefined until then) from
@@ -420,6 +426,12 @@ const JSMallocFunctions *arena_allocator(void);
 arena *arena_new(size_t size, size_t prefault, bool *in_window);
 void arena_reset(arena *a);
 void region_unmap(void *m, size_t size, bool window);
+/* Written-page restores (bridge_arena.c): whether they are on, and
+ * restoring len bytes of an image into a window's arena by them. */
+bool wp_enabled(void);
+bool wp_protect(void *base, size_t len);
+long wp_copy_written(void *base, const uint8_t *bytes, size_t len);
+void wp_count_whole(void);
 /* The interrupt check: 1 once the run is killed (the deadline, a cancel,
  * memory), else 0; on_interrupt is the engine's handler over it. */
 int check_kill(bridge_slot *s);

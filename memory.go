@@ -559,3 +559,36 @@ func (ex *Executor) spent(name string) *ExecError {
 	return &ExecError{Kind: KindMemoryBudget, Name: name, LimitBytes: ex.memory.Bytes(),
 		Message: "the memory budget, shared with the runs beside it, is spent", cause: ErrMemoryBudget}
 }
+
+// RestoreStats says how this process puts sandboxes back between runs
+// ([SandboxRestores]).
+type RestoreStats struct {
+	// Mode is "written-pages" where the kernel reports which pages a run
+	// wrote (Linux 6.7 or later: asynchronous userfaultfd write protection
+	// and the PAGEMAP_SCAN ioctl), and a restore copies back only those;
+	// "copy" where it copies the whole image back.
+	Mode string
+	// Reason says why Mode is "copy": "no userfaultfd", "userfaultfd
+	// refused" (a seccomp profile, or vm.unprivileged_userfaultfd),
+	// "no PAGEMAP_SCAN (Linux 6.7)", "CODEMODE_RESTORE=copy", ...
+	Reason string
+	// Whole counts the restores that copied a whole image (the first of
+	// each image, and every one in mode copy); Written those that copied
+	// only written pages, and Pages the pages they copied.
+	Whole, Written, Pages int64
+}
+
+// SandboxRestores reports how sandboxes are restored in this process, and
+// how many restores took each path so far. The environment variable
+// CODEMODE_RESTORE=copy, read once, turns written-page restores off.
+func SandboxRestores() RestoreStats {
+	var reason *C.char
+	var whole, written, pages C.uint64_t
+	on := C.bridge_restore_info(&reason, &whole, &written, &pages)
+	st := RestoreStats{Mode: "copy", Reason: C.GoString(reason), Whole: int64(whole), Written: int64(written),
+		Pages: int64(pages)}
+	if on == 1 {
+		st.Mode = "written-pages"
+	}
+	return st
+}
