@@ -391,9 +391,21 @@ type hostRun struct {
 	// started by the time the run returns, awaited or not.
 	entered sync.WaitGroup
 
+	// spin: workers wait briefly for the run's next call (awaitCall),
+	// where there is another processor to wait on.
+	spin bool
+	// ended is closed, read without mu.
+	ended atomic.Bool
+
 	mu       sync.Mutex
 	closed   bool
 	inflight int
+	// spinners counts the workers waiting for the run's next call less the
+	// calls handed to them and not yet taken (claimed).
+	spinners int
+	claimed  []asyncCall
+	nclaimed atomic.Int32
+	lone     int // calls started with none in flight
 	dlive    int         // provider calls handed to a handler that have not returned
 	queue    []asyncCall // waiting for a free handler, in call order
 	done     []completion
@@ -450,7 +462,7 @@ type completion struct {
 
 func newHostRun(ex *Executor, caps *capTable, dispatch DispatchFunc, caller context.Context, clk *clock, gov *govRun) *hostRun {
 	return &hostRun{ex: ex, caps: caps, dispatch: dispatch, caller: caller, clock: clk, notify: make(chan struct{}, 1), gov: gov,
-		obs: ex.observer}
+		obs: ex.observer, spin: runtime.GOMAXPROCS(0) > 1}
 }
 
 // toolObs is a call an Observer was told of.
@@ -517,6 +529,7 @@ func (h *hostRun) close() {
 	h.gov.end() // a call still waiting for its approval never runs
 	h.mu.Lock()
 	h.closed = true
+	h.ended.Store(true)
 	for _, q := range h.queue {
 		h.unstarted = append(h.unstarted, q.seq)
 	}
@@ -938,11 +951,21 @@ func (h *hostRun) start(call asyncCall) C.int32_t {
 		h.mu.Unlock()
 		return startGoOn
 	}
+	if h.inflight == 0 {
+		h.lone++
+	}
 	h.inflight++
 	if call.cap < 0 {
 		h.dlive++
 	}
 	h.entered.Add(1)
+	if h.spinners > 0 { // a worker waits for this run's next call
+		h.spinners--
+		h.claimed = append(h.claimed, call)
+		h.nclaimed.Add(1)
+		h.mu.Unlock()
+		return startGoOn
+	}
 	h.mu.Unlock()
 	gopool.Go(func() {
 		// A go statement would carry the run's goroutine's profiler
@@ -1058,6 +1081,15 @@ func (h *hostRun) serve(call asyncCall) {
 		if call.cap < 0 {
 			h.dlive--
 		}
+		if len(h.claimed) > 0 { // handed to this worker as it waited: it must run, ended or not
+			if !h.closed {
+				h.done = append(h.done, d)
+			}
+			call = h.takeClaimed()
+			h.mu.Unlock()
+			h.signal()
+			continue
+		}
 		if h.closed {
 			end := h.endDispatch()
 			h.mu.Unlock()
@@ -1074,18 +1106,82 @@ func (h *hostRun) serve(call asyncCall) {
 				h.dlive++
 			}
 			h.entered.Add(1)
-		} else {
+		}
+		wait := false
+		if !next {
 			h.inflight--
+			// A worker waits only when it served the run's last call in
+			// flight and the run has started calls alone before (a
+			// program awaiting calls one after another, not a run making
+			// its only call, whose end the wait would only delay): calls
+			// started together start their own, and workers waiting beside
+			// them would take the processors from them and from the run.
+			if wait = h.spin && h.lone >= 2 && h.inflight == 0 && h.spinners == 0 && len(h.claimed) == 0; wait {
+				h.spinners++
+			}
 		}
 		h.mu.Unlock()
-		select {
-		case h.notify <- struct{}{}:
-		default:
+		h.signal()
+		if next {
+			continue
 		}
-		if !next {
+		if !wait {
+			return
+		}
+		var ok bool
+		if call, ok = h.awaitCall(); !ok {
 			return
 		}
 	}
+}
+
+// signal tells the event loop that a completion is in.
+func (h *hostRun) signal() {
+	select {
+	case h.notify <- struct{}{}:
+	default:
+	}
+}
+
+// workerWait is how long a worker that served one of a run's calls waits
+// for the run's next call before it leaves. A program awaiting calls one
+// after another makes the next a few µs after the last completed; a
+// worker already running takes it with no wake-up of a parked goroutine
+// on another core (a futex wake and, on a VM, an interprocessor
+// interrupt: most of what an async call cost on two cores).
+const workerWait = 20 * time.Microsecond
+
+// awaitCall is a worker waiting briefly for the next call of its run,
+// yielding its processor meanwhile: the call start hands it over
+// (claimed), or the wait ends (false) at workerWait or the run's end.
+func (h *hostRun) awaitCall() (asyncCall, bool) {
+	end := time.Now().Add(workerWait)
+	for {
+		runtime.Gosched()
+		if h.nclaimed.Load() > 0 || h.ended.Load() || time.Now().After(end) {
+			h.mu.Lock()
+			if len(h.claimed) > 0 {
+				call := h.takeClaimed()
+				h.mu.Unlock()
+				return call, true
+			}
+			if h.closed || time.Now().After(end) {
+				h.spinners--
+				h.mu.Unlock()
+				return asyncCall{}, false
+			}
+			h.mu.Unlock()
+		}
+	}
+}
+
+// takeClaimed takes the first call handed to a waiting worker (mu held).
+func (h *hostRun) takeClaimed() asyncCall {
+	call := h.claimed[0]
+	h.claimed[0] = asyncCall{}
+	h.claimed = h.claimed[1:]
+	h.nclaimed.Add(-1)
+	return call
 }
 
 // ctxOf is the context a call's handler gets: the run's for a capability,

@@ -146,3 +146,49 @@ func TestNonBlockingProvider(t *testing.T) {
 }
 
 func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestWaitingWorker: after calls awaited one after another, a worker
+// waits for the run's next call (where there are two processors); a call
+// handed to it still enters its handler before the run returns, awaited
+// or not, even as the run ends at once, and a handler that blocks there
+// does not keep the next call from overlapping it.
+func TestWaitingWorker(t *testing.T) {
+	t.Parallel()
+	var entered atomic.Int32
+	release := make(chan struct{})
+	e := newExecutor(t, WithCapability(Capability{Name: "f", Async: true,
+		Func: func(ctx context.Context, args json.RawMessage) (any, error) {
+			entered.Add(1)
+			if string(args) == `{"block":true}` {
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+			}
+			return 1, nil
+		}}))
+	ctx := context.Background()
+	for i := range 200 {
+		entered.Store(0)
+		res, err := e.Run(ctx, `await f({}); await f({}); await f({}); f({}); return 'returned early'`)
+		require.NoError(t, err)
+		require.JSONEq(t, `"returned early"`, string(res.Value))
+		require.Eventually(t, func() bool { return entered.Load() == 4 }, 10*time.Second, time.Millisecond, "run %d", i)
+	}
+	// The worker that waited takes a blocking call; the next overlaps it.
+	done := make(chan error, 1)
+	go func() {
+		res, err := e.Run(ctx, `await f({}); await f({}); const p = f({block: true}); await f({}); return "overlapped"`)
+		if err == nil && string(res.Value) != `"overlapped"` {
+			err = errors.New(string(res.Value))
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("a call made after a blocking one waited for it")
+	}
+	close(release)
+}
