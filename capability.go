@@ -405,7 +405,7 @@ type hostRun struct {
 	spinners int
 	claimed  []asyncCall
 	nclaimed atomic.Int32
-	lone     int // calls started with none in flight
+	lone     int         // calls started with none in flight
 	dlive    int         // provider calls handed to a handler that have not returned
 	queue    []asyncCall // waiting for a free handler, in call order
 	done     []completion
