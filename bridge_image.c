@@ -242,7 +242,7 @@ static int image_take(bridge_slot *s, const bridge_config *cfg, slot_image *im, 
 {
 	mark_dirty(s); /* what was written past the top until now: the next restore clears it */
 	size_t len = (s->ar->top + 63) & ~(size_t)63;
-	s->wp_bytes = NULL; /* the bytes below may be the tracked image's */
+	s->wp_bytes = s->wp_last = NULL; /* the bytes below may be the tracked image's */
 	uint8_t *bytes = image_alloc(s, im, len);
 	if (!bytes)
 		return -1;
@@ -297,9 +297,10 @@ static int build_image(bridge_slot *s, const bridge_config *cfg, slot_image *im)
 
 /* Copies the image bytes of len back into the arena's prefix: the pages
  * written since the last restore of the same image (wp_copy_written), when
- * tracked is set and this window's pages are tracked; else all of it, then
- * protecting its pages when tracked, so the next restore of this image
- * copies what a run wrote. An image restored whole untracked (a template's
+ * tracked is set and this window's pages are tracked; else all of it, and
+ * when the slot restores that image whole the second time in a row,
+ * protects its pages, so the next restore of this image copies what a run
+ * wrote. An image restored whole untracked (a template's
  * clone, a session's checkpoint) forgets the tracked one. */
 static void copy_image(bridge_slot *s, const uint8_t *bytes, size_t len, bool tracked)
 {
@@ -317,11 +318,14 @@ static void copy_image(bridge_slot *s, const uint8_t *bytes, size_t len, bool tr
 	memcpy(base, bytes, len);
 	wp_count_whole();
 	s->wp_bytes = NULL;
-	if (tracked && wp_protect(base, len)) {
+	/* Protected at the second whole restore of the same image in a row:
+	 * a slot made for one run of a burst never pays for the faults. */
+	if (tracked && s->wp_last == bytes && s->wp_len == len && wp_protect(base, len)) {
 		s->wp_bytes = bytes;
-		s->wp_len = len;
 		s->wp_since = 0;
 	}
+	s->wp_last = tracked ? bytes : NULL;
+	s->wp_len = len;
 }
 
 /* Puts a sandbox's bytes back: zeroes over whatever differs from zero

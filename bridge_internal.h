@@ -272,10 +272,11 @@ struct bridge_slot {
 	size_t image_end; /* the length of the image the arena holds now */
 	size_t touched; /* the furthest dirty_end has ever reached (for tests) */
 	size_t resident; /* the furthest the arena's pages may be resident: written since last handed back */
-	/* Written-page restores (wp_restore): the image the arena's pages were
-	 * last made equal to and write-protected against (NULL: none), its
-	 * length, and the restores since its pages were last protected. */
-	const uint8_t *wp_bytes;
+	/* Written-page restores (copy_image): the image the arena's pages
+	 * were last made equal to and write-protected against (NULL: none),
+	 * the image last restored whole (tracked), their length, and the
+	 * restores since the pages were last protected. */
+	const uint8_t *wp_bytes, *wp_last;
 	size_t wp_len;
 	uint32_t wp_since;
 
