@@ -456,7 +456,7 @@ type completion struct {
 	seq     int
 	led     string
 	write   bool
-	endedAt time.Time
+	endedAt monoTime
 	logged  bool
 }
 
@@ -791,7 +791,7 @@ func (h *hostRun) callSync(index int, args json.RawMessage, reply *C.bridge_repl
 	h.seq++
 	led, f := h.effectName(index, "", "", args)
 	write := f == EffectWrite
-	began := time.Now()
+	began := monoNow()
 	if h.gov != nil {
 		h.led.begin(seq, led, f, true, began)
 	}
@@ -806,7 +806,7 @@ func (h *hostRun) callSync(index int, args json.RawMessage, reply *C.bridge_repl
 			h.calls.Add(-1) // it reaches no handler
 		}
 		if v.act == actStop {
-			h.led.end(seq, led, write, "paused", time.Now())
+			h.led.end(seq, led, write, "paused", monoNow())
 			if h.obs != nil {
 				h.toolEnd(t, completion{why: notePaused})
 			}
@@ -820,12 +820,14 @@ func (h *hostRun) callSync(index int, args json.RawMessage, reply *C.bridge_repl
 	var result []byte
 	var failure string
 	var failed, badArgs bool
+	var end monoTime
 	if h.gov == nil {
 		result, failure, failed, badArgs = invoke(&h.caps.caps[index], ctx, args, h.scratch[:0])
 		if !failed && cap(result) <= maxScratch {
 			h.scratch = result
 		}
-		h.led.record(seq, led, f, outcomeOf(failed, badArgs), began, time.Now())
+		end = monoNow()
+		h.led.record(seq, led, f, outcomeOf(failed, badArgs), began, end)
 	} else {
 		var d completion
 		switch v.act {
@@ -842,7 +844,8 @@ func (h *hostRun) callSync(index int, args json.RawMessage, reply *C.bridge_repl
 				return d
 			})
 		}
-		h.led.end(seq, led, write, d.outcome(), time.Now())
+		end = monoNow()
+		h.led.end(seq, led, write, d.outcome(), end)
 		result, failure, failed, badArgs = d.result, d.failure, d.failed, d.badArgs
 		if h.obs != nil {
 			h.toolEnd(t, d)
@@ -851,16 +854,22 @@ func (h *hostRun) callSync(index int, args json.RawMessage, reply *C.bridge_repl
 	if h.obs != nil && h.gov == nil {
 		h.toolEnd(t, completion{result: result, failure: failure, failed: failed})
 	}
-	entered := h.run.enter()
-	if entered == nil && h.clock.queueMax > 0 {
-		// The wait for the right was not the run's time: C's deadline moves.
-		C.bridge_slot_rearm(h.run.slot.c, C.int64_t(max(time.Until(h.clock.Deadline()), 1)))
+	// Most of the time a right is free at once, and the handler's end was
+	// the last reading of the clock; else the wait for one is timed.
+	var entered error
+	atOnce := h.run.enterAtOnce()
+	if !atOnce {
+		entered = h.run.enter()
+		if entered == nil && h.clock.queueMax > 0 {
+			// The wait for the right was not the run's time: C's deadline moves.
+			C.bridge_slot_rearm(h.run.slot.c, C.int64_t(max(time.Until(h.clock.Deadline()), 1)))
+		}
 	}
 	switch {
 	case h.caller.Err() != nil || h.ex.isClosed() || (entered != nil && entered != errWaitDeadline):
 		reply.status = C.BRIDGE_CALL_CANCELED
 		return
-	case entered != nil || h.clock.passed():
+	case entered != nil || atOnce && h.clock.passedAt(end) || !atOnce && h.clock.passed():
 		reply.status = C.BRIDGE_CALL_TIMEOUT
 		return
 	case badArgs:
@@ -929,7 +938,7 @@ func (h *hostRun) start(call asyncCall) C.int32_t {
 			h.gov.complete(v.seq, d)
 		}
 		if v.act != actLive {
-			h.led.end(call.seq, call.led, call.write, d.outcome(), time.Now())
+			h.led.end(call.seq, call.led, call.write, d.outcome(), monoNow())
 			d.logged = true
 			if h.obs != nil {
 				_, t := h.toolStart(h.ctxOf(call), call.cap, call.provider, call.tool, call.seq)
@@ -992,14 +1001,14 @@ const (
 // call's is: a deadline that passed in it (or a cancellation) ends the run.
 func (h *hostRun) serveInline(call asyncCall) C.int32_t {
 	name, f := h.effectName(call.cap, call.provider, call.tool, call.args)
-	began := time.Now()
+	began := monoNow()
 	ctx := h.ctxOf(call)
 	var t toolObs
 	if h.obs != nil {
 		ctx, t = h.toolStart(ctx, call.cap, call.provider, call.tool, call.seq)
 	}
 	d := h.serveOne(call, ctx, call.args)
-	end := time.Now()
+	end := monoNow()
 	if h.obs != nil {
 		h.toolEnd(t, d)
 	}
@@ -1072,7 +1081,7 @@ func (h *hostRun) serve(call asyncCall) {
 			}
 			h.gov.complete(call.gov.seq, d)
 		}
-		d.seq, d.led, d.write, d.endedAt = call.seq, call.led, call.write, time.Now()
+		d.seq, d.led, d.write, d.endedAt = call.seq, call.led, call.write, monoNow()
 		if h.obs != nil {
 			h.toolEnd(t, d)
 		}

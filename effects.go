@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // effects.go: the effects ledger. Every run records the host calls its
@@ -271,17 +272,33 @@ type ledger struct {
 	head []ledgerEntry            // the first LedgerHead calls, by seq
 	tail *[LedgerTail]ledgerEntry // later calls, by seq % LedgerTail (made past the head)
 	n    int                      // calls recorded
-	base time.Time                // the first call's time: entries keep theirs as an offset
-	open []openCall               // calls begun and not ended
+	base monoTime                 // the first call's time: entries keep theirs as an offset
+	// based says base is set.
+	based bool
+	open  []openCall // calls begun and not ended
 	// The counts so far (Effects' fields of the same names).
 	started, completed, writesCompleted, writesFailed int
+	// names are the tools', effects' and outcomes' names the entries
+	// point to, each once: the entries hold no pointer, so the garbage
+	// collector neither scans them nor pays a write barrier per call.
+	names []string
+	// flags says, per name, whether it is in written or in failedWrites.
+	flags []uint8
 	// The names Written and FailedWrites collect, before the snapshot.
 	written, failedWrites nameSet
 	// Room for a run's first calls, so that a run of a few calls
 	// allocates nothing for its ledger but its snapshot.
-	headBuf [2]ledgerEntry
-	openBuf [2]openCall
+	headBuf  [2]ledgerEntry
+	openBuf  [2]openCall
+	namesBuf [4]string
+	flagsBuf [4]uint8
 }
+
+// The flags of a name.
+const (
+	flagWritten uint8 = 1 << iota
+	flagFailedWrite
+)
 
 // nameSet is up to MaxWritten distinct names, the first two in place.
 type nameSet struct {
@@ -290,9 +307,9 @@ type nameSet struct {
 	n     int
 }
 
-// add adds name once, up to MaxWritten names.
+// add adds name, which it does not hold, up to MaxWritten names.
 func (s *nameSet) add(name string) {
-	if s.n == MaxWritten || s.has(name) {
+	if s.n == MaxWritten {
 		return
 	}
 	if s.n < len(s.first) {
@@ -303,32 +320,51 @@ func (s *nameSet) add(name string) {
 	s.n++
 }
 
-func (s *nameSet) has(name string) bool {
-	return containsString(s.first[:min(s.n, len(s.first))], name) || containsString(s.more, name)
-}
-
 // appendTo appends the names to dst.
 func (s *nameSet) appendTo(dst []string) []string {
 	return append(append(dst, s.first[:min(s.n, len(s.first))]...), s.more...)
 }
 
-// ledgerEntry is a kept call and when it was made (after the ledger's
-// base).
+// ledgerEntry is a kept call, its names as indexes into the ledger's
+// names, and when it was made (after the ledger's base).
 type ledgerEntry struct {
-	ToolEffect
-	at time.Duration
+	at, elapsed           time.Duration
+	seq                   int // -1: no call
+	tool, effect, outcome int32
+}
+
+// name is s's index in the ledger's names, adding it if new. A run's
+// calls name a few tools: a scan, the same string's bytes found first.
+func (l *ledger) name(s string) int32 {
+	for i, n := range l.names {
+		if len(n) == len(s) && (unsafe.StringData(n) == unsafe.StringData(s) || n == s) {
+			return int32(i)
+		}
+	}
+	if l.names == nil {
+		l.names, l.flags = l.namesBuf[:0], l.flagsBuf[:0]
+	}
+	l.names = append(l.names, s)
+	l.flags = append(l.flags, 0)
+	return int32(len(l.names) - 1)
+}
+
+// effect is entry r's call as a ToolEffect.
+func (l *ledger) effect(r *ledgerEntry) ToolEffect {
+	return ToolEffect{Seq: r.seq, Tool: l.names[r.tool], Effect: Effect(l.names[r.effect]), Outcome: l.names[r.outcome],
+		Elapsed: r.elapsed}
 }
 
 // since is t's offset from the ledger's base, which the first call sets.
-func (l *ledger) since(t time.Time) time.Duration {
-	if l.base.IsZero() {
-		l.base = t
+func (l *ledger) since(t monoTime) time.Duration {
+	if !l.based {
+		l.base, l.based = t, true
 	}
-	return t.Sub(l.base)
+	return time.Duration(t - l.base)
 }
 
 // openCall is a call begun and not ended: what the snapshot needs of it
-// whether or not the ledger still keeps its entry.
+// once the run has ended.
 type openCall struct {
 	seq      int
 	write    bool
@@ -347,8 +383,9 @@ func (l *ledger) close(seq int) {
 }
 
 // begin records a call the program made.
-func (l *ledger) begin(seq int, tool string, effect Effect, governed bool, at time.Time) {
-	l.put(ledgerEntry{ToolEffect{Seq: seq, Tool: tool, Effect: effect, Outcome: OutcomeNotStarted}, l.since(at)})
+func (l *ledger) begin(seq int, tool string, effect Effect, governed bool, at monoTime) {
+	l.put(ledgerEntry{at: l.since(at), seq: seq, tool: l.name(tool), effect: l.name(string(effect)),
+		outcome: l.name(OutcomeNotStarted)})
 	if l.open == nil {
 		l.open = l.openBuf[:0]
 	}
@@ -357,21 +394,23 @@ func (l *ledger) begin(seq int, tool string, effect Effect, governed bool, at ti
 
 // record records a call made and ended at once (a synchronous call with
 // no governance): its outcome, from at to ended.
-func (l *ledger) record(seq int, tool string, effect Effect, outcome string, at, ended time.Time) {
-	l.put(ledgerEntry{ToolEffect{Seq: seq, Tool: tool, Effect: effect, Outcome: outcome, Elapsed: ended.Sub(at)}, l.since(at)})
-	l.count(tool, effect == EffectWrite, outcome)
+func (l *ledger) record(seq int, tool string, effect Effect, outcome string, at, ended monoTime) {
+	t := l.name(tool)
+	l.put(ledgerEntry{at: l.since(at), elapsed: time.Duration(ended - at), seq: seq, tool: t,
+		effect: l.name(string(effect)), outcome: l.name(outcome)})
+	l.count(t, effect == EffectWrite, outcome)
 }
 
 // put keeps a call's entry where its seq goes.
 func (l *ledger) put(r ledgerEntry) {
-	seq := r.Seq
+	seq := r.seq
 	switch {
 	case seq < LedgerHead:
 		if l.head == nil {
 			l.head = l.headBuf[:0]
 		}
 		for len(l.head) <= seq {
-			l.head = append(l.head, ledgerEntry{ToolEffect: ToolEffect{Seq: -1}})
+			l.head = append(l.head, ledgerEntry{seq: -1})
 		}
 		l.head[seq] = r
 	default:
@@ -386,13 +425,13 @@ func (l *ledger) put(r ledgerEntry) {
 // entry returns the kept record of call seq, or nil.
 func (l *ledger) entry(seq int) *ledgerEntry {
 	if seq < LedgerHead {
-		if seq < len(l.head) && l.head[seq].Seq == seq {
+		if seq < len(l.head) && l.head[seq].seq == seq {
 			return &l.head[seq]
 		}
 		return nil
 	}
 	if l.tail != nil {
-		if r := &l.tail[seq%LedgerTail]; r.Seq == seq && r.Tool != "" {
+		if r := &l.tail[seq%LedgerTail]; r.seq == seq { // a slot never used holds seq 0, below the tail's
 			return r
 		}
 	}
@@ -403,9 +442,9 @@ func (l *ledger) entry(seq int) *ledgerEntry {
 // or "error" for a handler that returned, else governance's note
 // ("timeout" leaves the call open: its handler runs on; "replayed" ran
 // before a pause; the others never reached their tool).
-func (l *ledger) end(seq int, tool string, write bool, outcome string, at time.Time) {
+func (l *ledger) end(seq int, tool string, write bool, outcome string, at monoTime) {
 	if r := l.entry(seq); r != nil {
-		r.Outcome, r.Elapsed = outcome, l.since(at)-r.at
+		r.outcome, r.elapsed = l.name(outcome), l.since(at)-r.at
 	}
 	switch outcome {
 	case "timeout":
@@ -417,13 +456,13 @@ func (l *ledger) end(seq int, tool string, write bool, outcome string, at time.T
 		return
 	}
 	l.close(seq)
-	l.count(tool, write, outcome)
+	l.count(l.name(tool), write, outcome)
 }
 
 // count counts a call that ended: one that reached its tool ("ok",
 // "error", "replayed") is started and completed, a write's name kept;
 // one that never did (refused) counts for nothing.
-func (l *ledger) count(tool string, write bool, outcome string) {
+func (l *ledger) count(tool int32, write bool, outcome string) {
 	switch outcome {
 	case "ok", "error", "replayed":
 	default:
@@ -435,10 +474,16 @@ func (l *ledger) count(tool string, write bool, outcome string) {
 	case !write:
 	case outcome == "error":
 		l.writesFailed++
-		l.failedWrites.add(tool)
+		if l.flags[tool]&flagFailedWrite == 0 {
+			l.flags[tool] |= flagFailedWrite
+			l.failedWrites.add(l.names[tool])
+		}
 	default:
 		l.writesCompleted++
-		l.written.add(tool)
+		if l.flags[tool]&flagWritten == 0 {
+			l.flags[tool] |= flagWritten
+			l.written.add(l.names[tool])
+		}
 	}
 }
 
@@ -446,7 +491,7 @@ func (l *ledger) count(tool string, write bool, outcome string) {
 // (its elapsed time counted to now), unless it never reached its handler:
 // it waited for a place in flight (queued), or for governance that had not
 // let it run (entered says which governed calls did).
-func (l *ledger) snapshot(now time.Time, queued []int, entered []int) *Effects {
+func (l *ledger) snapshot(now monoTime, queued []int, entered []int) *Effects {
 	if l.n == 0 {
 		return nil
 	}
@@ -468,11 +513,11 @@ func (l *ledger) snapshot(now time.Time, queued []int, entered []int) *Effects {
 			out.WritesRunning++
 		}
 		if r := l.entry(c.seq); r != nil {
-			if r.Outcome == OutcomeNotStarted {
-				r.Outcome = OutcomeRunning
+			if l.names[r.outcome] == OutcomeNotStarted {
+				r.outcome = l.name(OutcomeRunning)
 			}
-			if r.Outcome == OutcomeRunning {
-				r.Elapsed = l.since(now) - r.at
+			if l.names[r.outcome] == OutcomeRunning {
+				r.elapsed = l.since(now) - r.at
 			}
 		}
 	}
@@ -482,13 +527,13 @@ func (l *ledger) snapshot(now time.Time, queued []int, entered []int) *Effects {
 		out.Calls = make([]ToolEffect, 0, kept)
 	}
 	for i := range l.head {
-		if l.head[i].Seq >= 0 {
-			out.Calls = append(out.Calls, l.head[i].ToolEffect)
+		if l.head[i].seq >= 0 {
+			out.Calls = append(out.Calls, l.effect(&l.head[i]))
 		}
 	}
 	for seq := max(LedgerHead, l.n-LedgerTail); seq < l.n; seq++ {
 		if r := l.entry(seq); r != nil {
-			out.Calls = append(out.Calls, r.ToolEffect)
+			out.Calls = append(out.Calls, l.effect(r))
 		}
 	}
 	out.Omitted = l.n - len(out.Calls)
@@ -563,7 +608,7 @@ func (e *Executor) fetchEffect(args []byte) Effect {
 // returns its name there and whether its tool writes.
 func (h *hostRun) track(cap int, provider, tool string, args []byte, seq int) (name string, write bool) {
 	name, f := h.effectName(cap, provider, tool, args)
-	h.led.begin(seq, name, f, h.gov != nil, time.Now())
+	h.led.begin(seq, name, f, h.gov != nil, monoNow())
 	return name, f == EffectWrite
 }
 
@@ -671,7 +716,7 @@ func lenOf(m *map[string]string) int {
 // effects ends the run's ledger once its host side is closed: the
 // completions the run did not take are ended first (their handlers
 // returned before the run ended).
-func (h *hostRun) effects(now time.Time) *Effects {
+func (h *hostRun) effects(now monoTime) *Effects {
 	h.mu.Lock()
 	late, queued, entered := h.late, h.unstarted, h.govEntered
 	h.late = nil

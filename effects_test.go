@@ -285,7 +285,7 @@ func ExampleEffects() {
 // ended, in a run of one call and of many, and the snapshot at its end
 // spread over them (the clock's readings apart: two per call).
 func BenchmarkLedger(b *testing.B) {
-	now := time.Now()
+	now := monoNow()
 	for _, n := range []int{1, 100} {
 		b.Run(fmt.Sprintf("calls=%d", n), func(b *testing.B) {
 			b.ReportAllocs()

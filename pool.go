@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 )
@@ -393,27 +394,53 @@ var errWaitDeadline = errors.New("codemode: the deadline passed while waiting")
 // each group first come first served: a run that has begun finishes
 // before new ones crowd it out of its deadline, and a burst of new runs
 // (each first slice builds a sandbox) cannot hold back the ones in flight.
+//
+// A right is taken and given back on every synchronous host call (around
+// its handler), so the way with no run waiting takes no lock: free and
+// waiting are atomic, and a run that must wait counts itself in waiting
+// (under mu) before it looks at free once more, so a right given back as
+// it queues is never missed.
 type gate struct {
-	mu     sync.Mutex
-	size   int // rights in all
-	free   int
-	resume []chan struct{} // started runs waiting, the longest first
-	start  []chan struct{} // runs waiting for their first slice
+	mu      sync.Mutex
+	size    int             // rights in all
+	free    atomic.Int64    // rights no run holds
+	waiting atomic.Int64    // runs in resume and start
+	resume  []chan struct{} // started runs waiting, the longest first
+	start   []chan struct{} // runs waiting for their first slice
 	// Test hooks.
 	hook          bool
 	running, peak int64
 }
 
-func newGate(n int) *gate { return &gate{size: n, free: n} }
+func newGate(n int) *gate {
+	g := &gate{size: n}
+	g.free.Store(int64(n))
+	return g
+}
+
+// tryEnter takes a free right at once, with no run waiting for one.
+func (g *gate) tryEnter() bool { return !g.hook && g.waiting.Load() == 0 && g.grab() }
+
+// grab takes a free right if there is one.
+func (g *gate) grab() bool {
+	for f := g.free.Load(); f > 0; f = g.free.Load() {
+		if g.free.CompareAndSwap(f, f-1) {
+			return true
+		}
+	}
+	return false
+}
 
 // enter takes a right, waiting for one until the deadline, the end of ctx
 // or the executor's closing; resuming says the run has started, and clk,
 // when set, is stopped while it waits. Its error is errWaitDeadline, ctx's
 // error or ErrClosed.
 func (g *gate) enter(ctx context.Context, deadline time.Time, closing context.Context, resuming bool, clk *clock) error {
+	if g.tryEnter() {
+		return nil
+	}
 	g.mu.Lock()
-	if g.free > 0 && len(g.resume) == 0 && (resuming || len(g.start) == 0) {
-		g.free--
+	if len(g.resume) == 0 && (resuming || len(g.start) == 0) && g.grab() {
 		g.took()
 		g.mu.Unlock()
 		return nil
@@ -423,6 +450,12 @@ func (g *gate) enter(ctx context.Context, deadline time.Time, closing context.Co
 		g.resume = append(g.resume, ch)
 	} else {
 		g.start = append(g.start, ch)
+	}
+	g.waiting.Add(1)
+	// A right given back since the look above (by a leave that saw no
+	// one waiting) goes to the first in line.
+	if g.grab() {
+		g.handOn()
 	}
 	g.mu.Unlock()
 	clk.stop()
@@ -442,6 +475,7 @@ func (g *gate) enter(ctx context.Context, deadline time.Time, closing context.Co
 	}
 	g.mu.Lock()
 	if g.drop(&g.resume, ch) || g.drop(&g.start, ch) {
+		g.waiting.Add(-1)
 		g.mu.Unlock()
 		return err
 	}
@@ -465,11 +499,35 @@ func (g *gate) drop(q *[]chan struct{}, ch chan struct{}) bool {
 // leave gives a right back: to the started run that has waited longest,
 // else to the oldest new one, else to the pool.
 func (g *gate) leave() {
+	if !g.hook && g.waiting.Load() == 0 {
+		g.free.Add(1)
+		if g.waiting.Load() == 0 {
+			return
+		}
+		// A run queued meanwhile: it may have looked at free before this
+		// right came back.
+		g.mu.Lock()
+		if g.grab() {
+			g.handOn()
+		}
+		g.mu.Unlock()
+		return
+	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.hook {
 		g.running--
 	}
+	g.free.Add(1)
+	if g.grab() {
+		g.handOn()
+	}
+}
+
+// handOn gives a right just taken (grab) to the started run that has
+// waited longest, else to the oldest new one, else back to the pool
+// (under mu).
+func (g *gate) handOn() {
 	var q *[]chan struct{}
 	switch {
 	case len(g.resume) > 0:
@@ -477,12 +535,13 @@ func (g *gate) leave() {
 	case len(g.start) > 0:
 		q = &g.start
 	default:
-		g.free++
+		g.free.Add(1)
 		return
 	}
 	ch := (*q)[0]
 	(*q)[0] = nil
 	*q = (*q)[1:]
+	g.waiting.Add(-1)
 	g.took()
 	ch <- struct{}{}
 }

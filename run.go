@@ -366,7 +366,7 @@ func (r *run) unbind(p *program, in *runInput, o *outcome) {
 	if c := r.c; c != nil && c.host != nil {
 		c.host.close()
 		if o != nil {
-			o.effects = c.host.effects(time.Now())
+			o.effects = c.host.effects(monoNow())
 		}
 	}
 	s.call, s.run, s.prog = nil, call{}, program{}
