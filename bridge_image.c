@@ -291,6 +291,10 @@ static int build_image(bridge_slot *s, const bridge_config *cfg, slot_image *im)
  * again (bridge_arena.c says why). */
 #define WP_DECAY_RESTORES 64
 
+/* How many whole restores of the same image in a row before its pages are
+ * protected (copy_image says why). */
+#define WP_AFTER 8
+
 /* Beyond this many dirty bytes the tail is handed back to the kernel
  * (zero-filled on the next touch) instead of cleared by hand. */
 #define SCRUB_MADVISE (8u << 20)
@@ -298,7 +302,7 @@ static int build_image(bridge_slot *s, const bridge_config *cfg, slot_image *im)
 /* Copies the image bytes of len back into the arena's prefix: the pages
  * written since the last restore of the same image (wp_copy_written), when
  * tracked is set and this window's pages are tracked; else all of it, and
- * when the slot restores that image whole the second time in a row,
+ * once the slot has restored that image whole WP_AFTER times in a row,
  * protects its pages, so the next restore of this image copies what a run
  * wrote. An image restored whole untracked (a template's
  * clone, a session's checkpoint) forgets the tracked one. */
@@ -318,11 +322,19 @@ static void copy_image(bridge_slot *s, const uint8_t *bytes, size_t len, bool tr
 	memcpy(base, bytes, len);
 	wp_count_whole();
 	s->wp_bytes = NULL;
-	/* Protected at the second whole restore of the same image in a row:
-	 * a slot made for one run of a burst never pays for the faults. */
-	if (tracked && s->wp_last == bytes && s->wp_len == len && wp_protect(base, len)) {
-		s->wp_bytes = bytes;
-		s->wp_since = 0;
+	/* Protected once the slot has restored the same image whole
+	 * WP_AFTER times in a row: protecting costs an ioctl and the next run
+	 * a fault per page it writes (some 12 faults for a tiny run, ~10 µs
+	 * here), which a written-page restore saves back only over some
+	 * restores (~1 µs each): a slot made for a run or two of a burst never
+	 * pays for it. */
+	if (tracked && s->wp_last == bytes && s->wp_len == len) {
+		if (++s->wp_whole >= WP_AFTER && wp_protect(base, len)) {
+			s->wp_bytes = bytes;
+			s->wp_since = 0;
+		}
+	} else {
+		s->wp_whole = 1;
 	}
 	s->wp_last = tracked ? bytes : NULL;
 	s->wp_len = len;

@@ -278,7 +278,7 @@ struct bridge_slot {
 	 * restores since the pages were last protected. */
 	const uint8_t *wp_bytes, *wp_last;
 	size_t wp_len;
-	uint32_t wp_since;
+	uint32_t wp_since, wp_whole; /* wp_whole: whole restores of wp_last in a row */
 
 	/* Guarded built-ins: their state, and their slow paths (guards.js),
 	 * loaded on a run's first need (engine heap; undefined until then) from
