@@ -252,6 +252,18 @@
 // handler that returns after the deadline makes the run a timeout; an async
 // one that ignores its context is abandoned at the deadline.
 //
+// An async handler the host declares non-blocking ([Capability].NonBlocking,
+// [Provider].NonBlocking: it honours its context and returns quickly) runs
+// on the program's own goroutine as its call starts, and its promise is
+// settled there: the call costs what a synchronous one does, with no
+// hand-off to another core, and such a handler that blocks anyway holds the
+// run as a synchronous one does. A worker that served a run's calls awaited
+// one after another waits briefly for the next, so even undeclared handlers
+// rarely wait for a parked goroutine to wake.
+//
+// Between runs a sandbox is its snapshot image copied back; on Linux 6.7 or
+// later only the pages the last run wrote are ([SandboxRestores]).
+//
 // A capability's Params is checked before its handler runs: an argument
 // that fails it throws a catchable TypeError naming the capability and the
 // path ("search: `query` is required"), and the handler never runs

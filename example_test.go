@@ -292,6 +292,38 @@ func ExampleFunc() {
 	// declare function weather(args: WeatherInput): WeatherOutput;
 }
 
+// An async capability served from memory, declared non-blocking: its calls
+// return promises, but its handler runs as the call starts, on the
+// program's goroutine, at the cost of a synchronous call.
+func ExampleCapability_nonBlocking() {
+	prices := map[string]float64{"apple": 0.5, "pear": 0.75}
+	price := codemode.Capability{Name: "price", Async: true, NonBlocking: true,
+		Func: func(_ context.Context, args json.RawMessage) (any, error) {
+			var in struct{ Item string }
+			if err := json.Unmarshal(args, &in); err != nil {
+				return nil, err
+			}
+			p, ok := prices[in.Item]
+			if !ok {
+				return nil, fmt.Errorf("no price for %q", in.Item)
+			}
+			return p, nil
+		}}
+	exec, err := codemode.New(codemode.WithCapability(price))
+	if err != nil {
+		panic(err)
+	}
+	defer exec.Close()
+	res, _ := exec.Run(context.Background(), `
+const [a, p] = await Promise.all([price({item: "apple"}), price({item: "pear"})]);
+let missing;
+try { await price({item: "plum"}) } catch (e) { missing = e.message }
+return {total: a + p, missing}`)
+	fmt.Println(string(res.Value))
+	// Output:
+	// {"total":1.25,"missing":"no price for \"plum\""}
+}
+
 // A run reaches only the capabilities its context grants.
 func ExampleGrant() {
 	ok := func(context.Context, json.RawMessage) (any, error) { return "done", nil }
