@@ -20,6 +20,10 @@ if [ ${#engines[@]} -eq 0 ]; then engines=(codemode "raw floor"); fi
 # retried. valgrind cannot decode RDTSCP, which Go uses where the CPU has
 # it: Go is told not to.
 export GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off
+# One processor: with two, an idle P's scheduler spins under valgrind's
+# serialized threads and now and then adds millions of instructions to a
+# count (a W1 run counted 2.7 M once, 141 k on one processor).
+export GOMAXPROCS=1
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 go build -o "$dir/bench" .
