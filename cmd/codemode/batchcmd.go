@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
+	"math"
 	"os"
 	"runtime"
 	"slices"
@@ -35,7 +37,9 @@ or, with --policy and --key-file, "paused" for a run that stopped at a tool
 call needing approval (its continuation: codemode resume -h).
 Lines come in input order unless --unordered. A line that is not a job becomes
 an error line of kind bad_input naming its line number; nothing is skipped.
---resume skips the ids OUT already holds and appends the rest. On a terminal
+--resume skips the ids OUT already holds and appends the rest (ids should be
+unique: a repeated one is warned about). A batch that ran exits 0 whatever its
+jobs did; --fail-on-error exits 1 when any job failed (for CI). On a terminal
 stderr shows a progress bar; at the end a summary table (counts by outcome,
 latency percentiles, scripts/s). SIGINT lets the runs in flight finish, writes
 them, prints the summary and exits 130; a second SIGINT stops them too.
@@ -95,6 +99,7 @@ func cmdBatch(ctx context.Context, stop <-chan struct{}, args []string, stdin io
 	stable := fs.Bool("stable", false, "leave out elapsed_ms and peak_memory_bytes (which vary between identical runs)")
 	progress := fs.String("progress", "auto", "the progress bar: auto (when stderr is a terminal), always or never")
 	repeat := fs.Int("repeat", 1, "run every job N times, interleaved across the batch, and report the jobs whose outcomes differed")
+	failOnError := fs.Bool("fail-on-error", false, "exit 1 when any job failed (a CI gate); by default a batch that ran exits 0 whatever its jobs did")
 	var tl telemetryFlags
 	tl.register(fs, telemetryTimeoutOneShot)
 	if code, ok := parseOne(fs, args, "one input file"); !ok {
@@ -180,6 +185,7 @@ func cmdBatch(ctx context.Context, stop <-chan struct{}, args []string, stdin io
 		replays.put(j.ID, j.Line, tj)
 		return j
 	}
+	seen := newIDSet()
 	read := func(yield func(batch.Job) bool) {
 		lr := newLineReader(in, maxLine)
 		for ln := 1; ; ln++ {
@@ -198,6 +204,13 @@ func cmdBatch(ctx context.Context, stop <-chan struct{}, args []string, stdin io
 				continue
 			}
 			j := parseJob(line, ln, lf.l)
+			if j.Err == nil {
+				if first := seen.add(j.ID, ln); first > 0 {
+					// Kept (the outcomes are the jobs'), but --resume keys
+					// jobs by id: it would take the first for both.
+					fmt.Fprintf(stderr, "codemode batch: warning: line %d repeats the id %s of line %d (--resume would skip both once either is done)\n", ln, j.ID, first)
+				}
+			}
 			if j.Err == nil && done[canonicalID(json.RawMessage(j.ID))] {
 				continue
 			}
@@ -279,6 +292,9 @@ func cmdBatch(ctx context.Context, stop <-chan struct{}, args []string, stdin io
 	fmt.Fprint(stderr, sum.table(time.Since(start)))
 	if interrupted && status == exitOK {
 		return exitInterrupted
+	}
+	if *failOnError && status == exitOK && sum.failed() > 0 {
+		return exitScript
 	}
 	return status
 }
@@ -560,4 +576,31 @@ func (lw *lineWriter) write(line []byte) error {
 func (lw *lineWriter) flush() error {
 	lw.last = time.Now()
 	return lw.w.Flush()
+}
+
+// idSet remembers the jobs' ids to warn about a repeated one: a 64-bit
+// hash of each (a batch streams its jobs; twelve bytes a job, not the ids
+// themselves), for the first maxIDs jobs. Two ids of a batch share a hash
+// with odds of about n²/2⁶⁵ (2.7e-8 for a million jobs).
+type idSet struct {
+	seed  maphash.Seed
+	first map[uint64]int32
+}
+
+// maxIDs bounds the ids an idSet remembers (some 16 MiB).
+const maxIDs = 1 << 20
+
+func newIDSet() *idSet { return &idSet{seed: maphash.MakeSeed(), first: map[uint64]int32{}} }
+
+// add records id first seen on line ln, and returns the line it was first
+// seen on if it was, else 0.
+func (s *idSet) add(id string, ln int) int {
+	h := maphash.String(s.seed, id)
+	if first, ok := s.first[h]; ok {
+		return int(first)
+	}
+	if len(s.first) < maxIDs && ln <= math.MaxInt32 {
+		s.first[h] = int32(ln)
+	}
+	return 0
 }

@@ -120,7 +120,7 @@ func (lf *limitFlags) register(fs *flag.FlagSet, deadlines string) {
 	fs.Var(size{&lf.l.Stack}, "stack", "the native stack JavaScript may use (default "+sizeText(codemode.DefaultStack)+")")
 	fs.Var(size{&lf.l.Payload}, "payload", "the largest result and tool call (default "+sizeText(codemode.DefaultPayload)+")")
 	fs.Var(size{&lf.l.Logs}, "logs", "the console text kept per run (default "+sizeText(codemode.DefaultLogs)+")")
-	fs.DurationVar(&lf.l.Deadline, "deadline", 0, "the wall-clock budget of a run (e.g. 2s; "+deadlines+")")
+	durationVar(fs, &lf.l.Deadline, "deadline", 0, "the wall-clock budget of a run (e.g. 2s; "+deadlines+")")
 }
 
 // forTools sets the deadline, when --deadline gave none, for the tools
@@ -209,11 +209,16 @@ type toolFlags struct {
 	startTimeout time.Duration
 }
 
+// none reports whether the flags give no tools at all.
+func (tf *toolFlags) none() bool {
+	return tf.fixtures == "" && tf.dispatchCmd == "" && tf.mcp == "" && tf.replay == ""
+}
+
 func (tf *toolFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&tf.fixtures, "tools", "", "a JSON file of canned answers per provider and tool")
 	fs.StringVar(&tf.dispatchCmd, "dispatch-cmd", "", "a command (run by /bin/sh) serving tool calls as JSON lines on stdin/stdout")
 	fs.StringVar(&tf.providers, "providers", "", "comma-separated provider names --dispatch-cmd serves")
-	fs.DurationVar(&tf.startTimeout, "dispatch-start-timeout", defaultStartTimeout, "how long --dispatch-cmd may take to start (to answer its ping); no job runs before, and none pays for it")
+	durationVar(fs, &tf.startTimeout, "dispatch-start-timeout", defaultStartTimeout, "how long --dispatch-cmd may take to start (to answer its ping); no job runs before, and none pays for it")
 	fs.StringVar(&tf.record, "record", "", "write every tool call and its answer to this tape (JSON lines)")
 	fs.StringVar(&tf.replay, "replay", "", "serve tool calls from this tape instead of the tools")
 	fs.StringVar(&tf.mcp, "mcp", "", "an mcpServers JSON file: every server's tools as a provider of its name")
@@ -231,12 +236,14 @@ func parseOne(fs *flag.FlagSet, args []string, what string) (int, bool) {
 	return 0, true
 }
 
-// parseFlags parses a subcommand's flags: -h prints its whole help (status
-// 0), a bad flag one line saying what and where the help is (status 2).
+// parseFlags parses a subcommand's flags, before and after its arguments
+// (`codemode run a.js --pretty`, as most command lines take them; after a
+// "--" everything is an argument): -h prints its whole help (status 0), a
+// bad flag one line saying what and where the help is (status 2).
 func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
 	full := fs.Usage
 	fs.Usage = func() {} // the flag package prints the error line itself
-	err := fs.Parse(args)
+	err := parseInterspersed(fs, args)
 	fs.Usage = full
 	switch {
 	case errors.Is(err, flag.ErrHelp):
@@ -247,6 +254,53 @@ func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
 		return exitUsage, false
 	}
 	return 0, true
+}
+
+// parseInterspersed parses fs from args with flags anywhere among the
+// arguments: the flag package stops at the first argument, so the rest is
+// parsed again past each one. fs.Args() is then the arguments, in order.
+func parseInterspersed(fs *flag.FlagSet, args []string) error {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			pos = append(pos, rest...) // past "--": all arguments
+			break
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
+	return fs.Parse(append([]string{"--"}, pos...))
+}
+
+// durationFlag is a duration flag whose refusal says what a duration is
+// ("5" is not one: the flag package's own says only "parse error").
+type durationFlag time.Duration
+
+func (d *durationFlag) String() string { return (*time.Duration)(d).String() }
+
+func (d *durationFlag) Set(s string) error {
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		if _, numErr := strconv.ParseFloat(s, 64); numErr == nil {
+			return fmt.Errorf("a duration needs a unit: %ss or %sms, say", s, s)
+		}
+		return fmt.Errorf("not a duration (a number and a unit: 500ms, 2s, 1m30s)")
+	}
+	*d = durationFlag(v)
+	return nil
+}
+
+// durationVar defines a duration flag (flag.DurationVar's, with durationFlag's refusals).
+func durationVar(fs *flag.FlagSet, p *time.Duration, name string, value time.Duration, usage string) {
+	*p = value
+	fs.Var((*durationFlag)(p), name, "a `duration`: "+usage) // the back quotes name its value in the help
 }
 
 // usageLine reports a usage error of a subcommand in one line, and where

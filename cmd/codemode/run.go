@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strings"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -103,7 +104,24 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 			out = diverged(out, msg)
 		}
 	}
+	if name, ok := undefinedName(out); ok && tf.none() {
+		fmt.Fprintf(stderr, "codemode run: %s is not defined: if it is a provider of tools%s\n", name, toolsHint)
+	}
 	return printOutcome(stdout, stderr, out, *pretty)
+}
+
+// undefinedName is the name a run's uncaught ReferenceError says is not
+// defined.
+func undefinedName(o batch.Outcome) (string, bool) {
+	if o.Err == nil || o.Err.Kind != codemode.KindJS {
+		return "", false
+	}
+	name, ok := strings.CutPrefix(o.Err.Message, "ReferenceError: ")
+	if !ok {
+		return "", false
+	}
+	name, _, ok = strings.Cut(name, " is not defined")
+	return name, ok && codemode.JSIdentifier(name) == name
 }
 
 // printOutcome prints run's output for an outcome and returns its status.
@@ -186,12 +204,20 @@ func errorJSON(o batch.Outcome) json.RawMessage {
 			return b
 		}
 	}
+	msg := o.Problem
+	if o.Kind == batch.KindBadInput && strings.HasPrefix(msg, batch.ErrUnknownProvider.Error()) {
+		msg += toolsHint
+	}
 	b, _ := json.Marshal(struct {
 		Kind    string `json:"kind"`
 		Message string `json:"message"`
-	}{o.Kind, o.Problem})
+	}{o.Kind, msg})
 	return b
 }
+
+// toolsHint says how the command line gives scripts their tools.
+const toolsHint = ": give its tools with --tools FILE (canned answers), --dispatch-cmd CMD --providers NAMES (a process) or --mcp FILE (MCP servers)"
+
 
 // withLogs adds "logs" to a JSON object.
 func withLogs(obj json.RawMessage, logs []string) json.RawMessage {

@@ -78,11 +78,14 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
 	cert := fs.String("tls-cert", "", "the TLS certificate (PEM)")
 	key := fs.String("tls-key", "", "the TLS key (PEM)")
 	clientCA := fs.String("client-ca", "", "require client certificates signed by this CA (PEM): mTLS")
-	grace := fs.Duration("grace", 30*time.Second, "how long a drain waits for the programs in flight")
+	grace := new(time.Duration)
+	durationVar(fs, grace, "grace", 30*time.Second, "how long a drain waits for the programs in flight")
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics on this address (/metrics)")
 	maxPrograms := fs.Int("max-programs", codemode.DefaultSlots, "programs in flight; one more is refused with RESOURCE_EXHAUSTED")
-	sendGrace := fs.Duration("send-grace", 10*time.Second, "how long a result waits for a client that does not read before its stream ends")
-	sessionTTL := fs.Duration("session-ttl", remote.DefaultSessionTTL, "how long a client's idle session is kept (its next program then brings its journal)")
+	sendGrace := new(time.Duration)
+	durationVar(fs, sendGrace, "send-grace", 10*time.Second, "how long a result waits for a client that does not read before its stream ends")
+	sessionTTL := new(time.Duration)
+	durationVar(fs, sessionTTL, "session-ttl", remote.DefaultSessionTTL, "how long a client's idle session is kept (its next program then brings its journal)")
 	var memBudget budgetFlag
 	fs.Var(&memBudget, "memory-budget", "the engine memory of all programs at once: a size, at most what the process may use, or a percentage of it (default 75%; the log says where it was read)")
 	var idleMemory int
@@ -96,7 +99,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
 	if fs.NArg() != 0 {
 		return usageLine(fs, "takes no arguments")
 	}
-	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{ReplaceAttr: durationText}))
 	if lf.l.Deadline == 0 {
 		lf.l.Deadline = remote.DefaultServerDeadline
 	}
@@ -354,3 +357,13 @@ func serverTLS(cert, key, ca string) (credentials.TransportCredentials, error) {
 	}
 	return credentials.NewTLS(cfg), nil
 }
+
+// durationText writes a log record's durations as durations ("1.52ms"),
+// not as the JSON handler's bare count of nanoseconds.
+func durationText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.String(a.Key, a.Value.Duration().String())
+	}
+	return a
+}
+

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -463,4 +464,14 @@ func startServe(t *testing.T, args ...string) (*exec.Cmd, string) {
 		}
 	}()
 	return cmd, a
+}
+
+// TestLogDurations: the daemon's JSON log writes durations as durations
+// ("1.5ms"), not as the handler's bare count of nanoseconds (issue 53).
+func TestLogDurations(t *testing.T) {
+	var b strings.Builder
+	log := slog.New(slog.NewJSONHandler(&b, &slog.HandlerOptions{ReplaceAttr: durationText}))
+	log.Info("program", "kind", "ok", "elapsed", 1500*time.Microsecond, "host_calls", 2)
+	assert.Contains(t, b.String(), `"elapsed":"1.5ms"`)
+	assert.Contains(t, b.String(), `"host_calls":2`)
 }

@@ -99,8 +99,11 @@ func (s *summary) addRepeated(r *repeated) {
 }
 
 // line is the one-line summary for a stderr that is no terminal.
+// failed is how many runs failed (a paused job waits for a decision).
+func (s *summary) failed() int { return s.n - s.kinds[batch.KindOK] - s.kinds[batch.KindPaused] }
+
 func (s *summary) line(elapsed time.Duration, interrupted bool) string {
-	failed := s.n - s.kinds[batch.KindOK] - s.kinds[batch.KindPaused] // a paused job waits for a decision
+	failed := s.failed()
 	msg := fmt.Sprintf("codemode batch: %d jobs, %d failed, %.0f scripts/s in %v", s.n, failed, rate(s.n, elapsed), elapsed.Round(time.Millisecond))
 	if p := s.kinds[batch.KindPaused]; p > 0 {
 		msg += fmt.Sprintf(" (%d paused for approval: codemode resume)", p)

@@ -49,7 +49,7 @@ const (
 func (tf *telemetryFlags) register(fs *flag.FlagSet, def time.Duration) {
 	fs.StringVar(&tf.otlp, "otlp", "", "export traces and metrics over OTLP to this collector: host:port (gRPC, plaintext) or an http(s):// URL (HTTP, e.g. http://localhost:4318)")
 	fs.StringVar(&tf.traceFile, "trace-file", "", "write every span to this file as OTLP/JSON, a batch of spans (TracesData) per line, as the OpenTelemetry Collector's file exporter writes them")
-	fs.DurationVar(&tf.timeout, "telemetry-timeout", def, "the most the exit waits to flush --otlp and --trace-file; what is not sent by then is dropped, with a line on stderr")
+	durationVar(fs, &tf.timeout, "telemetry-timeout", def, "the most the exit waits to flush --otlp and --trace-file; what is not sent by then is dropped, with a line on stderr")
 }
 
 // telemetry is what the flags set up: the executor option that observes
