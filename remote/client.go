@@ -64,11 +64,14 @@ type dialConfig struct {
 	token   string
 	limits  codemode.Limits
 	require bool
-	caps    []codemode.Capability
-	grpc    []grpc.DialOption
-	gov     *codemode.Governance
-	prop    propagation.TextMapPropagator
-	queue   time.Duration
+	// daemonDefaults: the limits' zero fields are the daemon's
+	// (WithDaemonDefaults), not the library's.
+	daemonDefaults bool
+	caps           []codemode.Capability
+	grpc           []grpc.DialOption
+	gov            *codemode.Governance
+	prop           propagation.TextMapPropagator
+	queue          time.Duration
 }
 
 // WithPropagator sets how trace context travels: in each program's Start
@@ -111,11 +114,21 @@ func WithToken(token string) Option {
 	return func(d *dialConfig) error { d.token = token; return nil }
 }
 
-// WithLimits asks for these limits (zero fields: the daemon's; the daemon
-// caps each at its maximum, and the result's Stats.Limits says what it
-// granted).
+// WithLimits asks for these limits; zero fields are the library's defaults
+// ([codemode.DefaultLimits]), as an in-process executor's are, unless
+// [WithDaemonDefaults]. The daemon caps each at its maximum, and the
+// result's Stats.Limits says what it granted. Without WithLimits a client
+// asks for the library's defaults: switching an executor for a client
+// changes no limit.
 func WithLimits(l codemode.Limits) Option {
 	return func(d *dialConfig) error { d.limits, d.require = l, false; return nil }
+}
+
+// WithDaemonDefaults leaves the limits a client does not set to the
+// daemon (its defaults are its maxima: `codemode serve`'s deadline is
+// 30 s), instead of asking for the library's.
+func WithDaemonDefaults() Option {
+	return func(d *dialConfig) error { d.daemonDefaults = true; return nil }
 }
 
 // WithQueueTimeout asks the daemon to count a program's deadline in its
@@ -136,7 +149,7 @@ func WithQueueTimeout(d time.Duration) Option {
 // WithRequiredLimits asks for these limits and will not have less: a
 // daemon whose maxima are below any nonzero field refuses the program
 // (an internal error whose message names the fields and the maxima)
-// rather than run it under less.
+// rather than run it under less. Its zero fields are the daemon's.
 func WithRequiredLimits(l codemode.Limits) Option {
 	return func(d *dialConfig) error { d.limits, d.require = l, true; return nil }
 }
@@ -174,7 +187,11 @@ func Dial(target string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{conn: conn, client: pb.NewExecutorClient(conn), limits: d.limits, require: d.require, caps: d.caps, gov: d.gov,
+	limits := d.limits
+	if !d.daemonDefaults && !d.require {
+		limits = withLibraryDefaults(limits)
+	}
+	c := &Client{conn: conn, client: pb.NewExecutorClient(conn), limits: limits, require: d.require, caps: d.caps, gov: d.gov,
 		prop: d.prop, queue: d.queue}
 	if g := d.gov; g != nil {
 		c.pbGov = &pb.Governance{TtlMs: int64((g.TTL + time.Millisecond - 1) / time.Millisecond)}
@@ -837,3 +854,14 @@ func fromStats(s *pb.Stats, l *pb.Limits) codemode.RunStats {
 }
 
 var _ codemode.Runner = (*Client)(nil)
+
+// withLibraryDefaults is l with its zero fields the library's defaults.
+func withLibraryDefaults(l codemode.Limits) codemode.Limits {
+	d := codemode.DefaultLimits()
+	l.Memory = cmp.Or(l.Memory, d.Memory)
+	l.Stack = cmp.Or(l.Stack, d.Stack)
+	l.Payload = cmp.Or(l.Payload, d.Payload)
+	l.Logs = cmp.Or(l.Logs, d.Logs)
+	l.Deadline = cmp.Or(l.Deadline, d.Deadline)
+	return l
+}

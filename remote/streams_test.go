@@ -149,11 +149,26 @@ func TestRequiredLimits(t *testing.T) {
 	require.Empty(t, res.Error)
 	assert.Equal(t, 50*time.Millisecond, res.Stats.Limits.Deadline, "what the daemon grants runs as asked")
 
+	// A client asks for the library's defaults unless told to leave them
+	// to the daemon (issue 53: switching an executor for a client changes
+	// no limit).
 	addr, _ = daemon(t, remote.ServerOptions{})
 	res = dial(t, addr).Execute(context.Background(), codemode.Request{Code: "async () => 1"})
 	require.Empty(t, res.Error)
+	assert.Equal(t, codemode.DefaultLimits(), res.Stats.Limits)
+	res = dial(t, addr, remote.WithLimits(codemode.Limits{Memory: 16 << 20})).Execute(context.Background(), codemode.Request{Code: "async () => 1"})
+	require.Empty(t, res.Error)
+	assert.Equal(t, 16<<20, res.Stats.Limits.Memory)
+	assert.Equal(t, codemode.DefaultDeadline, res.Stats.Limits.Deadline, "the fields not set are the library's")
+	res = dial(t, addr, remote.WithDaemonDefaults()).Execute(context.Background(), codemode.Request{Code: "async () => 1"})
+	require.Empty(t, res.Error)
 	assert.Equal(t, remote.DefaultServerDeadline, res.Stats.Limits.Deadline)
 	assert.Equal(t, 30*time.Second, remote.DefaultServerDeadline)
+	// The library's deadline holds: a loop ends at 500 ms, not at 30 s.
+	res = dial(t, addr).Execute(context.Background(), codemode.Request{Code: "async () => { for (;;) {} }"})
+	require.NotNil(t, res.Err)
+	assert.Equal(t, codemode.KindTimeout, res.Err.Kind)
+	assert.Equal(t, codemode.DefaultDeadline.Milliseconds(), res.Err.DeadlineMS)
 }
 
 // logBuffer is a daemon's log, written by its goroutines and read by the
