@@ -101,11 +101,11 @@ func description(contract, body string, apis []ToolAPI, async bool) string {
 	if len(apis) == 0 {
 		return contract
 	}
+	first := apis[0]
 	await := ""
-	if async {
+	if first.Async { // the example calls the first API: as it runs, whatever the others do
 		await = "await "
 	}
-	first := apis[0]
 	return fmt.Sprintf("%s\n\n%s\nExample:\nconst r = %s%s(%s)\nreturn { r }", contract, body, await, first.JSName,
 		exampleArgs(parseOrdered(first.Parameters)))
 }
@@ -341,7 +341,7 @@ func exampleArgs(s *ordered) string {
 	parts := make([]string, 0, len(r.items))
 	for _, v := range r.items {
 		key := v.str()
-		parts = append(parts, key+": "+placeholder(props.get(key)))
+		parts = append(parts, propName(key)+": "+placeholder(props.get(key)))
 	}
 	return "{" + strings.Join(parts, ", ") + "}"
 }

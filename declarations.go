@@ -584,7 +584,9 @@ func propName(k string) string {
 // in its calling convention (one options object with ObjectArgs, else
 // positional parameters from the Params array schema's prefixItems), with
 // the types named per provider and tool, JSDoc from the descriptions; a
-// tool in Tools without an APIs entry takes and returns unknown. A tool
+// tool in Tools without an APIs entry (or without Params) takes any
+// arguments (with ObjectArgs, an optional options object) and returns
+// unknown. [ProviderExample] is the example call to show with them. A tool
 // of an ObjectArgs provider (or a positional one whose Params is an object
 // schema) that takes no input (see [Declarations]) has no parameter.
 func ProviderDeclarations(providers []Provider) string {
@@ -599,7 +601,7 @@ func ProviderDeclarations(providers []Provider) string {
 		for _, t := range p.APIs {
 			described[t.Name] = true
 			d := &declarer{prefix: typePrefix(p.Name+"_"+t.Name, used), named: map[string]string{}}
-			params := "...args: unknown[]"
+			params := unknownParams(p.ObjectArgs)
 			if sch := parseOrdered(t.Params); sch != nil {
 				if p.ObjectArgs {
 					params = ""
@@ -623,7 +625,7 @@ func ProviderDeclarations(providers []Provider) string {
 		for _, name := range p.Tools {
 			if !described[name] {
 				described[name] = true
-				fmt.Fprintf(&members, "  %s(...args: unknown[]): Promise<unknown>;\n", propName(name))
+				fmt.Fprintf(&members, "  %s(%s): Promise<unknown>;\n", propName(name), unknownParams(p.ObjectArgs))
 			}
 		}
 		fmt.Fprintf(&b, "declare const %s: {\n%s};\n", p.Name, members.String())
@@ -631,7 +633,78 @@ func ProviderDeclarations(providers []Provider) string {
 	return b.String()
 }
 
-// positional renders an array schema's prefixItems as parameters.
+// unknownParams are the parameters of a tool with no schema: one
+// optional options object for an ObjectArgs provider, else any arguments.
+func unknownParams(objectArgs bool) string {
+	if objectArgs {
+		return "args?: Record<string, unknown>"
+	}
+	return "...args: unknown[]"
+}
+
+// ProviderExample is the example call ProviderDeclarations' readers are
+// shown: the first tool that takes arguments (else the first tool), called
+// as its declaration says, with placeholders for its required arguments,
+// awaited; "" when the providers have no tool. It runs as written against
+// tools that accept the placeholders.
+func ProviderExample(providers []Provider) string {
+	call := ""
+	for _, p := range providers {
+		for _, t := range p.APIs {
+			sch := parseOrdered(t.Params)
+			args := providerExampleArgs(p.ObjectArgs, sch)
+			if args != "" {
+				return exampleText(member(p.Name, t.Name) + "(" + args + ")")
+			}
+			if call == "" {
+				call = member(p.Name, t.Name) + "()"
+			}
+		}
+		if call == "" && len(p.Tools) > 0 {
+			call = member(p.Name, p.Tools[0]) + "()"
+		}
+	}
+	if call == "" {
+		return ""
+	}
+	return exampleText(call)
+}
+
+func exampleText(call string) string { return "Example:\nconst r = await " + call + ";\nreturn r;" }
+
+// member is a tool of namespace ns as an expression: ns.name, or
+// ns["name"] for a name that is no identifier.
+func member(ns, name string) string {
+	if propName(name) == name {
+		return ns + "." + name
+	}
+	return ns + "[" + jsonString(name) + "]"
+}
+
+// providerExampleArgs are the placeholder arguments of a provider tool's
+// call: its options object's required keys, or its positional parameters
+// up to the last required one; "" when it needs none.
+func providerExampleArgs(objectArgs bool, s *ordered) string {
+	if s == nil {
+		return ""
+	}
+	items := s.get("prefixItems")
+	if objectArgs || items == nil || !items.array {
+		if noInput(s) || s.get("required") == nil {
+			return ""
+		}
+		return exampleArgs(s)
+	}
+	min := len(items.items)
+	if m := s.get("minItems"); m != nil && m.num {
+		fmt.Sscan(m.scalar.(string), &min)
+	}
+	var ps []string
+	for i := 0; i < min && i < len(items.items); i++ {
+		ps = append(ps, placeholder(items.items[i]))
+	}
+	return strings.Join(ps, ", ")
+}
 func (d *declarer) positional(s *ordered) string {
 	d.root = s
 	items := s.get("prefixItems")

@@ -139,7 +139,7 @@ func TestProviderDeclarations(t *testing.T) {
 	t.Parallel()
 	want := "type StoreFindUserInput = {\n  id: string;\n};\ntype StoreFindUserOutput = {\n  name: string;\n};\n" +
 		"declare const store: {\n  /** Find a user by id. */\n  findUser(args: StoreFindUserInput): Promise<StoreFindUserOutput>;\n" +
-		"  ping(...args: unknown[]): Promise<unknown>;\n};\n\n" +
+		"  ping(args?: Record<string, unknown>): Promise<unknown>;\n};\n\n" +
 		"type MathAddOutput = number;\n" +
 		"declare const math: {\n  add(a: number, b?: number): Promise<MathAddOutput>;\n" +
 		"  /** A name that is no identifier. */\n  \"clamp-to\"(arg0: number): Promise<unknown>;\n};\n"

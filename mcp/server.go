@@ -739,7 +739,7 @@ func head(upstream bool) string {
 // description is the code tool's full description.
 func description(providers []codemode.Provider, upstream bool) string {
 	d := head(upstream) + "\n\nAPIs (TypeScript):\n" + codemode.ProviderDeclarations(providers)
-	if ex := example(providers); ex != "" {
+	if ex := codemode.ProviderExample(providers); ex != "" {
 		d += "\n" + ex
 	}
 	return d
@@ -756,33 +756,10 @@ func progressiveDescription(providers []codemode.Provider, upstream bool) string
 	b.WriteString("\nThere are too many to list here: look them up first with `await " + searchProvider +
 		".search_tools(\"word\")` (or {query, limit}), which returns the TypeScript declarations of every tool whose name or description holds a word of the query " +
 		"(or call the search_tools MCP tool before writing the program).")
-	if ex := example(providers); ex != "" {
+	if ex := codemode.ProviderExample(providers); ex != "" {
 		b.WriteString("\n\n" + ex)
 	}
 	return b.String()
-}
-
-// example calls the first tool that takes arguments (one declaring
-// properties), else the first tool, without any; "" with no tools.
-func example(providers []codemode.Provider) string {
-	first := ""
-	for _, p := range providers {
-		for _, api := range p.APIs {
-			var s struct {
-				Properties map[string]json.RawMessage `json:"properties"`
-			}
-			if json.Unmarshal(api.Params, &s) == nil && len(s.Properties) > 0 {
-				return "Example:\nconst r = await " + p.Name + "." + api.Name + "({ /* arguments */ });\nreturn r;"
-			}
-		}
-		if first == "" && len(p.Tools) > 0 {
-			first = p.Name + "." + p.Tools[0]
-		}
-	}
-	if first == "" {
-		return ""
-	}
-	return "Example:\nconst r = await " + first + "();\nreturn r;"
 }
 
 // maxMediaDepth bounds the walk of a result for binary values: deeper

@@ -109,7 +109,7 @@ declare const fs: {
 };
 
 Example:
-const r = await fs.search_files({ /* arguments */ });
+const r = await fs.search_files({path: "…"});
 return r;`
 	desc := tools.Tools[0].Description
 	assert.True(t, strings.HasSuffix(desc, "\n\n"+want), "Description = %s\nwant it to end in\n%s", desc, want)

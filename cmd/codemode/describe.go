@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
+	"reflect"
 	"fmt"
 	"io"
 	"os"
@@ -15,10 +17,12 @@ declarations alone. TOOLS.json (- for stdin) is a JSON array of tools:
 
   [{"name": "get_user", "description": "Looks a user up.",
     "parameters": {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]},
-    "returns": {"type": "object"}, "async": true}]
+    "returns": {"type": "object"}}]
 
 ("inputSchema" and "outputSchema", as MCP names them, are taken too; names are
-made JavaScript identifiers as run_js does).
+made JavaScript identifiers as run_js does). Tools return promises, as a
+CodeModeTool's do by default (the example awaits them); "async": false marks
+one synchronous, as with WithSyncTools.
 
 Examples:
   codemode describe tools.json
@@ -34,7 +38,7 @@ type toolSpec struct {
 	InputSchema  json.RawMessage `json:"inputSchema"`
 	Returns      json.RawMessage `json:"returns"`
 	OutputSchema json.RawMessage `json:"outputSchema"`
-	Async        bool            `json:"async"`
+	Async        *bool           `json:"async"` // default true, as CodeModeTool's tools
 }
 
 func cmdDescribe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -55,7 +59,7 @@ func cmdDescribe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	var specs []toolSpec
 	if err := json.Unmarshal(data, &specs); err != nil {
-		return exitFor(stderr, usagef("%s: want a JSON array of tools: %v", fs.Arg(0), err))
+		return exitFor(stderr, usagef(`%s: want a JSON array of tools, [{"name", "description", "parameters", "returns", "async"}]: %v`, fs.Arg(0), jsonProblem(err)))
 	}
 	apis := make([]codemode.ToolAPI, 0, len(specs))
 	for i, s := range specs {
@@ -75,7 +79,7 @@ func cmdDescribe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			returns = s.OutputSchema
 		}
 		apis = append(apis, codemode.ToolAPI{JSName: codemode.JSIdentifier(name), Description: s.Description,
-			Parameters: params, Returns: returns, Async: s.Async})
+			Parameters: params, Returns: returns, Async: s.Async == nil || *s.Async})
 	}
 	desc, decl := codemode.Describe(apis), codemode.Declarations(apis)
 	if *asJSON {
@@ -86,3 +90,39 @@ func cmdDescribe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "%s\n\n%s\n", desc, decl)
 	return exitOK
 }
+
+// jsonProblem words a decoding error without Go's types: "cannot
+// unmarshal object into Go value of type []main.toolSpec" says the JSON
+// is an object where an array was wanted.
+func jsonProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		where := ""
+		if te.Field != "" {
+			where = " at " + te.Field
+		}
+		return fmt.Sprintf("found a JSON %s%s where %s was wanted", te.Value, where, jsonKind(te.Type))
+	}
+	return err.Error()
+}
+
+// jsonKind is what JSON a Go type reads.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8,
+		reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return "a number"
+	}
+	return "another value"
+}
+

@@ -241,7 +241,7 @@ func readFixtures(path string) (map[string]map[string][]fixture, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&fx); err != nil {
-		return nil, usagef("--tools %s: want {\"provider\": {\"tool\": [{\"args\"?: [...], \"result\": ... | \"error\": \"...\"}]}}: %v", path, err)
+		return nil, usagef("--tools %s: want {\"provider\": {\"tool\": [{\"args\"?: [...], \"result\": ... | \"error\": \"...\"}]}}: %v", path, jsonProblem(err))
 	}
 	for p, tools := range fx {
 		for t, answers := range tools {
