@@ -4,7 +4,6 @@ go 1.26.0
 
 require (
 	github.com/codemode-go/codemode v0.0.0
-	github.com/codemode-go/codemode/otel v0.0.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/stretchr/testify v1.12.1
