@@ -23,7 +23,8 @@ import (
 	"github.com/codemode-go/codemode"
 )
 
-// Config is the `mcpServers` file the desktop clients use:
+// Config is the `mcpServers` file the desktop clients use (or VS Code's
+// .vscode/mcp.json, whose object is "servers", each with its "type"):
 //
 //	{"mcpServers": {
 //	  "github": {"command": "github-mcp", "args": ["stdio"], "env": {"GITHUB_TOKEN": "..."}},
@@ -91,25 +92,65 @@ func ReadConfig(path string) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	const want = `want {"mcpServers": {"name": {"command", "args", "env"} | {"url", "headers"}}}`
+	const want = `want {"mcpServers": {"name": {"command", "args", "env"} | {"url", "headers"}}} ` +
+		`(or VS Code's {"servers": {"name": {"type": "stdio", "command", ...}}})`
 	var raw struct {
 		Servers map[string]json.RawMessage `json:"mcpServers"`
+		Code    map[string]json.RawMessage `json:"servers"` // VS Code's .vscode/mcp.json
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return nil, fmt.Errorf("%s: %s: %v", path, want, err)
 	}
-	if raw.Servers == nil {
-		return nil, fmt.Errorf("%s: no \"mcpServers\"", path)
+	servers, vscode := raw.Servers, false
+	switch {
+	case raw.Servers != nil && raw.Code != nil:
+		return nil, fmt.Errorf("%s: both \"mcpServers\" and \"servers\": give one", path)
+	case raw.Servers == nil && raw.Code != nil:
+		servers, vscode = raw.Code, true
+	case raw.Servers == nil:
+		return nil, fmt.Errorf("%s: no \"mcpServers\" (or VS Code's \"servers\"): %s", path, want)
 	}
 	c := &Config{Servers: map[string]ServerConfig{}}
-	for _, name := range slices.Sorted(maps.Keys(raw.Servers)) {
-		s, err := readServer(raw.Servers[name])
+	for _, name := range slices.Sorted(maps.Keys(servers)) {
+		s, err := readServer(servers[name])
+		if err == nil && vscode {
+			err = noVariables(s)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s: server %q: %v", path, name, err)
 		}
 		c.Servers[name] = s
 	}
 	return c, nil
+}
+
+// noVariables refuses a VS Code server entry that uses its variables
+// (${input:token}, ${env:HOME}, ${workspaceFolder}): VS Code resolves them
+// as it starts the server, and a server started with the text itself would
+// be another one than the one configured.
+func noVariables(s ServerConfig) error {
+	check := func(where, v string) error {
+		if strings.Contains(v, "${") {
+			return fmt.Errorf("%s uses a VS Code variable (%q): give the value itself", where, v)
+		}
+		return nil
+	}
+	values := []struct{ where, v string }{{"command", s.Command}, {"url", s.URL}, {"cwd", s.Dir}}
+	for i, a := range s.Args {
+		values = append(values, struct{ where, v string }{fmt.Sprintf("args[%d]", i), a})
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
+		values = append(values, struct{ where, v string }{"env." + k, s.Env[k]})
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
+		values = append(values, struct{ where, v string }{"headers." + k, s.Headers[k]})
+	}
+	for _, x := range values {
+		if err := check(x.where, x.v); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func readServer(data json.RawMessage) (ServerConfig, error) {

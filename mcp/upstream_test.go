@@ -345,6 +345,35 @@ func TestReadConfigKeys(t *testing.T) {
 	}
 }
 
+// TestReadVSCodeConfig: VS Code's .vscode/mcp.json ("servers", each with
+// its "type"; "inputs" beside) is read as the desktop clients' file is; a
+// value using VS Code's variables is refused, naming where, and a file
+// with both shapes is refused.
+func TestReadVSCodeConfig(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	write := func(body string) (*cmcp.Config, error) {
+		p := filepath.Join(dir, "mcp.json")
+		require.NoError(t, os.WriteFile(p, []byte(body), 0o600))
+		return cmcp.ReadConfig(p)
+	}
+	c, err := write(`{"inputs": [{"type": "promptString", "id": "token"}],
+ "servers": {
+  "memory": {"type": "stdio", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-memory"], "env": {"K": "v"}},
+  "docs": {"type": "http", "url": "http://127.0.0.1:1/mcp", "headers": {"A": "b"}}}}`)
+	require.NoError(t, err)
+	assert.Equal(t, cmcp.ServerConfig{Type: "stdio", Command: "npx", Args: []string{"-y", "@modelcontextprotocol/server-memory"},
+		Env: map[string]string{"K": "v"}}, c.Servers["memory"])
+	assert.Equal(t, cmcp.ServerConfig{Type: "http", URL: "http://127.0.0.1:1/mcp", Headers: map[string]string{"A": "b"}}, c.Servers["docs"])
+
+	_, err = write(`{"servers": {"gh": {"type": "stdio", "command": "gh-mcp", "env": {"TOKEN": "${input:token}"}}}}`)
+	assert.ErrorContains(t, err, `server "gh": env.TOKEN uses a VS Code variable ("${input:token}"): give the value itself`)
+	_, err = write(`{"servers": {"a": {"command": "x"}}, "mcpServers": {"b": {"command": "y"}}}`)
+	assert.ErrorContains(t, err, `both "mcpServers" and "servers"`)
+	_, err = write(`{"other": {}}`)
+	assert.ErrorContains(t, err, `no "mcpServers" (or VS Code's "servers")`)
+}
+
 // TestSSEType: "type": "sse" reaches a server over the 2024 HTTP+SSE
 // transport.
 func TestSSEType(t *testing.T) {
