@@ -106,6 +106,13 @@ type Capability struct {
 	flatVouches bool
 }
 
+// API is the capability as the model is told of it ([Declarations],
+// [Describe]): its name, description, schemas, and whether it returns a
+// Promise.
+func (c Capability) API() ToolAPI {
+	return ToolAPI{JSName: c.Name, Description: c.Description, Parameters: c.Params, Returns: c.Returns, Async: c.Async}
+}
+
 // WithCapability adds a capability to every sandbox of the executor. New
 // fails with a [*RegisterError] of stage invalid_capability if its name is
 // refused or taken.

@@ -275,8 +275,7 @@ func ExampleFunc() {
 	fmt.Println(string(res.Value))
 	res, _ = exec.Run(context.Background(), `try { weather({}) } catch (e) { return e.message }`)
 	fmt.Println(string(res.Value))
-	fmt.Print(codemode.Declarations([]codemode.ToolAPI{{JSName: "weather", Description: weather.Description,
-		Parameters: weather.Params, Returns: weather.Returns}}))
+	fmt.Print(codemode.Declarations([]codemode.ToolAPI{weather.API()}))
 	// Output:
 	// 21.5
 	// "weather: `city` is required"

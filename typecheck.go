@@ -128,7 +128,7 @@ func (e *Executor) typeCheck(ctx context.Context, p *program, mode TypeCheck, ca
 	if len(caps.caps) > 0 {
 		apis := make([]ToolAPI, 0, len(caps.caps))
 		for _, c := range caps.caps {
-			apis = append(apis, ToolAPI{JSName: c.Name, Description: c.Description, Parameters: c.Params, Returns: c.Returns, Async: c.Async})
+			apis = append(apis, c.API())
 		}
 		decl.WriteString(Declarations(apis))
 	}
