@@ -43,6 +43,12 @@ const (
 	contractSync  = "Each API takes one arguments object and returns its result; a failed call throws an Error you can catch. "
 	contractAsync = "Each API takes one arguments object and returns a Promise of its result (await it; Promise.all runs " +
 		"calls at once); a failed call rejects with an Error you can catch. "
+	// contractProviders is contractRun and contractAsync for providers'
+	// tools, which are methods of their namespaces.
+	contractProviders = "(an arrow or a named function is called; without a return, the last expression is the result): " +
+		"the APIs below are methods of their provider's namespace, called as their declarations say, each returning a " +
+		"Promise of its result (use await freely; Promise.all runs calls at once); a failed call rejects with an Error " +
+		"you can catch. Return one JSON-serializable value, which is the result. "
 	contractGlobals = "Web globals: TextEncoder, TextDecoder, atob, btoa, structuredClone, URL, URLSearchParams, " +
 		"crypto.randomUUID, performance.now, setTimeout, AbortController. "
 	contractOffline = "There is no filesystem, no network, no import and no Intl; console.log output comes back with the result."
@@ -88,6 +94,26 @@ func Describe(apis []ToolAPI) string {
 		async = async && a.Async
 	}
 	return describeDeclared(apis, contract(registeredTypeScript() != nil, false, async), async)
+}
+
+// DescribeProviders is Describe for an Execute program's providers: the
+// execution contract (calls return promises), the providers' declarations
+// ([ProviderDeclarations]) and an example call ([ProviderExample]), which
+// runs as written.
+func DescribeProviders(providers []Provider) string {
+	head := contractJS
+	if registeredTypeScript() != nil {
+		head = contractTS
+	}
+	c := head + contractProviders + contractGlobals + contractOffline
+	if len(providers) == 0 {
+		return c
+	}
+	d := c + "\n\nAPIs (TypeScript):\n" + ProviderDeclarations(providers)
+	if ex := ProviderExample(providers); ex != "" {
+		d += "\n" + ex
+	}
+	return d
 }
 
 // describeDeclared is the contract, the declarations and an example.

@@ -586,7 +586,8 @@ func propName(k string) string {
 // the types named per provider and tool, JSDoc from the descriptions; a
 // tool in Tools without an APIs entry (or without Params) takes any
 // arguments (with ObjectArgs, an optional options object) and returns
-// unknown. [ProviderExample] is the example call to show with them. A tool
+// unknown; a provider that lists no tool is declared as any tool's
+// namespace. [ProviderExample] is the example call to show with them. A tool
 // of an ObjectArgs provider (or a positional one whose Params is an object
 // schema) that takes no input (see [Declarations]) has no parameter.
 func ProviderDeclarations(providers []Provider) string {
@@ -627,6 +628,10 @@ func ProviderDeclarations(providers []Provider) string {
 				described[name] = true
 				fmt.Fprintf(&members, "  %s(%s): Promise<unknown>;\n", propName(name), unknownParams(p.ObjectArgs))
 			}
+		}
+		if members.Len() == 0 { // no tool listed: the dispatch serves whichever it has
+			fmt.Fprintf(&b, "declare const %s: { [tool: string]: (%s) => Promise<unknown> };\n", p.Name, unknownParams(p.ObjectArgs))
+			continue
 		}
 		fmt.Fprintf(&b, "declare const %s: {\n%s};\n", p.Name, members.String())
 	}

@@ -106,4 +106,26 @@ func TestProviderExampleRuns(t *testing.T) {
 		})
 	}
 	assert.Equal(t, "", ProviderExample(nil))
+	// A provider that lists no tool: any tool of its namespace, no example.
+	assert.Equal(t, "declare const kv: { [tool: string]: (...args: unknown[]) => Promise<unknown> };\n",
+		ProviderDeclarations([]Provider{{Name: "kv"}}))
+	assert.Equal(t, "", ProviderExample([]Provider{{Name: "kv"}}))
 }
+
+// TestDescribeProvidersExampleRuns: DescribeProviders' example runs as an
+// Execute program against its providers.
+func TestDescribeProvidersExampleRuns(t *testing.T) {
+	t.Parallel()
+	providers := []Provider{{Name: "store", ObjectArgs: true, Tools: []string{"get"}, APIs: []ProviderTool{{Name: "get",
+		Params: json.RawMessage(`{"type":"object","properties":{"id":{"type":"integer"}},"required":["id"]}`)}}}}
+	desc := DescribeProviders(providers)
+	assert.Contains(t, desc, "methods of their provider's namespace")
+	assert.Contains(t, desc, "declare const store: {")
+	e := newExecutor(t)
+	res := e.Execute(context.Background(), Request{Code: "async () => {\n" + exampleCode(t, desc) + "\n}", Providers: providers,
+		Dispatch: func(context.Context, string, string, string) (string, error) { return `{"result":7}`, nil }})
+	require.Empty(t, res.Error)
+	assert.JSONEq(t, `7`, string(res.Result))
+	assert.NotContains(t, DescribeProviders(nil), "declare const")
+}
+

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"reflect"
+	"strings"
 	"fmt"
 	"io"
 	"os"
@@ -24,8 +26,14 @@ made JavaScript identifiers as run_js does). Tools return promises, as a
 CodeModeTool's do by default (the example awaits them); "async": false marks
 one synchronous, as with WithSyncTools.
 
+With --tools, --dispatch-cmd (and --providers) or --mcp instead of a file,
+it prints what a model is told of the providers run and batch give programs
+that way: the contract, their declarations and an example call.
+
 Examples:
   codemode describe tools.json
+  codemode describe --tools fixtures.json
+  codemode describe --mcp servers.json
   codemode describe --json tools.json
 `
 
@@ -41,11 +49,25 @@ type toolSpec struct {
 	Async        *bool           `json:"async"` // default true, as CodeModeTool's tools
 }
 
-func cmdDescribe(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func cmdDescribe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := newFlagSet("describe", "[flags] TOOLS.json|-", describeHelp, stderr)
 	asJSON := fs.Bool("json", false, `print {"description", "declarations"} as JSON`)
-	if code, ok := parseOne(fs, args, "one tools file"); !ok {
-		return code
+	tf := &toolFlags{}
+	fs.StringVar(&tf.fixtures, "tools", "", "describe the providers of this --tools file of canned answers (as run and batch take it)")
+	fs.StringVar(&tf.dispatchCmd, "dispatch-cmd", "", "describe the providers --providers names, served by this command (as run and batch take it; not started)")
+	fs.StringVar(&tf.providers, "providers", "", "comma-separated provider names --dispatch-cmd serves")
+	fs.StringVar(&tf.mcp, "mcp", "", "describe the tools of this mcpServers file's servers (started to list them)")
+	if status, ok := parseFlags(fs, args); !ok {
+		return status
+	}
+	if !tf.none() {
+		if fs.NArg() != 0 {
+			return usageLine(fs, "give a tools file or --tools/--dispatch-cmd/--mcp, not both")
+		}
+		return describeProviders(ctx, tf, *asJSON, stdout, stderr)
+	}
+	if fs.NArg() != 1 {
+		return usageLine(fs, "give one tools file, or - for stdin (or --tools, --dispatch-cmd or --mcp)")
 	}
 	var data []byte
 	var err error
@@ -124,5 +146,44 @@ func jsonKind(t reflect.Type) string {
 		return "a number"
 	}
 	return "another value"
+}
+
+// describeProviders prints what a model is told of the providers a
+// --tools, --dispatch-cmd or --mcp setup gives run and batch programs:
+// the contract, the declarations and an example (DescribeProviders). A
+// --dispatch-cmd's tools are whatever it serves: its providers are
+// declared with no tool listed, and the command is not started.
+func describeProviders(ctx context.Context, tf *toolFlags, asJSON bool, stdout, stderr io.Writer) int {
+	var providers []codemode.Provider
+	if tf.providers != "" && tf.dispatchCmd == "" {
+		return exitFor(stderr, usagef("--providers names the providers --dispatch-cmd serves; give --dispatch-cmd too"))
+	}
+	if tf.dispatchCmd != "" {
+		if tf.providers == "" {
+			return exitFor(stderr, usagef("--dispatch-cmd needs --providers: the names of the providers it serves"))
+		}
+		for _, name := range strings.Split(tf.providers, ",") {
+			providers = append(providers, codemode.Provider{Name: strings.TrimSpace(name)})
+		}
+	}
+	if tf.fixtures != "" || tf.mcp != "" {
+		only := &toolFlags{fixtures: tf.fixtures, mcp: tf.mcp, startTimeout: defaultStartTimeout}
+		tb, err := only.open(ctx, stderr)
+		if err != nil {
+			return exitFor(stderr, err)
+		}
+		providers = append(providers, tb.providers...)
+		if err := tb.close(); err != nil {
+			fmt.Fprintf(stderr, "codemode: %v\n", err)
+		}
+	}
+	desc, decl := codemode.DescribeProviders(providers), codemode.ProviderDeclarations(providers)
+	if asJSON {
+		b, _ := json.MarshalIndent(map[string]string{"description": desc, "declarations": decl}, "", "  ")
+		fmt.Fprintf(stdout, "%s\n", b)
+		return exitOK
+	}
+	fmt.Fprintf(stdout, "%s\n", desc)
+	return exitOK
 }
 

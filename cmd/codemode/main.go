@@ -119,7 +119,7 @@ func Main(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io
 	case "resume":
 		return cmdResume(ctx, args[1:], stdin, stdout, stderr)
 	case "describe":
-		return cmdDescribe(args[1:], stdin, stdout, stderr)
+		return cmdDescribe(ctx, args[1:], stdin, stdout, stderr)
 	case "serve":
 		ctx, stop, hard := interrupts(ctx)
 		defer hard()
