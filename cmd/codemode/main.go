@@ -86,7 +86,7 @@ func main() {
 const usage = `codemode runs Code Mode programs in fresh QuickJS sandboxes.
 
 Usage:
-  codemode run [flags] FILE|-        run one script, print {"result","logs"} or its error
+  codemode run [flags] FILE|-        run one script, print {"result","logs"} or {"error","logs"}
   codemode batch [flags] IN.jsonl    run one job per line, write one result line per job
   codemode resume [flags] CONT       resume a paused run with --approve, --reject REASON or --edit ARGS
   codemode repl [flags]              run programs in one session, each seeing what the last declared

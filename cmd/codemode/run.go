@@ -2,7 +2,6 @@ package main
 
 import (
 	"strings"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,10 +13,13 @@ import (
 )
 
 const runHelp = `Runs one script in a fresh sandbox and prints {"result": ..., "logs": [...]}
-or, when it fails, its error JSON with the logs (the reference executor's shape:
-{"kind": "js", "name": "run_js", "message": ..., "logs": [...]}). A script with no
-tools runs as run_js does; one with providers (--tools, --dispatch-cmd,
---replay) runs as an Execute program, and its errors are named "execute".
+or, when it fails, {"error": {...}, "logs": [...], "effects": {...}}: the
+reference executor's kind-tagged error under "error", as a batch line and
+codemode mcp show a failure ({"kind": "js", "name": "run_js", "message": ...}).
+The naming rule, everywhere: a script with no tools runs as run_js (its
+errors are named "run_js", positions are in script.js); one with providers
+(--tools, --dispatch-cmd, --mcp, --replay) runs as an Execute program
+("execute", program.js).
 
 The script may be any shape a model writes: an async arrow function, a
 function, statements whose last expression is the result (top-level await
@@ -187,14 +189,17 @@ func resultObject(o batch.Outcome) any {
 			Logs   []string        `json:"logs"`
 		}{pausedObject(o.Paused), logs}
 	}
-	out := withLogs(errorJSON(o), logs)
+	// A failure as a batch line and codemode mcp show it: the error under
+	// "error", its logs, diagnostics and effects beside it.
+	out := append([]byte(`{"error":`), errorJSON(o)...)
+	l, _ := json.Marshal(logs)
+	out = append(append(out, `,"logs":`...), l...)
 	if len(o.Diagnostics) > 0 { // warn mode: what the check saw, beside the failure
 		d, _ := json.Marshal(o.Diagnostics)
-		out = append(append(out[:len(out)-1:len(out)-1], `,"diagnostics":`...), d...)
-		out = append(out, '}')
+		out = append(append(out, `,"diagnostics":`...), d...)
 	}
-	out = appendEffects(out[:len(out)-1:len(out)-1], o, false)
-	return append(out, '}')
+	out = appendEffects(out, o, false)
+	return json.RawMessage(append(out, '}'))
 }
 
 // errorJSON is an outcome's error as the reference's kind-tagged JSON.
@@ -219,22 +224,6 @@ func errorJSON(o batch.Outcome) json.RawMessage {
 const toolsHint = ": give its tools with --tools FILE (canned answers), --dispatch-cmd CMD --providers NAMES (a process) or --mcp FILE (MCP servers)"
 
 
-// withLogs adds "logs" to a JSON object.
-func withLogs(obj json.RawMessage, logs []string) json.RawMessage {
-	l, _ := json.Marshal(logs)
-	obj = bytes.TrimSpace(obj)
-	if len(obj) < 2 || obj[len(obj)-1] != '}' {
-		return obj
-	}
-	sep := ","
-	if len(bytes.TrimSpace(obj[1:len(obj)-1])) == 0 {
-		sep = ""
-	}
-	out := append([]byte{}, obj[:len(obj)-1]...)
-	out = append(out, sep+`"logs":`...)
-	out = append(out, l...)
-	return append(out, '}')
-}
 
 // readSource reads a script file, or stdin for "-".
 func readSource(path string, stdin io.Reader) (string, error) {
