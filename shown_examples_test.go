@@ -128,4 +128,3 @@ func TestDescribeProvidersExampleRuns(t *testing.T) {
 	assert.JSONEq(t, `7`, string(res.Result))
 	assert.NotContains(t, DescribeProviders(nil), "declare const")
 }
-

@@ -4,11 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"reflect"
-	"strings"
 	"fmt"
 	"io"
 	"os"
+	"reflect"
+	"strings"
 
 	"github.com/codemode-go/codemode"
 )
@@ -186,4 +186,3 @@ func describeProviders(ctx context.Context, tf *toolFlags, asJSON bool, stdout, 
 	fmt.Fprintf(stdout, "%s\n", desc)
 	return exitOK
 }
-

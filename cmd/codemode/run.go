@@ -1,12 +1,12 @@
 package main
 
 import (
-	"strings"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/codemode-go/codemode"
 	"github.com/codemode-go/codemode/batch"
@@ -222,8 +222,6 @@ func errorJSON(o batch.Outcome) json.RawMessage {
 
 // toolsHint says how the command line gives scripts their tools.
 const toolsHint = ": give its tools with --tools FILE (canned answers), --dispatch-cmd CMD --providers NAMES (a process) or --mcp FILE (MCP servers)"
-
-
 
 // readSource reads a script file, or stdin for "-".
 func readSource(path string, stdin io.Reader) (string, error) {

@@ -366,4 +366,3 @@ func durationText(_ []string, a slog.Attr) slog.Attr {
 	}
 	return a
 }
-
