@@ -93,9 +93,23 @@ func TestNonBlockingDeadline(t *testing.T) {
 	assert.Equal(t, KindTimeout, ee.Kind)
 	assert.Equal(t, "slow completed before the timeout", res.Effects.Summary())
 
+	// A cancellation while such a handler runs (cancelled once it has
+	// started, released after: nothing races the clock).
+	started, hold := make(chan struct{}, 1), make(chan struct{})
+	c := newExecutor(t, WithLimits(Limits{Deadline: time.Minute}),
+		WithCapability(Capability{Name: "held", Async: true, NonBlocking: true,
+			Func: func(context.Context, json.RawMessage) (any, error) {
+				started <- struct{}{}
+				<-hold // ignores its context
+				return 1, nil
+			}}))
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { time.Sleep(10 * time.Millisecond); cancel() }()
-	_, err = e.Run(ctx, `await slow({}); return 2`)
+	go func() {
+		<-started
+		cancel()
+		close(hold)
+	}()
+	_, err = c.Run(ctx, `await held({}); return 2`)
 	require.ErrorAs(t, err, &ee)
 	assert.Equal(t, KindInternal, ee.Kind)
 	assert.True(t, errors.Is(err, context.Canceled), "%v", err)
