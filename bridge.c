@@ -533,6 +533,7 @@ static int32_t slot_run(bridge_slot *s, const bridge_config *cfg, const char *sr
 	s->logs_limit = cfg->logs;
 	s->program = s->unit = s->tool = JS_UNDEFINED;
 	s->marked = s->bad_args = s->syntax = false;
+	s->at_site = s->settle_site = -1;
 	s->guard_polys = JS_UNDEFINED;
 	s->guards_bc = cfg->guards_bc;
 	s->guards_bc_len = cfg->guards_bc_len;

@@ -177,6 +177,7 @@ typedef struct bridge_out {
 	int32_t cap;      /* BRIDGE_CAPABILITY: the capability's index, or -1 for a provider tool */
 	char *cap_name;   /* BRIDGE_CAPABILITY with cap -1: "provider.tool"; malloc'd */
 	size_t cap_name_len;
+	int32_t cap_site; /* BRIDGE_CAPABILITY: the failed call's site (jspos.Sites), or -1 */
 	uint8_t *bc;      /* the bytecode of src, when want_bc compiled it */
 	size_t bc_len;
 	uint8_t *entry_bc; /* the entry's, when want_entry_bc compiled it */

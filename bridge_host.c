@@ -39,11 +39,58 @@ int install_marks(bridge_slot *s)
 	return JS_IsException(s->marks) || JS_IsException(s->marks_get) || JS_IsException(s->marks_set) ? -1 : 0;
 }
 
+/* __codemode_at(v, K) or __codemode_at(K) (jspos.AtName): the
+ * instrumentation's mark of a call site, evaluated as the call's last
+ * argument (or before its callee, for a call with none). Records K for the
+ * host call about to start (take_site) and returns v, or undefined. */
+static JSValue js_at(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv)
+{
+	(void)this_val;
+	bridge_slot *s = JS_GetContextOpaque(ctx);
+	int32_t k = -1;
+	if (argc > 0 && JS_VALUE_GET_TAG(argv[argc - 1]) == JS_TAG_INT)
+		k = JS_VALUE_GET_INT(argv[argc - 1]);
+	s->at_site = k;
+	return argc > 1 ? JS_DupValue(ctx, argv[0]) : JS_UNDEFINED;
+}
+
+/* The site the call starting now was marked with, or -1; taken once, so a
+ * later unmarked call (an aliased tool) has none. */
+static int32_t take_site(bridge_slot *s)
+{
+	int32_t k = s->at_site;
+	s->at_site = -1;
+	return k;
+}
+
+/* Defines __codemode_at as a global lexical binding: a const no program
+ * can overwrite, and no property of globalThis (the sandbox's globals
+ * stay the engine's and codemode's documented ones). */
+int install_at(bridge_slot *s)
+{
+	JSContext *ctx = s->ctx;
+	static const char def[] = "const __codemode_at = globalThis.__codemode_at_;\n"
+	                          "delete globalThis.__codemode_at_;\n";
+	JSValue global = JS_GetGlobalObject(ctx);
+	JSValue f = JS_NewCFunction2(ctx, js_at, "__codemode_at", 2, JS_CFUNC_generic, 0);
+	int rc = JS_IsException(f) ? -1 : JS_DefinePropertyValueStr(ctx, global, "__codemode_at_", f, JS_PROP_CONFIGURABLE);
+	JS_FreeValue(ctx, global);
+	if (rc < 0)
+		return -1;
+	JSValue r = JS_Eval(ctx, def, sizeof(def) - 1, "<codemode:at>", JS_EVAL_TYPE_GLOBAL);
+	if (JS_IsException(r))
+		return -1;
+	JS_FreeValue(ctx, r);
+	s->at_site = s->settle_site = -1;
+	return 0;
+}
+
 /* A new Error whose message is msg[0:len], marked as the failure of
  * capability cap, or (cap < 0, name[0:nlen] set) of the provider tool
- * "provider.tool" a dispatch served; neither: a plain Error. */
+ * "provider.tool" a dispatch served, at the call's site (-1: unknown);
+ * neither: a plain Error. */
 static JSValue capability_error(bridge_slot *s, int32_t cap, const char *name, size_t nlen, const char *msg,
-                                size_t len)
+                                size_t len, int32_t site)
 {
 	JSContext *ctx = s->ctx;
 	JSValue err = JS_NewError(ctx);
@@ -67,7 +114,8 @@ static JSValue capability_error(bridge_slot *s, int32_t cap, const char *name, s
 	    JS_DefinePropertyValueStr(ctx, err, "message", JS_DupValue(ctx, m), JS_PROP_WRITABLE | JS_PROP_CONFIGURABLE) < 0 ||
 	    JS_DefinePropertyValueUint32(ctx, mark, 0, JS_NewInt32(ctx, cap), JS_PROP_C_W_E) < 0 ||
 	    JS_DefinePropertyValueUint32(ctx, mark, 1, JS_DupValue(ctx, m), JS_PROP_C_W_E) < 0 ||
-	    JS_DefinePropertyValueUint32(ctx, mark, 2, JS_DupValue(ctx, who), JS_PROP_C_W_E) < 0) {
+	    JS_DefinePropertyValueUint32(ctx, mark, 2, JS_DupValue(ctx, who), JS_PROP_C_W_E) < 0 ||
+	    JS_DefinePropertyValueUint32(ctx, mark, 3, JS_NewInt32(ctx, site), JS_PROP_C_W_E) < 0) {
 		JS_FreeValue(ctx, who);
 		JS_FreeValue(ctx, mark);
 		JS_FreeValue(ctx, m);
@@ -121,6 +169,7 @@ bool capability_of(bridge_slot *s, JSValueConst v, bridge_out *out)
 		JSValue idx = JS_GetPropertyUint32(ctx, mark, 0);
 		JSValue msg = JS_GetPropertyUint32(ctx, mark, 1);
 		JSValue who = JS_GetPropertyUint32(ctx, mark, 2);
+		JSValue site = JS_GetPropertyUint32(ctx, mark, 3);
 		size_t n = 0, nn = 0;
 		char *m = JS_VALUE_GET_TAG(idx) == JS_TAG_INT ? dup_js_string(ctx, msg, &n) : NULL;
 		char *w = m && JS_VALUE_GET_INT(idx) < 0 ? dup_js_string(ctx, who, &nn) : NULL;
@@ -130,11 +179,13 @@ bool capability_of(bridge_slot *s, JSValueConst v, bridge_out *out)
 			out->cap = JS_VALUE_GET_INT(idx);
 			out->cap_name = w;
 			out->cap_name_len = nn;
+			out->cap_site = JS_VALUE_GET_TAG(site) == JS_TAG_INT ? JS_VALUE_GET_INT(site) : -1;
 			found = true;
 		} else {
 			free(m);
 			free(w);
 		}
+		JS_FreeValue(ctx, site);
 		JS_FreeValue(ctx, who);
 		JS_FreeValue(ctx, msg);
 		JS_FreeValue(ctx, idx);
@@ -166,7 +217,7 @@ static bool program_settled(bridge_slot *s)
 
 static JSValue throw_message(bridge_slot *s, const char *msg, size_t len)
 {
-	JSValue err = capability_error(s, -1, NULL, 0, msg, len);
+	JSValue err = capability_error(s, -1, NULL, 0, msg, len, -1);
 	return JS_IsException(err) ? err : JS_Throw(s->ctx, err);
 }
 
@@ -176,12 +227,13 @@ static JSValue throw_completed(bridge_slot *s) { return throw_message(s, MSG_COM
 /* Capabilities: one global C function each, addressed by index (the magic
  * argument). The name is used as a property key, never spliced into source. */
 
-static JSValue call_async(bridge_slot *s, int32_t cap, const char *args, size_t n);
+static JSValue call_async(bridge_slot *s, int32_t cap, const char *args, size_t n, int32_t site);
 
 static JSValue js_capability(JSContext *ctx, JSValueConst this_val, int argc, JSValueConst *argv, int cap)
 {
 	(void)this_val;
 	bridge_slot *s = JS_GetContextOpaque(ctx);
+	int32_t site = take_site(s); /* before the arguments' toJSON can make calls */
 	s->effects++;
 	const char *name = s->cap_names[cap];
 	if (program_settled(s))
@@ -211,7 +263,7 @@ static JSValue js_capability(JSContext *ctx, JSValueConst this_val, int argc, JS
 	}
 	JSValue ret;
 	if (s->cap_async[cap]) {
-		ret = call_async(s, cap, args, n);
+		ret = call_async(s, cap, args, n, site);
 	} else {
 		char room[256];
 		bridge_reply r = {.buf = room, .cap = sizeof(room)};
@@ -222,12 +274,12 @@ static JSValue js_capability(JSContext *ctx, JSValueConst this_val, int argc, JS
 			if (JS_IsException(ret) && !s->killed) {
 				JS_FreeValue(ctx, JS_GetException(ctx));
 				static const char bad[] = "the capability returned invalid JSON";
-				JSValue err = capability_error(s, cap, NULL, 0, bad, sizeof(bad) - 1);
+				JSValue err = capability_error(s, cap, NULL, 0, bad, sizeof(bad) - 1, site);
 				ret = JS_IsException(err) ? err : JS_Throw(ctx, err);
 			}
 			break;
 		case BRIDGE_CALL_ERROR: {
-			JSValue err = capability_error(s, cap, NULL, 0, r.data ? r.data : "", r.data ? r.size : 0);
+			JSValue err = capability_error(s, cap, NULL, 0, r.data ? r.data : "", r.data ? r.size : 0, site);
 			ret = JS_IsException(err) ? err : JS_Throw(ctx, err);
 			break;
 		}
@@ -286,7 +338,7 @@ bool grow_array(JSContext *ctx, void **arr, uint32_t *cap, uint32_t len, size_t 
 }
 
 /* Registers a call in flight and returns its promise; *pid names it. */
-static JSValue new_call(bridge_slot *s, int32_t cap, const char *name, uint32_t *pid)
+static JSValue new_call(bridge_slot *s, int32_t cap, const char *name, int32_t site, uint32_t *pid)
 {
 	JSContext *ctx = s->ctx;
 	if (s->pending_calls >= MAX_PENDING_CALLS)
@@ -312,6 +364,7 @@ static JSValue new_call(bridge_slot *s, int32_t cap, const char *name, uint32_t 
 	                           .provider = JS_UNDEFINED,
 	                           .tool = JS_UNDEFINED,
 	                           .cap = cap,
+	                           .site = site,
 	                           .used = true,
 	                           .next = NO_CALL};
 	s->pending_calls++;
@@ -325,10 +378,10 @@ static int32_t start_kill(int32_t rc)
 	return rc == 1 ? BRIDGE_CANCELED : rc == 2 ? BRIDGE_TIMEOUT : BRIDGE_INTERNAL;
 }
 
-static JSValue call_async(bridge_slot *s, int32_t cap, const char *args, size_t n)
+static JSValue call_async(bridge_slot *s, int32_t cap, const char *args, size_t n, int32_t site)
 {
 	uint32_t id;
-	JSValue promise = new_call(s, cap, s->cap_names[cap], &id);
+	JSValue promise = new_call(s, cap, s->cap_names[cap], site, &id);
 	if (JS_IsException(promise))
 		return promise;
 	int32_t rc = go_capability_start(s->handle, cap, id, (char *)args, n);
@@ -355,10 +408,10 @@ static JSValue throw_payload(bridge_slot *s, size_t total)
  * out of the sandbox: a new call in flight, its promise, and Go starts the
  * dispatch. A call that opens its envelope in C keeps its names. */
 static JSValue send_dispatch(bridge_slot *s, JSValueConst *names, const char *p[2], size_t n[2], const char *args,
-                             size_t nargs, bool open)
+                             size_t nargs, bool open, int32_t site)
 {
 	uint32_t id;
-	JSValue ret = new_call(s, -1, "dispatch", &id);
+	JSValue ret = new_call(s, -1, "dispatch", site, &id);
 	if (JS_IsException(ret))
 		return ret;
 	if (open) {
@@ -380,6 +433,7 @@ static JSValue js_dispatch(JSContext *ctx, JSValueConst this_val, int argc, JSVa
 {
 	(void)this_val;
 	bridge_slot *s = JS_GetContextOpaque(ctx);
+	int32_t site = take_site(s);
 	s->effects++;
 	if (program_settled(s))
 		return throw_completed(s);
@@ -398,7 +452,7 @@ static JSValue js_dispatch(JSContext *ctx, JSValueConst this_val, int argc, JSVa
 	if (total > s->payload)
 		ret = throw_payload(s, total);
 	else
-		ret = send_dispatch(s, argv, p, n, p[2], n[2], false);
+		ret = send_dispatch(s, argv, p, n, p[2], n[2], false, site);
 cleanup:
 	for (int i = 0; i < 3; i++)
 		if (p[i])
@@ -416,6 +470,7 @@ static JSValue js_call(JSContext *ctx, JSValueConst this_val, int argc, JSValueC
 {
 	(void)this_val;
 	bridge_slot *s = JS_GetContextOpaque(ctx);
+	int32_t site = take_site(s); /* before the payload's getters and toJSON can make calls */
 	if (argc < 3)
 		return JS_ThrowTypeError(ctx, "call expects a provider, a tool and the arguments");
 	const char *p[2] = {NULL, NULL};
@@ -444,7 +499,7 @@ static JSValue js_call(JSContext *ctx, JSValueConst this_val, int argc, JSValueC
 	if (kind == JSON_TOO_LARGE || names + len > s->payload)
 		ret = throw_payload(s, names + len);
 	else
-		ret = send_dispatch(s, argv, p, n, args, len, true);
+		ret = send_dispatch(s, argv, p, n, args, len, true, site);
 cleanup:
 	json_scratch_trim(s);
 	for (int i = 0; i < 2; i++)
@@ -454,8 +509,9 @@ cleanup:
 }
 
 /* The Error a provider tool's failure throws: msg, marked as the failure
- * of provider.tool (provider and tool are strings). */
-static JSValue tool_failure(bridge_slot *s, JSValueConst provider, JSValueConst tool, const char *msg, size_t len)
+ * of provider.tool (provider and tool are strings) at the call's site. */
+static JSValue tool_failure(bridge_slot *s, JSValueConst provider, JSValueConst tool, const char *msg, size_t len,
+                            int32_t site)
 {
 	JSContext *ctx = s->ctx;
 	const char *p[2] = {NULL, NULL};
@@ -469,7 +525,7 @@ static JSValue tool_failure(bridge_slot *s, JSValueConst provider, JSValueConst 
 	sb_put(&name, p[0], n[0]);
 	sb_put(&name, ".", 1);
 	sb_put(&name, p[1], n[1]);
-	ret = name.overflow ? JS_ThrowOutOfMemory(ctx) : capability_error(s, -1, name.p, name.len, msg, len);
+	ret = name.overflow ? JS_ThrowOutOfMemory(ctx) : capability_error(s, -1, name.p, name.len, msg, len, site);
 cleanup:
 	free(name.p);
 	for (int i = 0; i < 2; i++)
@@ -489,7 +545,8 @@ static JSValue js_fail(JSContext *ctx, JSValueConst this_val, int argc, JSValueC
 	const char *msg = JS_ToCStringLen(ctx, &n, argv[2]);
 	if (!msg)
 		return JS_EXCEPTION;
-	JSValue ret = tool_failure(JS_GetContextOpaque(ctx), argv[0], argv[1], msg, n);
+	bridge_slot *s = JS_GetContextOpaque(ctx);
+	JSValue ret = tool_failure(s, argv[0], argv[1], msg, n, s->settle_site);
 	JS_FreeCString(ctx, msg);
 	return ret;
 }
@@ -565,7 +622,9 @@ static JSValue open_envelope(bridge_slot *s, const host_call *c, const char *dat
 		JSValue a[3] = {JS_NewStringLen(ctx, data, len), c->provider, c->tool};
 		if (JS_IsException(a[0]))
 			return a[0];
+		s->settle_site = c->site; /* what open fails with (native.fail) is this call's */
 		JSValue v = rt_call(s, "open", 3, a);
+		s->settle_site = -1;
 		JS_FreeValue(ctx, a[0]);
 		return boxed(ctx, v);
 	}
@@ -595,13 +654,13 @@ static JSValue open_envelope(bridge_slot *s, const host_call *c, const char *dat
 		JS_FreeValue(ctx, text);
 		if (!msg)
 			return JS_EXCEPTION;
-		JSValue err = tool_failure(s, c->provider, c->tool, msg, n);
+		JSValue err = tool_failure(s, c->provider, c->tool, msg, n, c->site);
 		JS_FreeCString(ctx, msg);
 		*failed = !JS_IsException(err);
 		return err;
 	}
 	JS_FreeValue(ctx, env);
-	JSValue err = tool_failure(s, c->provider, c->tool, MSG_OUTSIDE, sizeof(MSG_OUTSIDE) - 1);
+	JSValue err = tool_failure(s, c->provider, c->tool, MSG_OUTSIDE, sizeof(MSG_OUTSIDE) - 1, c->site);
 	*failed = !JS_IsException(err);
 	return err;
 }
@@ -638,7 +697,7 @@ void bridge_slot_settle(bridge_slot *s, uint32_t id, int32_t status, const char 
 		if (JS_IsException(v) && !s->killed) {
 			JS_FreeValue(ctx, JS_GetException(ctx));
 			static const char bad[] = "the capability returned invalid JSON";
-			v = capability_error(s, c.cap, name, nlen, bad, sizeof(bad) - 1);
+			v = capability_error(s, c.cap, name, nlen, bad, sizeof(bad) - 1, c.site);
 			fn = c.reject;
 		}
 	} else if (status == BRIDGE_CALL_TYPE_ERROR) {
@@ -646,7 +705,7 @@ void bridge_slot_settle(bridge_slot *s, uint32_t id, int32_t status, const char 
 		v = JS_GetException(ctx);
 		fn = c.reject;
 	} else {
-		v = capability_error(s, c.cap, name, nlen, data, len);
+		v = capability_error(s, c.cap, name, nlen, data, len, c.site);
 		fn = c.reject;
 	}
 	if (JS_IsException(v)) {

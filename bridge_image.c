@@ -62,7 +62,7 @@ static int sandbox_open(bridge_slot *s, const bridge_config *cfg, const JSMalloc
 	s->cap_names = cfg->cap_names;
 	s->cap_async = cfg->cap_async;
 	s->ncaps = cfg->ncaps;
-	if (install_marks(s) || (s->ncaps > 0 && install_capabilities(s)) || install_web(ctx) || guards_install(s))
+	if (install_marks(s) || install_at(s) || (s->ncaps > 0 && install_capabilities(s)) || install_web(ctx) || guards_install(s))
 		return -1;
 	return 0;
 }

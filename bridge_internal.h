@@ -52,6 +52,7 @@ typedef struct host_call {
 	 * and its answer is an envelope C opens; JS_UNDEFINED otherwise. */
 	JSValue provider, tool;
 	int32_t cap;   /* capability index, or -1 for a provider dispatch */
+	int32_t site;  /* the call's site (__codemode_at), or -1 */
 	bool used;     /* false while the entry is on the free list */
 	uint32_t next; /* free list link */
 } host_call;
@@ -242,6 +243,10 @@ struct bridge_slot {
 	 * global whose getter is one of them still waits for its value. */
 	JSValue lazy_getters;
 	bool marked; /* the run made a marked Error: only then is a throw looked up */
+	/* The site __codemode_at recorded for the host call about to start
+	 * (-1: none), and the site of the call whose answer is being opened
+	 * (what runtime.js's open fails with is that call's). */
+	int32_t at_site, settle_site;
 	bool bad_args; /* a tool run's arguments did not parse */
 	bool syntax;   /* the run's source did not compile */
 	/* Async calls in flight, indexed by call id (engine heap). */
@@ -497,6 +502,8 @@ int install_random(JSContext *ctx);
 
 /* bridge_host.c. */
 int install_marks(bridge_slot *s);
+/* Defines __codemode_at, the instrumentation's call-site mark. */
+int install_at(bridge_slot *s);
 int install_capabilities(bridge_slot *s);
 /* If v is a marked capability Error, reports what failed into out and
  * returns true. */

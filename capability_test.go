@@ -213,17 +213,17 @@ func TestCapabilityErrors(t *testing.T) {
 	}{
 		{"caught", "try { fail({}) } catch (e) { return [e.message, e instanceof Error, e.name] }", `["db down: connection refused",true,"Error"]`},
 		{"caught async", "try { await afail({}) } catch (e) { return [e.message, e instanceof Error] }", `["async down",true]`},
-		{"uncaught", "fail({})", `{"kind":"capability","name":"run_js","capability":"fail","message":"db down: connection refused"}`},
-		{"uncaught async", "await afail({})", `{"kind":"capability","name":"run_js","capability":"afail","message":"async down"}`},
-		{"rethrown", "try { fail({}) } catch (e) { throw e }", `{"kind":"capability","name":"run_js","capability":"fail","message":"db down: connection refused"}`},
-		{"rethrown after edits", "try { fail({}) } catch (e) { e.message = 'changed'; throw e }", `{"kind":"capability","name":"run_js","capability":"fail","message":"db down: connection refused"}`},
-		{"returned rejection", "return afail({})", `{"kind":"capability","name":"run_js","capability":"afail","message":"async down"}`},
-		{"look-alike is js", "throw new Error('db down: connection refused')", `{"kind":"js","name":"run_js","message":"Error: db down: connection refused\n    at <anonymous> (script.js:1:11)"}`},
-		{"wrapped is js", "try { fail({}) } catch (e) { throw new Error('wrapped: ' + e.message) }", `{"kind":"js","name":"run_js","message":"Error: wrapped: db down: connection refused\n    at <anonymous> (script.js:1:60)"}`},
-		{"empty message", "empty({})", `{"kind":"capability","name":"run_js","capability":"empty","message":""}`},
-		{"panic", "boom({})", `{"kind":"capability","name":"run_js","capability":"boom","message":"panic: kaboom"}`},
+		{"uncaught", "fail({})", `{"kind":"capability","name":"run_js","capability":"fail","message":"db down: connection refused","line":1,"column":1}`},
+		{"uncaught async", "await afail({})", `{"kind":"capability","name":"run_js","capability":"afail","message":"async down","line":1,"column":7}`},
+		{"rethrown", "try { fail({}) } catch (e) { throw e }", `{"kind":"capability","name":"run_js","capability":"fail","message":"db down: connection refused","line":1,"column":7}`},
+		{"rethrown after edits", "try { fail({}) } catch (e) { e.message = 'changed'; throw e }", `{"kind":"capability","name":"run_js","capability":"fail","message":"db down: connection refused","line":1,"column":7}`},
+		{"returned rejection", "return afail({})", `{"kind":"capability","name":"run_js","capability":"afail","message":"async down","line":1,"column":8}`},
+		{"look-alike is js", "throw new Error('db down: connection refused')", `{"kind":"js","name":"run_js","message":"Error: db down: connection refused\n    at <anonymous> (script.js:1:11)","line":1,"column":11}`},
+		{"wrapped is js", "try { fail({}) } catch (e) { throw new Error('wrapped: ' + e.message) }", `{"kind":"js","name":"run_js","message":"Error: wrapped: db down: connection refused\n    at <anonymous> (script.js:1:60)","line":1,"column":60}`},
+		{"empty message", "empty({})", `{"kind":"capability","name":"run_js","capability":"empty","message":"","line":1,"column":1}`},
+		{"panic", "boom({})", `{"kind":"capability","name":"run_js","capability":"boom","message":"panic: kaboom","line":1,"column":1}`},
 		{"panic caught", "try { boom({}) } catch (e) { return e.message }", `"panic: kaboom"`},
-		{"async panic", "await aboom({})", `{"kind":"capability","name":"run_js","capability":"aboom","message":"panic: async kaboom"}`},
+		{"async panic", "await aboom({})", `{"kind":"capability","name":"run_js","capability":"aboom","message":"panic: async kaboom","line":1,"column":7}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

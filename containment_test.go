@@ -216,7 +216,7 @@ func TestLargeProgramsAreRead(t *testing.T) {
 	// default 500 ms under ASan in checked mode on a loaded machine.
 	e := newExecutor(t, WithLimits(Limits{Deadline: 10 * time.Second}))
 	_, err := e.Run(context.Background(), src)
-	assert.Equal(t, "TypeError: cannot read property 'city' of undefined\n    at <anonymous> (script.js:202:1)",
+	assert.Equal(t, "TypeError: cannot read property 'city' of undefined\n    at <anonymous> (script.js:202:11)",
 		execErr(t, err).Message)
 	res, err := e.Run(context.Background(), "async () => {\n"+src[:len(src)-len("const u = {}\nu.address.city")]+"return rows.length }")
 	require.NoError(t, err)

@@ -66,7 +66,24 @@
 // and keeps their positions, which stand for their statements. An error
 // in `return u.address.city` is reported on that line, not on an earlier
 // statement's. Function.prototype.toString gives a function's text as the model
-// wrote it, the markers taken out again. A syntax
+// wrote it, the markers taken out again.
+//
+// Where a failure happened: the frame that threw is then placed at the
+// expression its message names, when exactly one such expression lies
+// between the statement's (or operator's, or call's) position and the next
+// the engine records: `return a.nope.deeper` at `deeper` ("cannot read
+// property 'deeper' of undefined"), `foo()` at `foo` ("foo is not
+// defined"), `for (const x of o.list)` at `o.list`; a frame below it at the
+// name of the function it called, as V8 places a call. A call of a global
+// function or of a global's method (`get_user(...)`, `store.get(...)`, a
+// capability's or a provider tool's call, unless the source declares that
+// name or it is a built-in) is marked: its last argument passes through
+// __codemode_at(arg, K), a native function that records the call's site for
+// the host call it makes (about 40 ns a call). A failure of that call that
+// escapes carries the site: [ExecError] Line and Column, in its JSON too,
+// name the call that failed, at the tool's name, wherever the failure was
+// caught and rethrown. A tool called through an alias (const g = store.get;
+// g()), or a value thrown that is no Error, has no place. A syntax
 // error is placed on the engine's line at the parser's column; a source
 // that ends too early (an open brace, string, template or comment) is
 // placed just after its last character, and a brace the source never

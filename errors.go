@@ -98,11 +98,20 @@ func nilContext(name string) *ExecError {
 //	not_found        Name
 //	timeout          Name, DeadlineMS
 //	memory_exceeded  Name, LimitBytes
-//	js               Name, Message
+//	js               Name, Message (Line, Column)
 //	invalid_args     Name, Reason
-//	capability       Name, Capability, Message
+//	capability       Name, Capability, Message (Line, Column)
 //	pending_promise  Name
 //	internal         Message
+//
+// A js or capability error also says where it happened, in the text the
+// model wrote: Line and Column (1-based; column in characters) of the
+// expression that threw, or of the call whose failure escaped. They are
+// zero, and absent from the JSON, when no place is known (a value thrown
+// that is no Error, a tool called through an alias: see the package
+// documentation, Where a failure happened). They follow the reference's
+// fields in the JSON: {"kind":"capability","name":"execute",
+// "capability":"store.get","message":"no such user","line":3,"column":23}.
 //
 // MarshalJSON produces that kind-tagged shape; [ExecError.LLMJSON] is the
 // same text, meant to be fed back to the model. Callers switch on Kind,
@@ -118,6 +127,9 @@ type ExecError struct {
 	Capability string // capability: the capability that failed
 	DeadlineMS int64  // timeout
 	LimitBytes int64  // memory_exceeded
+	// Line and Column place a js or capability error in the model's
+	// source (see above); zero when unknown.
+	Line, Column int
 	// Diagnostics are a type_error's problems (KindTypeError).
 	Diagnostics []TypeDiagnostic
 
@@ -140,6 +152,9 @@ func (e *ExecError) Error() string {
 	case KindInvalidArgs:
 		return fmt.Sprintf("codemode: %s: invalid arguments: %s", e.Name, e.Reason)
 	case KindCapability:
+		if e.Line > 0 {
+			return fmt.Sprintf("codemode: %s: capability %s failed at %d:%d: %s", e.Name, e.Capability, e.Line, e.Column, e.Message)
+		}
 		return fmt.Sprintf("codemode: %s: capability %s failed: %s", e.Name, e.Capability, e.Message)
 	case KindPendingPromise:
 		return fmt.Sprintf("codemode: %s: the returned promise never settles", e.Name)
@@ -184,6 +199,8 @@ type (
 		Kind    ErrorKind `json:"kind"`
 		Name    string    `json:"name"`
 		Message string    `json:"message"`
+		Line    int       `json:"line,omitempty"`
+		Column  int       `json:"column,omitempty"`
 	}
 	reasonJSON struct {
 		Kind   ErrorKind `json:"kind"`
@@ -195,6 +212,8 @@ type (
 		Name       string    `json:"name"`
 		Capability string    `json:"capability"`
 		Message    string    `json:"message"`
+		Line       int       `json:"line,omitempty"`
+		Column     int       `json:"column,omitempty"`
 	}
 	internalJSON struct {
 		Kind    ErrorKind `json:"kind"`
@@ -214,6 +233,8 @@ type (
 		Capability string    `json:"capability"`
 		DeadlineMS int64     `json:"deadline_ms"`
 		LimitBytes int64     `json:"limit_bytes"`
+		Line       int       `json:"line"`
+		Column     int       `json:"column"`
 		// Diagnostics are a type_error's.
 		Diagnostics []TypeDiagnostic `json:"diagnostics"`
 	}
@@ -230,11 +251,11 @@ func (e *ExecError) MarshalJSON() ([]byte, error) {
 	case KindMemoryExceeded, KindMemoryBudget:
 		return marshal(memoryJSON{e.Kind, e.Name, e.LimitBytes})
 	case KindJS:
-		return marshal(messageJSON{e.Kind, e.Name, e.Message})
+		return marshal(messageJSON{e.Kind, e.Name, e.Message, e.Line, e.Column})
 	case KindInvalidArgs:
 		return marshal(reasonJSON{e.Kind, e.Name, e.Reason})
 	case KindCapability:
-		return marshal(capabilityJSON{e.Kind, e.Name, e.Capability, e.Message})
+		return marshal(capabilityJSON{e.Kind, e.Name, e.Capability, e.Message, e.Line, e.Column})
 	case KindInternal:
 		return marshal(internalJSON{e.Kind, e.Message})
 	case KindTypeError:
@@ -251,7 +272,8 @@ func (e *ExecError) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	*e = ExecError{Kind: w.Kind, Name: w.Name, Message: w.Message, Reason: w.Reason,
-		Capability: w.Capability, DeadlineMS: w.DeadlineMS, LimitBytes: w.LimitBytes, Diagnostics: w.Diagnostics}
+		Capability: w.Capability, DeadlineMS: w.DeadlineMS, LimitBytes: w.LimitBytes, Line: w.Line, Column: w.Column,
+		Diagnostics: w.Diagnostics}
 	return nil
 }
 

@@ -73,11 +73,13 @@ func ExampleExecError() {
 	if errors.As(err, &ee) {
 		fmt.Println(ee.Kind)
 		fmt.Println(ee.Message)
+		fmt.Println("line", ee.Line, "column", ee.Column) // at user.name's "name"
 	}
 	// Output:
 	// js
 	// TypeError: cannot read property 'name' of null
-	//     at <anonymous> (script.js:2:13)
+	//     at <anonymous> (script.js:2:18)
+	// line 2 column 18
 }
 
 // A memory limit is enforced per run.

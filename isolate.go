@@ -572,6 +572,7 @@ func (c *call) finish(ctx context.Context, st C.int32_t, out *C.bridge_out) outc
 	case C.BRIDGE_COMPILE:
 		o.detail = c.prog.smap.render(string(data), syntax)
 		o.err = &ExecError{Kind: KindJS, Name: c.name, Message: o.detail}
+		o.err.Line, o.err.Column = c.prog.smap.placed(o.detail)
 	case C.BRIDGE_NOT_FUNCTION:
 		o.detail = string(data)
 		o.err = &ExecError{Kind: KindJS, Name: c.name, Message: "TypeError: the source evaluated to " + o.detail}
@@ -588,6 +589,7 @@ func (c *call) finish(ctx context.Context, st C.int32_t, out *C.bridge_out) outc
 			msg = sm.frames(msg)
 		}
 		o.err = &ExecError{Kind: KindJS, Name: c.name, Message: msg}
+		o.err.Line, o.err.Column = smap.placed(msg)
 	case C.BRIDGE_TIMEOUT:
 		o.err = c.timeout()
 	case C.BRIDGE_MEMORY:
@@ -600,6 +602,7 @@ func (c *call) finish(ctx context.Context, st C.int32_t, out *C.bridge_out) outc
 		o.err = &ExecError{Kind: KindPendingPromise, Name: c.name}
 	case C.BRIDGE_CAPABILITY:
 		o.err = &ExecError{Kind: KindCapability, Name: c.name, Capability: capabilityName(c.caps, out), Message: string(data)}
+		o.err.Line, o.err.Column = c.prog.smap.site(int(out.cap_site), o.err.Capability)
 	case C.BRIDGE_BAD_ARGS:
 		o.err = &ExecError{Kind: KindInvalidArgs, Name: c.name, Reason: "the sandbox cannot read the arguments: " +
 			firstLine(string(data))}

@@ -19,7 +19,10 @@ import (
 	"github.com/codemode-go/codemode/internal/jspos"
 )
 
-func init() { jspos.SetSyntaxCheck(syntaxOK) }
+func init() {
+	jspos.SetSyntaxCheck(syntaxOK)
+	jspos.SetBuiltins(func(name string) bool { return sandboxGlobals[name] })
+}
 
 // syntaxOK is package jspos's syntax check (see jspos.SetSyntaxCheck): the
 // engine's parser, in a runtime of its own with a 1 MiB stack (at most
@@ -272,7 +275,7 @@ func (s *sourceMap) render(msg string, syntax bool) (r string) {
 	var b strings.Builder
 	b.Grow(len(msg))
 	b.WriteString(s.frame(first))
-	prev := ""
+	prev, top := "", true
 	for frames != "" {
 		var line string
 		line, frames, _ = strings.Cut(frames, "\n")
@@ -281,9 +284,41 @@ func (s *sourceMap) render(msg string, syntax bool) (r string) {
 		}
 		prev = line
 		b.WriteByte('\n')
-		b.WriteString(s.frame(line))
+		switch {
+		case syntax:
+			b.WriteString(s.frame(line))
+		case top:
+			// The frame that threw: placed at the expression that threw.
+			b.WriteString(s.refinedFrame(line, func(off int) int { return s.instrument().Refine(off, first) }))
+		default:
+			// A frame below: placed at the call it made.
+			b.WriteString(s.refinedFrame(line, s.instrument().CallAt))
+		}
+		top = false
 	}
 	return b.String()
+}
+
+// refinedFrame is frame(line) with its position moved by refine, from
+// where the engine last recorded one to the expression that threw or the
+// call the frame made (see jspos.Map.Refine and CallAt).
+func (s *sourceMap) refinedFrame(line string, refine func(off int) int) string {
+	at := s.file + ":"
+	i := strings.Index(line, at)
+	if i < 0 {
+		return line
+	}
+	start := i + len(at)
+	l, n1 := leadingInt(line[start:])
+	if n1 == 0 || start+n1 >= len(line) || line[start+n1] != ':' {
+		return s.frame(line)
+	}
+	c, n2 := leadingInt(line[start+n1+1:])
+	if n2 == 0 {
+		return s.frame(line)
+	}
+	ul, uc := s.position(refine(s.offset(l, c)))
+	return line[:start] + strconv.Itoa(ul) + ":" + strconv.Itoa(uc) + s.frame(line[start+n1+1+n2:])
 }
 
 //export go_source_text
@@ -497,6 +532,31 @@ func endOfInput(engine string) string {
 		return engine
 	}
 	return "unexpected end of input"
+}
+
+// placed is where a rendered error happened in the model's source: its
+// first position of s.file, or 0, 0 when it has none.
+func (s *sourceMap) placed(rendered string) (line, col int) {
+	line, col = enginePosition(rendered, s.file)
+	if col == 0 {
+		return 0, 0
+	}
+	return line, col
+}
+
+// site is where the call marked k (see jspos.Sites) is in the model's
+// source, when it is a call of name ("get_user", "provider.tool"); 0, 0
+// when the call was not marked (a tool called through an alias) or the
+// mark is another call's.
+func (s *sourceMap) site(k int, name string) (line, col int) {
+	if k < 0 || s.src == "" {
+		return 0, 0
+	}
+	sites := s.instrument().Sites()
+	if k >= len(sites) || !sites[k].Matches(name) {
+		return 0, 0
+	}
+	return s.position(sites[k].Offset)
 }
 
 // enginePosition reads the first "file:line:col" of a rendered error.

@@ -16,8 +16,8 @@ import (
 
 // TestErrorPositions: every position a model reads is a line and column
 // of its own source: never inside the wrapper, never past its last line,
-// and at the failing statement when the engine records no position for the
-// expression that failed.
+// and at the expression that failed (the property read, the name), though
+// the engine records a position only at statements, calls and operators.
 func TestErrorPositions(t *testing.T) {
 	t.Parallel()
 	e := newExecutor(t, WithLimits(Limits{Deadline: 5 * time.Second}))
@@ -42,33 +42,33 @@ func TestErrorPositions(t *testing.T) {
 		{"bad bytes", "return 1 \xff\xfe", "SyntaxError: invalid UTF-8 sequence\n    at script.js:1:10"},
 		// Thrown errors.
 		{"after a log line", "const u = {}\nconsole.log('x')\nreturn u.address.city",
-			"TypeError: cannot read property 'city' of undefined\n    at <anonymous> (script.js:3:1)"},
+			"TypeError: cannot read property 'city' of undefined\n    at <anonymous> (script.js:3:18)"},
 		{"a declaration", "await null\nconst u = {}\nconst v = u.a.b\nreturn v",
-			"TypeError: cannot read property 'b' of undefined\n    at <anonymous> (script.js:3:1)"},
+			"TypeError: cannot read property 'b' of undefined\n    at <anonymous> (script.js:3:15)"},
 		{"an if condition", "const m = new Map()\nm.set('a', 1)\nconst v = m.get('b')\nif (v.ok) {\n  return 1\n}",
-			"TypeError: cannot read property 'ok' of undefined\n    at <anonymous> (script.js:4:1)"},
+			"TypeError: cannot read property 'ok' of undefined\n    at <anonymous> (script.js:4:7)"},
 		{"the last line", "const data = {items: []}\nconsole.log('loaded')\nreturn data.items[0].name",
-			"TypeError: cannot read property 'name' of undefined\n    at <anonymous> (script.js:3:1)"},
+			"TypeError: cannot read property 'name' of undefined\n    at <anonymous> (script.js:3:22)"},
 		{"a nested function", "const f = () => {\n  return null.x\n}\nreturn f()",
-			"TypeError: cannot read property 'x' of null\n    at f (script.js:2:3)\n    at <anonymous> (script.js:4:8)"},
+			"TypeError: cannot read property 'x' of null\n    at f (script.js:2:15)\n    at <anonymous> (script.js:4:8)"},
 		{"a callback", "const rows = [{a: 1}, {}]\nreturn rows.map(function (r) {\n  const v = r.a\n  return v.toFixed(1)\n})",
-			"TypeError: cannot read property 'toFixed' of undefined\n    at <anonymous> (script.js:4:3)\n    at map (native)\n    at <anonymous> (script.js:2:17)"},
+			"TypeError: cannot read property 'toFixed' of undefined\n    at <anonymous> (script.js:4:12)\n    at map (native)\n    at <anonymous> (script.js:2:13)"},
 		{"an async function", "async function load() {\n  await null\n  const cfg = undefined\n  return cfg.url\n}\nreturn await load()",
-			"TypeError: cannot read property 'url' of undefined\n    at load (script.js:4:3)"},
+			"TypeError: cannot read property 'url' of undefined\n    at load (script.js:4:14)"},
 		{"a timer's callback", "await new Promise((resolve, reject) => setTimeout(() => {\n  try { null.x } catch (e) { reject(e) }\n}, 1))",
-			"TypeError: cannot read property 'x' of null\n    at <anonymous> (script.js:2:9)"},
+			"TypeError: cannot read property 'x' of null\n    at <anonymous> (script.js:2:14)"},
 		{"a loop's later iteration", "let total = 0\nconst xs = [1, 2, null]\nfor (let i = 0; i < xs.length; i++) {\n  total += xs[i].valueOf()\n}\nreturn total",
-			"TypeError: cannot read property 'valueOf' of null\n    at <anonymous> (script.js:4:3)"},
+			"TypeError: cannot read property 'valueOf' of null\n    at <anonymous> (script.js:4:18)"},
 		{"a switch case", "switch (1) {\n  case 1:\n    const q = null\n    return q.z\n}",
-			"TypeError: cannot read property 'z' of null\n    at <anonymous> (script.js:4:5)"},
+			"TypeError: cannot read property 'z' of null\n    at <anonymous> (script.js:4:14)"},
 		{"a getter", "class A {\n  constructor() {\n    this.x = null\n  }\n  get y() {\n    return this.x.y\n  }\n}\nreturn new A().y",
-			"TypeError: cannot read property 'y' of null\n    at get y (script.js:6:5)\n    at <anonymous> (script.js:9:12)"},
+			"TypeError: cannot read property 'y' of null\n    at get y (script.js:6:19)\n    at <anonymous> (script.js:9:12)"},
 		{"non-ASCII before it", "const é = 'ü'\nconst n = null\nreturn é + n.p",
-			"TypeError: cannot read property 'p' of null\n    at <anonymous> (script.js:3:12)"},
+			"TypeError: cannot read property 'p' of null\n    at <anonymous> (script.js:3:14)"},
 		{"rethrown", "try {\n  null.f()\n} catch (e) {\n  throw e\n}",
-			"TypeError: cannot read property 'f' of null\n    at <anonymous> (script.js:2:3)"},
+			"TypeError: cannot read property 'f' of null\n    at <anonymous> (script.js:2:8)"},
 		{"for await", "for await (const x of []) {}\nconst u = {}\nreturn u.a.b",
-			"TypeError: cannot read property 'b' of undefined\n    at <anonymous> (script.js:3:1)"},
+			"TypeError: cannot read property 'b' of undefined\n    at <anonymous> (script.js:3:12)"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -103,8 +103,8 @@ func TestToolAndProgramPositions(t *testing.T) {
 	e := newExecutor(t, WithLimits(Limits{Deadline: 5 * time.Second}))
 	ctx := context.Background()
 	for _, tt := range []struct{ source, want string }{
-		{"(args) => {\n  const u = args.user\n  return u.name\n}", "TypeError: cannot read property 'name' of undefined\n    at <anonymous> (tool.js:3:3)"},
-		{"function tool(args) {\n  return args.x.y\n}", "TypeError: cannot read property 'y' of undefined\n    at tool (tool.js:2:3)"},
+		{"(args) => {\n  const u = args.user\n  return u.name\n}", "TypeError: cannot read property 'name' of undefined\n    at <anonymous> (tool.js:3:12)"},
+		{"function tool(args) {\n  return args.x.y\n}", "TypeError: cannot read property 'y' of undefined\n    at tool (tool.js:2:17)"},
 	} {
 		e.Deregister("t")
 		_, err := e.Register(ctx, ToolSource{Name: "t", Source: tt.source})
@@ -122,7 +122,7 @@ func TestToolAndProgramPositions(t *testing.T) {
 	dispatch := func(context.Context, string, string, string) (string, error) { return `{"result":{}}`, nil }
 	for _, tt := range []struct{ code, want string }{
 		{"async () => {\n  const r = await store.get()\n  return r.items.length\n}",
-			"TypeError: cannot read property 'length' of undefined\n    at <anonymous> (program.js:3:3)"},
+			"TypeError: cannot read property 'length' of undefined\n    at <anonymous> (program.js:3:18)"},
 		{"async () => {\n  return [\n", "SyntaxError: unexpected end of input\n    at program.js:2:11"},
 		{"async () => {\n  const x = 1\n  x = 2\n}", "TypeError: 'x' is read-only\n    at <anonymous> (program.js:3:3)"},
 	} {

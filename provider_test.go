@@ -614,7 +614,7 @@ func TestExecuteFailures(t *testing.T) {
 	assert.Equal(t, "The program timed out after 100ms.", res.Error)
 	tests := []struct{ code, want string }{
 		{"async () => { console.log('before'); throw new TypeError('bad') }", "TypeError: bad\n    at <anonymous> (program.js:1:48)"},
-		{"async () => {\n  null.x\n}", "TypeError: cannot read property 'x' of null\n    at <anonymous> (program.js:2:3)"},
+		{"async () => {\n  null.x\n}", "TypeError: cannot read property 'x' of null\n    at <anonymous> (program.js:2:8)"},
 		{"async () => { let }", "SyntaxError: variable name expected\n    at program.js:1:1"},
 		{"async () => { const a = []; for (;;) a.push('x'.repeat(100)) }", "The program exceeded the memory limit of 4194304 bytes."},
 		{"async () => new Promise(() => {})", "The program's promise can never settle: nothing it waits on is outstanding."},

@@ -396,10 +396,13 @@ func (r *Retained) reply(st C.int32_t, out *C.bridge_out) retainedReply {
 		}
 		return retainedReply{value: v}
 	case C.BRIDGE_THROWN:
-		return retainedReply{err: &ExecError{Kind: KindJS, Name: r.name, Message: r.smap.render(data, false)}}
+		ee := &ExecError{Kind: KindJS, Name: r.name, Message: r.smap.render(data, false)}
+		ee.Line, ee.Column = r.smap.placed(ee.Message)
+		return retainedReply{err: ee}
 	case C.BRIDGE_CAPABILITY:
-		return retainedReply{err: &ExecError{Kind: KindCapability, Name: r.name, Capability: capabilityName(r.caps, out),
-			Message: data}}
+		ee := &ExecError{Kind: KindCapability, Name: r.name, Capability: capabilityName(r.caps, out), Message: data}
+		ee.Line, ee.Column = r.smap.site(int(out.cap_site), ee.Capability)
+		return retainedReply{err: ee}
 	default:
 		return retainedReply{err: r.killError(st)}
 	}

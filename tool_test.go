@@ -195,7 +195,7 @@ func TestCall(t *testing.T) {
 		{"add", `{"a":"1","b":2}`, "{\"kind\":\"invalid_args\",\"name\":\"add\",\"reason\":\"`a`: got string, want number\"}"},
 		{"convert", `{"amount":-1,"to":"gbp"}`, "{\"kind\":\"invalid_args\",\"name\":\"convert\",\"reason\":\"`amount`: minimum: got -1, want 0; `to`: value must be one of 'eur', 'usd'\"}"},
 		{"convert", `{"amount":1,"to":"eur","when":{"day":1.5}}`, "{\"kind\":\"invalid_args\",\"name\":\"convert\",\"reason\":\"`when.day`: got number, want integer\"}"},
-		{"fails", `{}`, `{"kind":"js","name":"fails","message":"RangeError: out of range\n    at <anonymous> (tool.js:1:19)"}`},
+		{"fails", `{}`, `{"kind":"js","name":"fails","message":"RangeError: out of range\n    at <anonymous> (tool.js:1:19)","line":1,"column":19}`},
 		{"slow", `{}`, `timeout`}, // deadline_ms: what was left of the caller's 200 ms when the call began
 		// The engine's parser refuses invalid UTF-8, which Go's decoders
 		// accept: decided before any sandbox, as the arguments' fault.
@@ -563,9 +563,9 @@ func TestCodeModeTool(t *testing.T) {
 		{`{"code":"return get_weather({city: 'Paris'}).temp"}`, `{"result":21}`},
 		{`{"code":"console.log(motd()); return 1"}`, `{"result":1,"logs":["hello, not json"]}`},
 		{`{"code":"try { get_weather({city: 'Atlantis'}) } catch (e) { return e.message }"}`, "{\"result\":\"tool `get-weather` failed: unknown city\"}"},
-		{`{"code":"get_weather({city: 'Atlantis'})"}`, "{\"kind\":\"capability\",\"name\":\"run_js\",\"capability\":\"get_weather\",\"message\":\"tool `get-weather` failed: unknown city\"," +
+		{`{"code":"get_weather({city: 'Atlantis'})"}`, "{\"kind\":\"capability\",\"name\":\"run_js\",\"capability\":\"get_weather\",\"message\":\"tool `get-weather` failed: unknown city\",\"line\":1,\"column\":1," +
 			`"effects":{"summary":"get_weather failed (it may have written first)","started":1,"completed":1,"calls":[{"seq":0,"tool":"get_weather","effect":"write","outcome":"error","ms":0}]}}`},
-		{`{"code":"console.log('a'); null.x"}`, `{"kind":"js","name":"run_js","message":"TypeError: cannot read property 'x' of null\n    at <anonymous> (script.js:1:19)"` + noToolRan + `,"logs":["a"]}`},
+		{`{"code":"console.log('a'); null.x"}`, `{"kind":"js","name":"run_js","message":"TypeError: cannot read property 'x' of null\n    at <anonymous> (script.js:1:24)","line":1,"column":24` + noToolRan + `,"logs":["a"]}`},
 		{`{"code":"for (;;) {}"}`, `{"kind":"timeout","name":"run_js","deadline_ms":100` + noToolRan + `}`},
 		{`{"script":"return 1"}`, "{\"kind\":\"invalid_args\",\"name\":\"run_js\",\"reason\":\"missing required argument `code`: the body of an async function, as a string\"" + noToolRan + "}"},
 		{`{"code":42}`, "{\"kind\":\"invalid_args\",\"name\":\"run_js\",\"reason\":\"`code` must be a string\"" + noToolRan + "}"},
@@ -624,17 +624,20 @@ func TestToolCapabilityFailures(t *testing.T) {
 	t.Parallel()
 	e := newExecutor(t, WithCapability(failing("flaky", "upstream exploded", false)),
 		WithCapability(failing("aflaky", "async exploded", true)))
-	const want = `{"kind":"capability","name":"caller","capability":"flaky","message":"upstream exploded"}`
+	// The failure is placed at the call that failed, in the tool's source.
+	want := func(col int) string {
+		return fmt.Sprintf(`{"kind":"capability","name":"caller","capability":"flaky","message":"upstream exploded","line":1,"column":%d}`, col)
+	}
 	tests := []struct{ source, want string }{
-		{"(args) => flaky({})", want},
-		{"(args) => { try { flaky({}) } catch (e) { throw e } }", want},
-		{"(args) => { const inner = () => flaky({}); return inner() }", want},
-		{"async (args) => flaky({})", want},
-		{"(args) => Promise.reject((() => { try { flaky({}) } catch (e) { return e } })())", want},
+		{"(args) => flaky({})", want(11)},
+		{"(args) => { try { flaky({}) } catch (e) { throw e } }", want(19)},
+		{"(args) => { const inner = () => flaky({}); return inner() }", want(33)},
+		{"async (args) => flaky({})", want(17)},
+		{"(args) => Promise.reject((() => { try { flaky({}) } catch (e) { return e } })())", want(41)},
 		{"async (args) => { await aflaky({}) }",
-			`{"kind":"capability","name":"caller","capability":"aflaky","message":"async exploded"}`},
+			`{"kind":"capability","name":"caller","capability":"aflaky","message":"async exploded","line":1,"column":25}`},
 		{"(args) => { try { flaky({}) } catch (e) { throw new Error('wrapped') } }",
-			`{"kind":"js","name":"caller","message":"Error: wrapped\n    at <anonymous> (tool.js:1:53)"}`},
+			`{"kind":"js","name":"caller","message":"Error: wrapped\n    at <anonymous> (tool.js:1:53)","line":1,"column":53}`},
 	}
 	for i, tt := range tests {
 		e.Deregister("caller")

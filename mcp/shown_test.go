@@ -133,8 +133,8 @@ func TestShownText(t *testing.T) {
 	tests := []struct{ code, want string }{
 		{`return "<anonymous> & co"`, `{"result":"<anonymous> & co","logs":[]}`},
 		{`console.log("<b>"); return {b: 1, a: "&"}`, `{"result":{"b":1,"a":"&"},"logs":["<b>"]}`},
-		{`throw new Error("<x>")`, `{"error":{"kind":"js","name":"exec_js","message":"Error: <x>\n    at <anonymous> (program.js:1:11)"},"logs":[]` + noToolRan + `}`},
-		{`return await shapes.fails()`, `{"error":{"kind":"capability","name":"exec_js","capability":"shapes.fails","message":"the thing\nis broken"},"logs":[],` +
+		{`throw new Error("<x>")`, `{"error":{"kind":"js","name":"exec_js","message":"Error: <x>\n    at <anonymous> (program.js:1:11)","line":1,"column":11},"logs":[]` + noToolRan + `}`},
+		{`return await shapes.fails()`, `{"error":{"kind":"capability","name":"exec_js","capability":"shapes.fails","message":"the thing\nis broken","line":1,"column":21},"logs":[],` +
 			`"effects":{"summary":"shapes.fails failed (it may have written first)","started":1,"completed":1,"calls":[{"seq":0,"tool":"shapes.fails","effect":"write","outcome":"error","ms":0}]}}`},
 	}
 	for _, tt := range tests {

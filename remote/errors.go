@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"errors"
+	"math"
 	"unicode/utf8"
 
 	"google.golang.org/grpc/status"
@@ -36,7 +37,8 @@ var sentinels = []struct {
 // (what errors.Is is asked of: ee itself, or an error wrapping it).
 func toPBError(ee *codemode.ExecError, err error) *pb.ExecError {
 	d := &pb.ExecError{Kind: string(ee.Kind), Name: []byte(ee.Name), Message: []byte(ee.Message), Reason: []byte(ee.Reason),
-		Capability: []byte(ee.Capability), DeadlineMs: ee.DeadlineMS, LimitBytes: ee.LimitBytes}
+		Capability: []byte(ee.Capability), DeadlineMs: ee.DeadlineMS, LimitBytes: ee.LimitBytes,
+		Line: int32(min(ee.Line, math.MaxInt32)), Column: int32(min(ee.Column, math.MaxInt32))}
 	for _, s := range sentinels {
 		if errors.Is(err, s.err) {
 			d.Matches = append(d.Matches, s.s)
@@ -70,6 +72,7 @@ func fromPBError(d *pb.ExecError, also error) *codemode.ExecError {
 	ee.Kind, ee.Name, ee.Message, ee.Reason, ee.Capability = codemode.ErrorKind(d.Kind), string(d.Name), string(d.Message),
 		string(d.Reason), string(d.Capability)
 	ee.DeadlineMS, ee.LimitBytes = d.DeadlineMs, d.LimitBytes
+	ee.Line, ee.Column = max(int(d.Line), 0), max(int(d.Column), 0)
 	return ee
 }
 

@@ -73,6 +73,7 @@ type insertion struct {
 	at, target int
 	text       string
 	call       bool // a call the target's form needs: no frame of the source's
+	keep       bool // a site's mark: never dropped as a repeat (see merge)
 }
 
 // SyntaxError is where and why the parser refused a source.
@@ -103,6 +104,10 @@ type Map struct {
 	why   string // Unread: which bound the source passed
 	// globals is a SessionBody's declaration prologue (see hoist).
 	globals string
+	sites   []Site // the marked calls, by index (see Sites)
+	shape   Shape  // how the source was read (Refine reads it again)
+	refOnce sync.Once
+	ref     *refTree // what Refine reads, made on its first use
 }
 
 // Instrument parses src as shape and returns its instrumented text's map.
@@ -122,6 +127,7 @@ func Instrument(src string, shape Shape) *Map {
 	if clean != src {
 		m.restore(src)
 	}
+	m.shape = shape
 	return m
 }
 
@@ -160,8 +166,9 @@ func instrument(src string, shape Shape) *Map {
 			m.err = syntaxError(s.code, Body, s.err)
 		}
 	default:
-		w := walker{src: s.code, base: s.base, limit: len(s.code)}
+		w := newWalker(s.code, s.base)
 		w.visit(reflect.ValueOf(s.root))
+		m.sites = w.marks()
 		ins = w.ins
 	}
 	code := s.code
@@ -248,7 +255,7 @@ func merge(ins []insertion) []insertion {
 	var out []insertion
 	for _, in := range ins {
 		if k := len(out) - 1; k >= 0 && out[k].at == in.at {
-			if !strings.HasSuffix(out[k].text, in.text) {
+			if in.keep || !strings.HasSuffix(out[k].text, in.text) {
 				out[k].text += in.text
 				out[k].call = out[k].call || in.call
 			}
@@ -348,8 +355,9 @@ func instrumentExpression(src string) *Map {
 		m.form = Invalid
 		return m
 	}
-	w := walker{src: src, base: len(head) + 1, limit: len(src)}
+	w := newWalker(src, len(head)+1)
 	w.visit(reflect.ValueOf(root))
+	m.sites = w.marks()
 	m.ins = merge(w.ins)
 	m.out = splice(src, m.ins)
 	return m
@@ -548,6 +556,14 @@ type walker struct {
 	base  int // the parser's offset (1-based) of the source's first byte
 	limit int // the source's length
 	ins   []insertion
+	// The calls that may be host calls, and every name the source
+	// declares anywhere (a call of one is not marked: see marks).
+	calls    []candidate
+	declared map[string]bool
+}
+
+func newWalker(src string, base int) walker {
+	return walker{src: src, base: base, limit: len(src), declared: map[string]bool{}}
 }
 
 var statementList = reflect.TypeOf([]ast.Statement(nil))
@@ -623,6 +639,20 @@ func (w *walker) visit(v reflect.Value) {
 		case *ast.DotExpression: // the commonest: only its left side holds nodes
 			w.visit(reflect.ValueOf(n.Left))
 			return
+		case *ast.CallExpression:
+			w.callSite(n)
+		case *ast.Binding:
+			w.bind(n.Target)
+		case *ast.FunctionLiteral:
+			w.bind(n.Name)
+		case *ast.ClassLiteral:
+			w.bind(n.Name)
+		case *ast.CatchStatement:
+			w.bind(n.Parameter)
+		case *ast.ForDeclaration:
+			w.bind(n.Target)
+		case *ast.ParameterList:
+			w.bind(n.Rest)
 		default:
 			w.loop(n)
 		}

@@ -11,9 +11,9 @@ func TestSessionBodyHoists(t *testing.T) {
 		name, src, out, globals string // out with its position markers (0;)
 	}{
 		{"let and const", "let a = 1, b\nconst c = 2", "0;;   a = 1, b\n0;;     c = 2", "let a, b, c;"},
-		{"var", "var v = f()", "0;;   v = f()", "var v;"},
+		{"var", "var v = f()", "0;;   v = (__codemode_at(0),f)()", "var v;"},
 		{"patterns", "const {x, y: [z = 1], ...r} = o", "0;;     ({x, y: [z = 1], ...r} = o)", "let x, z, r;"},
-		{"array pattern after a call", "f()\nlet [p] = q", "f()\n0;;   ([p] = q)", "let p;"},
+		{"array pattern after a call", "f()\nlet [p] = q", "(__codemode_at(0),f)()\n0;;   ([p] = q)", "let p;"},
 		{"function", "g()\nfunction g() {}", "globalThis.g = g;g()\nfunction g() {}", "var g;"},
 		{"function after a directive", "'use strict'\nfunction g() {}", "'use strict'\nglobalThis.g = g;function g() {}", "var g;"},
 		{"class", "class K { m() {} }\n(k)", "0;K = class K { m() {} };\n0;return (k)", "let K;"},

@@ -17,7 +17,7 @@ func TestForms(t *testing.T) {
 	}{
 		{"statements", "const x = 10;\nx * 2", Statements,
 			"0;const x = 10;\n0;return x * 2", "async () => {0;const x = 10;\n0;return x * 2\n}"},
-		{"a parenthesised last expression", "a();\n(b)", Statements, "a();\n0;return (b)", "async () => {a();\n0;return (b)\n}"},
+		{"a parenthesised last expression", "a();\n(b)", Statements, "(__codemode_at(0),a)();\n0;return (b)", "async () => {(__codemode_at(0),a)();\n0;return (b)\n}"},
 		{"a return anywhere", "if (a) { return 1 }\n2", Statements, "0;if (a) { 0;return 1 }\n2", "async () => {0;if (a) { 0;return 1 }\n2\n}"},
 		{"a loop last", "for (;;) {}", Statements, "0;for (;;) {;0;}", "async () => {0;for (;;) {;0;}\n}"},
 		{"an arrow", "async () => 1;", Function, "0;return (async () => 1\n)();", "async () => 1 "},

@@ -1735,7 +1735,11 @@ type ExecError struct {
 	LimitBytes int64  `protobuf:"varint,7,opt,name=limit_bytes,json=limitBytes,proto3" json:"limit_bytes,omitempty"`
 	// matches are the errors the error matches with errors.Is (a timeout
 	// matches its kind's two beside any of its cause's).
-	Matches       []Sentinel `protobuf:"varint,8,rep,packed,name=matches,proto3,enum=codemode.remote.v1.Sentinel" json:"matches,omitempty"`
+	Matches []Sentinel `protobuf:"varint,8,rep,packed,name=matches,proto3,enum=codemode.remote.v1.Sentinel" json:"matches,omitempty"`
+	// line and column place a js or capability error in the program's
+	// source (ExecError.Line, Column); 0 when unknown.
+	Line          int32 `protobuf:"varint,9,opt,name=line,proto3" json:"line,omitempty"`
+	Column        int32 `protobuf:"varint,10,opt,name=column,proto3" json:"column,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1824,6 +1828,20 @@ func (x *ExecError) GetMatches() []Sentinel {
 		return x.Matches
 	}
 	return nil
+}
+
+func (x *ExecError) GetLine() int32 {
+	if x != nil {
+		return x.Line
+	}
+	return 0
+}
+
+func (x *ExecError) GetColumn() int32 {
+	if x != nil {
+		return x.Column
+	}
+	return 0
 }
 
 // Invoke calls the function behind a handle the program handed out, with
@@ -2364,7 +2382,7 @@ const file_codemode_remote_v1_remote_proto_rawDesc = "" +
 	" \x01(\v2\x1d.codemode.remote.v1.ExecErrorR\x03err\x12#\n" +
 	"\rjournal_entry\x18\v \x01(\fR\fjournalEntry\x12'\n" +
 	"\x0fsession_unknown\x18\f \x01(\bR\x0esessionUnknown\x12!\n" +
-	"\feffects_json\x18\r \x01(\fR\veffectsJson\"\xff\x01\n" +
+	"\feffects_json\x18\r \x01(\fR\veffectsJson\"\xab\x02\n" +
 	"\tExecError\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\fR\x04name\x12\x18\n" +
@@ -2377,7 +2395,10 @@ const file_codemode_remote_v1_remote_proto_rawDesc = "" +
 	"deadlineMs\x12\x1f\n" +
 	"\vlimit_bytes\x18\a \x01(\x03R\n" +
 	"limitBytes\x126\n" +
-	"\amatches\x18\b \x03(\x0e2\x1c.codemode.remote.v1.SentinelR\amatches\"V\n" +
+	"\amatches\x18\b \x03(\x0e2\x1c.codemode.remote.v1.SentinelR\amatches\x12\x12\n" +
+	"\x04line\x18\t \x01(\x05R\x04line\x12\x16\n" +
+	"\x06column\x18\n" +
+	" \x01(\x05R\x06column\"V\n" +
 	"\x06Invoke\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12\x1f\n" +
 	"\vhandle_json\x18\x02 \x01(\fR\n" +

@@ -1,0 +1,351 @@
+package jspos
+
+import (
+	"reflect"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/dop251/goja/ast"
+	"github.com/dop251/goja/file"
+	"github.com/dop251/goja/token"
+)
+
+// The engine places an error at the last position it recorded before the
+// throw: a statement's start (a marker's), a call's arguments, a binary
+// operator's right side. [Map.Refine] moves such a position to the
+// expression that threw when the message names it and exactly one
+// expression of that name lies between that position and the next the
+// engine records, in the same function: `return a.nope.deeper` is placed
+// at `deeper`, `foo(1)` (foo is not defined) at `foo`. Otherwise the
+// position stays.
+
+// errorKinds read an engine message's first line: what it names.
+var (
+	readProperty = regexp.MustCompile(`^TypeError: cannot (?:read|set) property '(.*)' of (?:undefined|null)`)
+	notDefined   = regexp.MustCompile(`^ReferenceError: ([\p{L}\p{Nl}$_][\p{L}\p{Nl}\p{Mn}\p{Mc}\p{Nd}\p{Pc}$\x{200C}\x{200D}]*) is not defined`)
+	notCallable  = regexp.MustCompile(`^TypeError: (?:.* )?not a (?:function|constructor)`)
+)
+
+type refKind uint8
+
+const (
+	refMember refKind = iota // a property read or write: name is the key
+	refIdent                 // an identifier's use
+	refIter                  // what a for-of or a spread iterates
+	refCall                  // a call or `new`: at is its callee's place
+)
+
+// refNode is an expression an error may be placed at.
+type refNode struct {
+	kind     refKind
+	start    int // where its evaluation begins (its first byte)
+	at       int // the place reported
+	name     string
+	computed bool  // a member whose key is computed
+	fn       int   // the function it is in (its index in refTree.fns)
+	points   []int // a call's: where the engine records its position
+	lp, rp   int   // a call's parentheses
+}
+
+// refTree is what Refine reads of a source: the expressions and the
+// positions the engine records, in document order.
+type refTree struct {
+	nodes  []refNode
+	points []refPoint
+	fns    []fnSpan // the functions' extents; 0 is the whole text
+}
+
+type refPoint struct{ off, fn int }
+
+// Refine returns the source offset an engine position off (a source
+// offset, see [Map.Offset]) of an error with message stands for (see
+// above): the place of the expression that threw, or off.
+func (m *Map) Refine(off int, message string) int {
+	first, _, _ := strings.Cut(message, "\n")
+	t := m.refTree()
+	if t == nil {
+		return off
+	}
+	fn := t.fnAt(off)
+	if fn < 0 {
+		return off
+	}
+	if notCallable.MatchString(first) {
+		return t.call(off, fn)
+	}
+	var want func(n *refNode) bool
+	var wild func(n *refNode) bool
+	if sub := readProperty.FindStringSubmatch(first); sub != nil {
+		name := sub[1]
+		if name == "Symbol.iterator" {
+			want = func(n *refNode) bool { return n.kind == refIter }
+		} else {
+			want = func(n *refNode) bool { return n.kind == refMember && !n.computed && n.name == name }
+			wild = func(n *refNode) bool { return n.kind == refMember && n.computed }
+		}
+	} else if sub := notDefined.FindStringSubmatch(first); sub != nil {
+		name := sub[1]
+		want = func(n *refNode) bool { return n.kind == refIdent && n.name == name }
+	} else {
+		return off
+	}
+	end := t.next(off, fn)
+	pick := func(match func(n *refNode) bool) (int, int) {
+		found, at := 0, off
+		for i := range t.nodes {
+			n := &t.nodes[i]
+			if n.fn != fn || n.start < off || n.start >= end || !match(n) {
+				continue
+			}
+			found++
+			at = n.at
+		}
+		return found, at
+	}
+	if found, at := pick(want); found == 1 {
+		return at
+	} else if found == 0 && wild != nil {
+		if found, at := pick(wild); found == 1 {
+			return at
+		}
+	}
+	return off
+}
+
+// CallAt returns the place of the call a stack frame's position off (a
+// source offset) stands for: a frame below the top one is at a call, which
+// the engine records at its first argument (or its closing parenthesis);
+// it is placed at the callee's name, as V8 places it. off when the
+// position is not a call's own (a later one recorded inside its
+// arguments, which leaves the call unknown).
+func (m *Map) CallAt(off int) int {
+	t := m.refTree()
+	if t == nil {
+		return off
+	}
+	fn := t.fnAt(off)
+	if fn < 0 {
+		return off
+	}
+	return t.call(off, fn)
+}
+
+// fnAt is the innermost function that holds off (0: none, the source's
+// top level).
+func (t *refTree) fnAt(off int) int {
+	best := -1
+	for i, f := range t.fns {
+		// A position at a function's first byte is its enclosing
+		// function's (a call whose first argument is the function).
+		if off > f.from && off < f.to && (best < 0 || f.to-f.from <= t.fns[best].to-t.fns[best].from) {
+			best = i
+		}
+	}
+	return best
+}
+
+// next is the first position the engine records after off, in fn.
+func (t *refTree) next(off, fn int) int {
+	end := int(^uint(0) >> 1)
+	for _, p := range t.points {
+		if p.fn == fn && p.off > off && p.off < end {
+			end = p.off
+		}
+	}
+	return end
+}
+
+// call places a "not a function" error: at the innermost call whose
+// parentheses hold off, when off is where the engine records that call's
+// own position (not a position recorded later inside its arguments).
+func (t *refTree) call(off, fn int) int {
+	best := -1
+	for i := range t.nodes {
+		n := &t.nodes[i]
+		if n.kind != refCall || n.fn != fn || off < n.lp || off > n.rp {
+			continue
+		}
+		if best < 0 || n.lp >= t.nodes[best].lp {
+			best = i
+		}
+	}
+	if best < 0 {
+		return off
+	}
+	for _, p := range t.nodes[best].points {
+		if p == off {
+			return t.nodes[best].at
+		}
+	}
+	return off
+}
+
+// refTree parses the map's source again (on the first error that asks)
+// and keeps what Refine reads; nil when it does not parse.
+func (m *Map) refTree() *refTree {
+	m.refOnce.Do(func() {
+		if m.form == Invalid || m.form == Unread {
+			return
+		}
+		code := standIn(m.src)
+		var root ast.Node
+		var base int
+		if m.shape == Expression {
+			head, tail := wrappers(Expression)
+			prog, err := parse(head + parsable(code) + tail)
+			if err != nil {
+				return
+			}
+			r, ok := single(prog, Expression, code)
+			if !ok {
+				return
+			}
+			root, base = r, len(head)+1
+		} else {
+			s := analyze(code)
+			if s.root == nil || s.form == Invalid || s.form == Unread {
+				return
+			}
+			root, base = s.root, s.base
+		}
+		marked := make(map[int]bool, len(m.sites))
+		for _, s := range m.sites {
+			marked[s.Offset] = true
+		}
+		b := refBuilder{src: code, base: base, marked: marked, t: &refTree{}}
+		b.fns = append(b.fns, fnSpan{-1 << 30, 1 << 30})
+		b.visit(reflect.ValueOf(root), 0)
+		sort.SliceStable(b.t.nodes, func(i, j int) bool { return b.t.nodes[i].start < b.t.nodes[j].start })
+		b.t.fns = b.fns
+		m.ref = b.t
+	})
+	return m.ref
+}
+
+type fnSpan struct{ from, to int }
+
+type refBuilder struct {
+	src    string
+	base   int
+	marked map[int]bool // the sites' places: a marked call records at its last argument too
+	t      *refTree
+	fns    []fnSpan
+}
+
+func (b *refBuilder) off(n ast.Node) int { return int(n.Idx0()) - b.base }
+func (b *refBuilder) end(n ast.Node) int { return int(n.Idx1()) - b.base }
+
+func (b *refBuilder) point(off, fn int) { b.t.points = append(b.t.points, refPoint{off, fn}) }
+
+func (b *refBuilder) visit(v reflect.Value, fn int) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			return
+		}
+		switch n := v.Interface().(type) {
+		case *ast.FunctionLiteral, *ast.ArrowFunctionLiteral:
+			node := n.(ast.Node)
+			b.fns = append(b.fns, fnSpan{b.off(node), b.end(node)})
+			fn = len(b.fns) - 1
+		case *ast.Identifier:
+			b.t.nodes = append(b.t.nodes, refNode{kind: refIdent, start: b.off(n), at: b.off(n), name: n.Name.String(), fn: fn})
+			return
+		case *ast.DotExpression:
+			b.t.nodes = append(b.t.nodes, refNode{kind: refMember, start: b.off(n), at: int(n.Identifier.Idx) - b.base,
+				name: n.Identifier.Name.String(), fn: fn})
+			b.visit(reflect.ValueOf(n.Left), fn)
+			return
+		case *ast.BracketExpression:
+			rn := refNode{kind: refMember, start: b.off(n), at: b.off(n.Member), fn: fn, computed: true}
+			switch k := n.Member.(type) {
+			case *ast.StringLiteral:
+				rn.name, rn.computed = k.Value.String(), false
+			case *ast.NumberLiteral:
+				rn.name, rn.computed = k.Literal, false
+			}
+			b.t.nodes = append(b.t.nodes, rn)
+		case *ast.CallExpression:
+			b.callNode(n.Callee, n.LeftParenthesis, n.RightParenthesis, n.ArgumentList, fn)
+		case *ast.NewExpression:
+			b.point(b.off(n.Callee), fn)
+			b.callNode(n.Callee, n.LeftParenthesis, n.RightParenthesis, n.ArgumentList, fn)
+		case *ast.BinaryExpression:
+			switch n.Operator {
+			case token.LOGICAL_AND, token.LOGICAL_OR, token.COALESCE, token.EXPONENT:
+			default:
+				b.point(b.off(n.Right), fn)
+			}
+		case *ast.ForOfStatement:
+			b.point(b.off(n), fn)
+			b.t.nodes = append(b.t.nodes, refNode{kind: refIter, start: b.off(n), at: b.off(n.Source), fn: fn})
+		case *ast.SpreadElement:
+			b.t.nodes = append(b.t.nodes, refNode{kind: refIter, start: b.off(n.Expression), at: b.off(n.Expression), fn: fn})
+		case *ast.IfStatement:
+			b.point(b.ifStart(n), fn)
+		case *ast.ThrowStatement:
+			b.point(b.off(n), fn)
+			b.point(b.off(n.Argument), fn)
+		case ast.Statement:
+			switch n.(type) {
+			case *ast.BlockStatement, *ast.EmptyStatement, *ast.FunctionDeclaration, *ast.TryStatement,
+				*ast.BranchStatement, *ast.DebuggerStatement, *ast.BadStatement:
+			default:
+				b.point(b.off(n), fn)
+			}
+		}
+		b.visit(v.Elem(), fn)
+	case reflect.Interface:
+		if !v.IsNil() {
+			b.visit(v.Elem(), fn)
+		}
+	case reflect.Struct:
+		for _, i := range plan(v.Type()) {
+			b.visit(v.Field(i), fn)
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			b.visit(v.Index(i), fn)
+		}
+	}
+}
+
+// callNode notes a call (or `new`): where the engine records it (its
+// first argument, or its closing parenthesis when it has none; a marked
+// call's last argument too) and where it is reported (its callee's name).
+func (b *refBuilder) callNode(callee ast.Expression, lp, rp file.Idx, args []ast.Expression, fn int) {
+	at := b.off(callee)
+	switch c := callee.(type) {
+	case *ast.DotExpression:
+		at = int(c.Identifier.Idx) - b.base
+	case *ast.BracketExpression:
+		at = b.off(c.Member)
+	}
+	rn := refNode{kind: refCall, start: b.off(callee), at: at, fn: fn, lp: int(lp) - b.base, rp: int(rp) - b.base}
+	if len(args) == 0 {
+		rn.points = append(rn.points, rn.rp)
+	} else {
+		rn.points = append(rn.points, b.off(args[0]))
+		if b.marked[at] {
+			last := args[len(args)-1]
+			if s, ok := last.(*ast.SpreadElement); ok {
+				last = s.Expression
+			}
+			rn.points = append(rn.points, b.off(last))
+		}
+	}
+	if b.marked[at] && len(args) == 0 {
+		rn.points = append(rn.points, rn.start)
+	}
+	for _, p := range rn.points {
+		b.point(p, fn)
+	}
+	b.t.nodes = append(b.t.nodes, rn)
+}
+
+// ifStart is walker.ifStart's: the `if` keyword before the condition.
+func (b *refBuilder) ifStart(n *ast.IfStatement) int {
+	w := walker{src: b.src, base: b.base, limit: len(b.src)}
+	return w.ifStart(n)
+}

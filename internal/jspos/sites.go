@@ -1,0 +1,182 @@
+package jspos
+
+import (
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/dop251/goja/ast"
+)
+
+// AtName is the sandbox's global function that marks a call site: the
+// instrumentation passes a marked call's last argument through it,
+// __codemode_at(arg, K), or, for a call with no argument, puts
+// (__codemode_at(K), root) in place of the callee's root. It records K as
+// the site of the host call about to start and returns its first
+// argument (undefined with one), so the call sees what it would have.
+const AtName = "__codemode_at"
+
+// Site is a call the instrumentation marked: a call of a global function,
+// get_user(...), or of a global's method, store.get(...) (a capability's
+// or a provider tool's, most likely), by its index K.
+type Site struct {
+	// Offset is the source offset that stands for the call: the method's
+	// name (get in store.get), the computed key (store[k]), or the
+	// function's name, as V8 places a call in a stack trace.
+	Offset int
+	// Callee is the call's callee as a host names what it called:
+	// "get_user", "store.get", or "store.*" for a computed key that is not
+	// a string literal.
+	Callee string
+}
+
+// Sites are the calls the instrumentation marked, by index.
+func (m *Map) Sites() []Site { return m.sites }
+
+// Matches says whether the site is a call of the host function named
+// name ("get_user", or "provider.tool").
+func (s Site) Matches(name string) bool {
+	if root, ok := strings.CutSuffix(s.Callee, ".*"); ok {
+		return strings.HasPrefix(name, root+".")
+	}
+	return s.Callee == name
+}
+
+// builtin says which global names are the sandbox's own (set by the
+// engine's package): calls of them and of their methods are never marked.
+var builtin atomic.Pointer[func(name string) bool]
+
+// SetBuiltins sets which global names are the sandbox's own: a call of
+// one (Math.max, JSON.parse, console.log) is no host call, and is left
+// unmarked.
+func SetBuiltins(f func(name string) bool) { builtin.Store(&f) }
+
+func isBuiltin(name string) bool {
+	if strings.HasPrefix(name, "__codemode") {
+		return true
+	}
+	if f := builtin.Load(); f != nil && *f != nil {
+		return (*f)(name)
+	}
+	return false
+}
+
+// candidate is a call that may be a host call: its callee's root is an
+// identifier, which is a global unless the source declares it.
+type candidate struct {
+	call *ast.CallExpression
+	root string
+	site Site
+	// rootEnd is the source offset just past the callee's root
+	// identifier, where a call with no argument closes its mark.
+	rootStart, rootEnd int
+}
+
+// calls notes a call whose callee is a global's name or a global's
+// method.
+func (w *walker) callSite(n *ast.CallExpression) {
+	var c candidate
+	switch callee := n.Callee.(type) {
+	case *ast.Identifier:
+		c.root = callee.Name.String()
+		c.site = Site{Offset: int(callee.Idx) - w.base, Callee: c.root}
+		c.rootStart, c.rootEnd = c.site.Offset, c.site.Offset+len(c.root)
+	case *ast.DotExpression:
+		id, ok := callee.Left.(*ast.Identifier)
+		if !ok {
+			return
+		}
+		c.root = id.Name.String()
+		c.site = Site{Offset: int(callee.Identifier.Idx) - w.base, Callee: c.root + "." + callee.Identifier.Name.String()}
+		c.rootStart = int(id.Idx) - w.base
+		c.rootEnd = c.rootStart + len(c.root)
+	case *ast.BracketExpression:
+		id, ok := callee.Left.(*ast.Identifier)
+		if !ok {
+			return
+		}
+		c.root = id.Name.String()
+		c.site = Site{Offset: w.offset(callee.Member), Callee: c.root + ".*"}
+		if s, ok := callee.Member.(*ast.StringLiteral); ok {
+			c.site.Callee = c.root + "." + s.Value.String()
+		}
+		c.rootStart = int(id.Idx) - w.base
+		c.rootEnd = c.rootStart + len(c.root)
+	default:
+		return
+	}
+	// A root written with an escape (\u0073tore) is longer than its name:
+	// the mark's closing parenthesis would land inside it.
+	if c.rootEnd > w.limit || w.src[c.rootStart:c.rootEnd] != c.root {
+		return
+	}
+	c.call = n
+	w.calls = append(w.calls, c)
+}
+
+// bind notes the names a binding target declares.
+func (w *walker) bind(t ast.Node) {
+	switch t := t.(type) {
+	case *ast.Identifier:
+		if t != nil {
+			w.declared[t.Name.String()] = true
+		}
+	case *ast.ObjectPattern:
+		if t == nil {
+			return
+		}
+		for _, p := range t.Properties {
+			switch p := p.(type) {
+			case *ast.PropertyShort:
+				w.declared[p.Name.Name.String()] = true
+			case *ast.PropertyKeyed:
+				w.bind(p.Value)
+			}
+		}
+		w.bind(t.Rest)
+	case *ast.ArrayPattern:
+		if t == nil {
+			return
+		}
+		for _, e := range t.Elements {
+			w.bind(e)
+		}
+		w.bind(t.Rest)
+	case *ast.AssignExpression:
+		if t != nil {
+			w.bind(t.Left)
+		}
+	}
+}
+
+// marks turns the calls of globals the source does not declare into
+// sites: their insertions, and the sites by index.
+func (w *walker) marks() []Site {
+	var sites []Site
+	for _, c := range w.calls {
+		if w.declared[c.root] || isBuiltin(c.root) {
+			continue
+		}
+		k := strconv.Itoa(len(sites))
+		args := c.call.ArgumentList
+		if len(args) == 0 {
+			w.ins = append(w.ins,
+				insertion{at: c.rootStart, target: c.rootStart, text: "(" + AtName + "(" + k + "),", keep: true},
+				insertion{at: c.rootEnd, target: c.rootEnd, text: ")", keep: true})
+		} else {
+			last := args[len(args)-1]
+			if s, ok := last.(*ast.SpreadElement); ok {
+				last = s.Expression
+			}
+			from, to := w.offset(last), int(last.Idx1())-w.base
+			if from < 0 || to > w.limit || from >= to {
+				continue
+			}
+			w.ins = append(w.ins,
+				insertion{at: from, target: from, text: AtName + "(", keep: true},
+				insertion{at: to, target: to, text: "," + k + ")", keep: true})
+		}
+		sites = append(sites, c.site)
+	}
+	return sites
+}
