@@ -79,7 +79,8 @@
 // capability's or a provider tool's call, unless the source declares that
 // name or it is a built-in) is marked: its last argument passes through
 // __codemode_at(arg, K), a native function that records the call's site for
-// the host call it makes (about 40 ns a call). A failure of that call that
+// the host call it makes (one native call; BenchmarkHostCall shows no
+// difference above its noise). A failure of that call that
 // escapes carries the site: [ExecError] Line and Column, in its JSON too,
 // name the call that failed, at the tool's name, wherever the failure was
 // caught and rethrown. A tool called through an alias (const g = store.get;

@@ -563,7 +563,7 @@ type walker struct {
 }
 
 func newWalker(src string, base int) walker {
-	return walker{src: src, base: base, limit: len(src), declared: map[string]bool{}}
+	return walker{src: src, base: base, limit: len(src)}
 }
 
 var statementList = reflect.TypeOf([]ast.Statement(nil))

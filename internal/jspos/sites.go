@@ -119,7 +119,7 @@ func (w *walker) bind(t ast.Node) {
 	switch t := t.(type) {
 	case *ast.Identifier:
 		if t != nil {
-			w.declared[t.Name.String()] = true
+			w.declare(t.Name.String())
 		}
 	case *ast.ObjectPattern:
 		if t == nil {
@@ -128,7 +128,7 @@ func (w *walker) bind(t ast.Node) {
 		for _, p := range t.Properties {
 			switch p := p.(type) {
 			case *ast.PropertyShort:
-				w.declared[p.Name.Name.String()] = true
+				w.declare(p.Name.Name.String())
 			case *ast.PropertyKeyed:
 				w.bind(p.Value)
 			}
@@ -147,6 +147,14 @@ func (w *walker) bind(t ast.Node) {
 			w.bind(t.Left)
 		}
 	}
+}
+
+// declare notes a name the source declares (the set is made on the first).
+func (w *walker) declare(name string) {
+	if w.declared == nil {
+		w.declared = make(map[string]bool)
+	}
+	w.declared[name] = true
 }
 
 // marks turns the calls of globals the source does not declare into
