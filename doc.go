@@ -71,7 +71,9 @@
 // Where a failure happened: the frame that threw is then placed at the
 // expression its message names, when exactly one such expression lies
 // between the statement's (or operator's, or call's) position and the next
-// the engine records: `return a.nope.deeper` at `deeper` ("cannot read
+// the engine records (in an arrow whose body is an expression, where it
+// records none, the one such expression in the arrows that begin on the
+// line it reports): `return a.nope.deeper` at `deeper` ("cannot read
 // property 'deeper' of undefined"), `foo()` at `foo` ("foo is not
 // defined"), `for (const x of o.list)` at `o.list`; a frame below it at the
 // name of the function it called, as V8 places a call. A call of a global

@@ -121,9 +121,16 @@ type Map struct {
 // insertions that [Map.Offset] maps back, so every position stays the
 // source's. What the fence or `export default` took is blanked, not cut:
 // the map's source ([Map.Original]) has src's length and lines.
-func Instrument(src string, shape Shape) *Map {
+func Instrument(src string, shape Shape) *Map { return instrumentAll(src, shape, true) }
+
+// InstrumentUnmarked is Instrument without the call sites' marks (see
+// [Map.Sites]): the text the marks are put into, for tests that hold the
+// marks to changing no value.
+func InstrumentUnmarked(src string, shape Shape) *Map { return instrumentAll(src, shape, false) }
+
+func instrumentAll(src string, shape Shape, marks bool) *Map {
 	clean := standIn(src)
-	m := instrument(clean, shape)
+	m := instrument(clean, shape, marks)
 	if clean != src {
 		m.restore(src)
 	}
@@ -135,9 +142,9 @@ func Instrument(src string, shape Shape) *Map {
 // markers: every position is the source's own.
 func Plain(src string) *Map { return &Map{src: src, out: src, form: Statements} }
 
-func instrument(src string, shape Shape) *Map {
+func instrument(src string, shape Shape, marks bool) *Map {
 	if shape == Expression {
-		return instrumentExpression(src)
+		return instrumentExpression(src, marks)
 	}
 	session := shape == SessionBody || shape == SessionStrictExpression
 	switch shape {
@@ -168,7 +175,9 @@ func instrument(src string, shape Shape) *Map {
 	default:
 		w := newWalker(s.code, s.base)
 		w.visit(reflect.ValueOf(s.root))
-		m.sites = w.marks()
+		if marks {
+			m.sites = w.marks()
+		}
 		ins = w.ins
 	}
 	code := s.code
@@ -332,7 +341,7 @@ func (m *Map) restore(src string) {
 }
 
 // instrumentExpression instruments a tool's source: one expression.
-func instrumentExpression(src string) *Map {
+func instrumentExpression(src string, marks bool) *Map {
 	m := &Map{src: src, out: src, form: Value}
 	head, tail := wrappers(Expression)
 	prog, err := parse(head + parsable(src) + tail)
@@ -357,7 +366,9 @@ func instrumentExpression(src string) *Map {
 	}
 	w := newWalker(src, len(head)+1)
 	w.visit(reflect.ValueOf(root))
-	m.sites = w.marks()
+	if marks {
+		m.sites = w.marks()
+	}
 	m.ins = merge(w.ins)
 	m.out = splice(src, m.ins)
 	return m

@@ -103,12 +103,43 @@ func (m *Map) Refine(off int, message string) int {
 		}
 		return found, at
 	}
-	if found, at := pick(want); found == 1 {
+	found, at := pick(want)
+	if found == 0 && wild != nil {
+		found, at = pick(wild)
+	}
+	switch {
+	case found == 1:
 		return at
-	} else if found == 0 && wild != nil {
-		if found, at := pick(wild); found == 1 {
-			return at
+	case found == 0:
+		return t.arrowBody(m.src, off, want)
+	}
+	return off
+}
+
+// arrowBody places an error thrown in an arrow whose body is an
+// expression: the engine records no position there and reports the start
+// of the arrow's line. Off at a line's start, the match is looked for in
+// the expression-bodied arrows that begin on that line; exactly one
+// places it.
+func (t *refTree) arrowBody(src string, off int, want func(n *refNode) bool) int {
+	if off < 0 || off > len(src) || (off > 0 && src[off-1] != '\n') {
+		return off
+	}
+	eol := strings.IndexByte(src[off:], '\n')
+	if eol < 0 {
+		eol = len(src) - off
+	}
+	found, at := 0, off
+	for i := range t.nodes {
+		n := &t.nodes[i]
+		if f := t.fns[n.fn]; !f.expr || f.from < off || f.from >= off+eol || !want(n) {
+			continue
 		}
+		found++
+		at = n.at
+	}
+	if found == 1 {
+		return at
 	}
 	return off
 }
@@ -214,7 +245,7 @@ func (m *Map) refTree() *refTree {
 			marked[s.Offset] = true
 		}
 		b := refBuilder{src: code, base: base, marked: marked, t: &refTree{}}
-		b.fns = append(b.fns, fnSpan{-1 << 30, 1 << 30})
+		b.fns = append(b.fns, fnSpan{from: -1 << 30, to: 1 << 30})
 		b.visit(reflect.ValueOf(root), 0)
 		sort.SliceStable(b.t.nodes, func(i, j int) bool { return b.t.nodes[i].start < b.t.nodes[j].start })
 		b.t.fns = b.fns
@@ -223,7 +254,12 @@ func (m *Map) refTree() *refTree {
 	return m.ref
 }
 
-type fnSpan struct{ from, to int }
+// fnSpan is a function's extent; expr says it is an arrow whose body is
+// an expression (the engine records no position in it).
+type fnSpan struct {
+	from, to int
+	expr     bool
+}
 
 type refBuilder struct {
 	src    string
@@ -245,9 +281,12 @@ func (b *refBuilder) visit(v reflect.Value, fn int) {
 			return
 		}
 		switch n := v.Interface().(type) {
-		case *ast.FunctionLiteral, *ast.ArrowFunctionLiteral:
-			node := n.(ast.Node)
-			b.fns = append(b.fns, fnSpan{b.off(node), b.end(node)})
+		case *ast.FunctionLiteral:
+			b.fns = append(b.fns, fnSpan{from: b.off(n), to: b.end(n)})
+			fn = len(b.fns) - 1
+		case *ast.ArrowFunctionLiteral:
+			_, expr := n.Body.(*ast.ExpressionBody)
+			b.fns = append(b.fns, fnSpan{from: b.off(n), to: b.end(n), expr: expr})
 			fn = len(b.fns) - 1
 		case *ast.Identifier:
 			b.t.nodes = append(b.t.nodes, refNode{kind: refIdent, start: b.off(n), at: b.off(n), name: n.Name.String(), fn: fn})

@@ -172,12 +172,8 @@ func (w *walker) marks() []Site {
 				insertion{at: c.rootStart, target: c.rootStart, text: "(" + AtName + "(" + k + "),", keep: true},
 				insertion{at: c.rootEnd, target: c.rootEnd, text: ")", keep: true})
 		} else {
-			last := args[len(args)-1]
-			if s, ok := last.(*ast.SpreadElement); ok {
-				last = s.Expression
-			}
-			from, to := w.offset(last), int(last.Idx1())-w.base
-			if from < 0 || to > w.limit || from >= to {
+			from, to, ok := w.lastArgument(c.call)
+			if !ok {
 				continue
 			}
 			w.ins = append(w.ins,
@@ -187,4 +183,59 @@ func (w *walker) marks() []Site {
 		sites = append(sites, c.site)
 	}
 	return sites
+}
+
+// lastArgument is the extent of a call's last argument: the parser's,
+// when the text around it says it is the argument's whole text. The
+// parser's extents leave parentheses out (of (b), and of a + (b) at its
+// end): a mark around such an extent would change what the call gets, so
+// a call whose last argument has a parenthesis at either edge, or
+// anything but white space, comments and a trailing comma between it and
+// the closing parenthesis, is not marked.
+func (w *walker) lastArgument(call *ast.CallExpression) (from, to int, ok bool) {
+	last := call.ArgumentList[len(call.ArgumentList)-1]
+	if s, isSpread := last.(*ast.SpreadElement); isSpread {
+		last = s.Expression
+	}
+	lp, rp := int(call.LeftParenthesis)-w.base, int(call.RightParenthesis)-w.base
+	from, to = w.offset(last), int(last.Idx1())-w.base
+	if lp < 0 || rp >= w.limit || from <= lp || to > rp || from >= to || w.src[rp] != ')' {
+		return 0, 0, false
+	}
+	// Before it: white space back to the call's parenthesis, a comma or a
+	// spread's dots.
+	j := from - 1
+	for j > lp && isSpace(w.src[j]) {
+		j--
+	}
+	if c := w.src[j]; j != lp && c != ',' && c != '.' {
+		return 0, 0, false
+	}
+	// After it: white space, comments and one comma, up to the call's
+	// closing parenthesis.
+	comma := false
+	for i := to; i < rp; {
+		switch c := w.src[i]; {
+		case isSpace(c):
+			i++
+		case c == ',' && !comma:
+			comma = true
+			i++
+		case c == '/' && i+1 < rp && w.src[i+1] == '/':
+			nl := strings.IndexByte(w.src[i:rp], '\n')
+			if nl < 0 {
+				return 0, 0, false
+			}
+			i += nl
+		case c == '/' && i+1 < rp && w.src[i+1] == '*':
+			end := strings.Index(w.src[i+2:rp], "*/")
+			if end < 0 {
+				return 0, 0, false
+			}
+			i += end + 4
+		default:
+			return 0, 0, false
+		}
+	}
+	return from, to, true
 }

@@ -1,6 +1,7 @@
 package jspos
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -75,4 +76,37 @@ func TestRefine(t *testing.T) {
 	assert.Equal(t, 37, m.CallAt(39))
 	// A source that does not parse is left as it is.
 	assert.Equal(t, 3, Instrument("return (", Body).Refine(3, "ReferenceError: x is not defined"))
+}
+
+// TestSiteExtents: the mark holds the last argument's whole text; where
+// the parser's extent may leave a parenthesis out, the call is not marked,
+// so the call gets the value it got before.
+func TestSiteExtents(t *testing.T) {
+	for _, tt := range []struct{ src, out string }{
+		{"return f(a + (b))", "0;return f(a + (b))"},
+		{"return f(a, (b))", "0;return f(a, (b))"},
+		{"return f(x => (x))", "0;return f(x => (x))"},
+		{"return f(x => g(x))", "0;return f(__codemode_at(x => g(__codemode_at(x,1)),0))"},
+		{"return f(a, ...xs )", "0;return f(a, ...__codemode_at(xs,0) )"},
+		{"return f(a, ...(xs))", "0;return f(a, ...(xs))"},
+		{"return f(a, b,\n)", "0;return f(a, __codemode_at(b,0),\n)"},
+		{"return f(a // last\n)", "0;return f(__codemode_at(a,0) // last\n)"},
+		{"return f(a /* c */)", "0;return f(__codemode_at(a,0) /* c */)"},
+		{"return f(/x/)", "0;return f(__codemode_at(/x/,0))"},
+		{"return f(`a${(b)}`)", "0;return f(__codemode_at(`a${(b)}`,0))"},
+	} {
+		assert.Equal(t, tt.out, Instrument(tt.src, Body).Source(), tt.src)
+	}
+}
+
+// TestRefineArrowBody: an error in an arrow whose body is an expression,
+// which the engine reports at the start of the arrow's line, is placed in
+// that body when one expression there matches.
+func TestRefineArrowBody(t *testing.T) {
+	src := "const q = 1\nconst g = [1].map((x) => x.y.z)\nreturn g"
+	m := Instrument(src, Body)
+	assert.Equal(t, strings.Index(src, "z)"), m.Refine(12, "TypeError: cannot read property 'z' of undefined"))
+	// Two arrows on the line that could have thrown: it stays.
+	src = "const g = [1].map((x) => x.z).map((y) => y.z)"
+	assert.Equal(t, 0, Instrument(src, Body).Refine(0, "TypeError: cannot read property 'z' of undefined"))
 }
