@@ -68,9 +68,6 @@ func (m *Map) Refine(off int, message string) int {
 		return off
 	}
 	fn := t.fnAt(off)
-	if fn < 0 {
-		return off
-	}
 	if notCallable.MatchString(first) {
 		return t.call(off, fn)
 	}
@@ -151,25 +148,20 @@ func (t *refTree) arrowBody(src string, off int, want func(n *refNode) bool) int
 // position is not a call's own (a later one recorded inside its
 // arguments, which leaves the call unknown).
 func (m *Map) CallAt(off int) int {
-	t := m.refTree()
-	if t == nil {
-		return off
+	if t := m.refTree(); t != nil {
+		return t.call(off, t.fnAt(off))
 	}
-	fn := t.fnAt(off)
-	if fn < 0 {
-		return off
-	}
-	return t.call(off, fn)
+	return off
 }
 
 // fnAt is the innermost function that holds off (0: none, the source's
-// top level).
+// top level; fns[0] is the whole text).
 func (t *refTree) fnAt(off int) int {
-	best := -1
+	best := 0 // the whole text
 	for i, f := range t.fns {
 		// A position at a function's first byte is its enclosing
 		// function's (a call whose first argument is the function).
-		if off > f.from && off < f.to && (best < 0 || f.to-f.from <= t.fns[best].to-t.fns[best].from) {
+		if off > f.from && off < f.to && f.to-f.from <= t.fns[best].to-t.fns[best].from {
 			best = i
 		}
 	}
