@@ -275,11 +275,15 @@ func (s *sourceMap) render(msg string, syntax bool) (r string) {
 	var b strings.Builder
 	b.Grow(len(msg))
 	b.WriteString(s.frame(first))
-	prev, top := "", true
+	prev, top, above := "", true, ""
 	for frames != "" {
 		var line string
 		line, frames, _ = strings.Cut(frames, "\n")
-		if s.internalFrame(line) || (line == prev && strings.HasSuffix(line, " (native)")) {
+		if s.internalFrame(line) {
+			above = jspos.AnyCallee // codemode's own frame called it: its name is not the program's
+			continue
+		}
+		if line == prev && strings.HasSuffix(line, " (native)") {
 			continue
 		}
 		prev = line
@@ -291,12 +295,25 @@ func (s *sourceMap) render(msg string, syntax bool) (r string) {
 			// The frame that threw: placed at the expression that threw.
 			b.WriteString(s.refinedFrame(line, func(off int) int { return s.instrument().Refine(off, first) }))
 		default:
-			// A frame below: placed at the call it made.
-			b.WriteString(s.refinedFrame(line, s.instrument().CallAt))
+			// A frame below: placed at the call it made, when that is a
+			// call of the frame above's function.
+			callee := above
+			b.WriteString(s.refinedFrame(line, func(off int) int { return s.instrument().CallAt(off, callee) }))
 		}
-		top = false
+		top, above = false, frameFunction(line)
 	}
 	return b.String()
+}
+
+// frameFunction is the name of the function a stack frame is in ("" for
+// <anonymous>): "    at f (script.js:1:2)" is f's, "    at map (native)"
+// map's.
+func frameFunction(line string) string {
+	name, _, _ := strings.Cut(strings.TrimPrefix(line, "    at "), " (")
+	if name == "<anonymous>" {
+		return ""
+	}
+	return name
 }
 
 // refinedFrame is frame(line) with its position moved by refine, from

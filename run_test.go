@@ -111,7 +111,7 @@ func TestRunErrors(t *testing.T) {
 		{"thrown undefined", "throw undefined", ExecError{Kind: KindJS, Name: RunJSToolName, Message: "Uncaught undefined"}},
 		{"thrown symbol", "throw Symbol('s')", ExecError{Kind: KindJS, Name: RunJSToolName, Message: "Uncaught Symbol(s)"}},
 		{"custom error class", "class MyError extends Error { constructor(m) { super(m); this.name = 'MyError' } }\nthrow new MyError('mine')",
-			ExecError{Kind: KindJS, Name: RunJSToolName, Message: "MyError: mine\n    at MyError (script.js:1:48)\n    at <anonymous> (script.js:2:11)", Line: 1, Column: 48}},
+			ExecError{Kind: KindJS, Name: RunJSToolName, Message: "MyError: mine\n    at MyError (script.js:1:48)\n    at <anonymous> (script.js:2:7)", Line: 1, Column: 48}},
 		{"error without message", "throw new RangeError()", ExecError{Kind: KindJS, Name: RunJSToolName,
 			Message: "RangeError\n    at <anonymous> (script.js:1:11)", Line: 1, Column: 11}},
 		{"rejected await", "await Promise.reject(new TypeError('late'))", ExecError{Kind: KindJS, Name: RunJSToolName,

@@ -3,6 +3,7 @@ package jspos
 import (
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -22,7 +23,9 @@ import (
 
 // errorKinds read an engine message's first line: what it names.
 var (
-	readProperty = regexp.MustCompile(`^TypeError: cannot (?:read|set) property '(.*)' of (?:undefined|null)`)
+	readProperty = regexp.MustCompile(`^TypeError: cannot (read|set) property '(.*)' of (?:undefined|null)`)
+	destructure  = regexp.MustCompile(`^TypeError: [Cc]annot convert undefined or null to object`)
+	notIterable  = regexp.MustCompile(`^TypeError: .*is not iterable`)
 	notDefined   = regexp.MustCompile(`^ReferenceError: ([\p{L}\p{Nl}$_][\p{L}\p{Nl}\p{Mn}\p{Mc}\p{Nd}\p{Pc}$\x{200C}\x{200D}]*) is not defined`)
 	notCallable  = regexp.MustCompile(`^TypeError: (?:.* )?not a (?:function|constructor)`)
 )
@@ -30,10 +33,11 @@ var (
 type refKind uint8
 
 const (
-	refMember refKind = iota // a property read or write: name is the key
-	refIdent                 // an identifier's use
-	refIter                  // what a for-of or a spread iterates
-	refCall                  // a call or `new`: at is its callee's place
+	refMember  refKind = iota // a property read or write: name is the key
+	refIdent                  // an identifier's use
+	refIter                   // what a for-of or a spread iterates
+	refCall                   // a call or `new`: at is its callee's place
+	refPattern                // an object pattern: at is its first property's
 )
 
 // refNode is an expression an error may be placed at.
@@ -43,9 +47,10 @@ type refNode struct {
 	at       int // the place reported
 	name     string
 	computed bool  // a member whose key is computed
+	assignAt int   // a member assigned to: its operator's offset (V8 places a failed write there); -1 otherwise
 	fn       int   // the function it is in (its index in refTree.fns)
 	points   []int // a call's: where the engine records its position
-	lp, rp   int   // a call's parentheses
+	rp       int   // a call's closing parenthesis
 }
 
 // refTree is what Refine reads of a source: the expressions and the
@@ -69,18 +74,24 @@ func (m *Map) Refine(off int, message string) int {
 	}
 	fn := t.fnAt(off)
 	if notCallable.MatchString(first) {
-		return t.call(off, fn)
+		return t.callOf(off, fn, func(*refNode) bool { return true })
 	}
 	var want func(n *refNode) bool
 	var wild func(n *refNode) bool
+	write := false
 	if sub := readProperty.FindStringSubmatch(first); sub != nil {
-		name := sub[1]
+		name := sub[2]
+		write = sub[1] == "set"
 		if name == "Symbol.iterator" {
 			want = func(n *refNode) bool { return n.kind == refIter }
 		} else {
 			want = func(n *refNode) bool { return n.kind == refMember && !n.computed && n.name == name }
 			wild = func(n *refNode) bool { return n.kind == refMember && n.computed }
 		}
+	} else if notIterable.MatchString(first) {
+		want = func(n *refNode) bool { return n.kind == refIter }
+	} else if destructure.MatchString(first) {
+		want = func(n *refNode) bool { return n.kind == refPattern }
 	} else if sub := notDefined.FindStringSubmatch(first); sub != nil {
 		name := sub[1]
 		want = func(n *refNode) bool { return n.kind == refIdent && n.name == name }
@@ -97,6 +108,9 @@ func (m *Map) Refine(off int, message string) int {
 			}
 			found++
 			at = n.at
+			if write && n.assignAt >= 0 {
+				at = n.assignAt
+			}
 		}
 		return found, at
 	}
@@ -142,17 +156,24 @@ func (t *refTree) arrowBody(src string, off int, want func(n *refNode) bool) int
 }
 
 // CallAt returns the place of the call a stack frame's position off (a
-// source offset) stands for: a frame below the top one is at a call, which
-// the engine records at its first argument (or its closing parenthesis);
-// it is placed at the callee's name, as V8 places it. off when the
-// position is not a call's own (a later one recorded inside its
-// arguments, which leaves the call unknown).
-func (m *Map) CallAt(off int) int {
+// source offset) stands for, the frame above it being a call of the
+// function named callee ("" for an anonymous one): a frame below the top
+// one is at a call, which the engine records at its first argument (or
+// its closing parenthesis, or a `new`'s callee); it is placed at the
+// callee's name (a `new` at its keyword), as V8 places it. off when the
+// position is no call's own (a later one recorded inside its arguments),
+// or the call there is not of callee (a getter's read, an alias).
+func (m *Map) CallAt(off int, callee string) int {
 	if t := m.refTree(); t != nil {
-		return t.call(off, t.fnAt(off))
+		return t.callOf(off, t.fnAt(off), func(n *refNode) bool { return callee == AnyCallee || n.name == callee })
 	}
 	return off
 }
+
+// AnyCallee is CallAt's callee when the function the frame called is not
+// known by a name the source could use (a provider tool's, whose frames
+// are codemode's runtime): any call there stands.
+const AnyCallee = "\x00any"
 
 // fnAt is the innermost function that holds off (0: none, the source's
 // top level; fns[0] is the whole text).
@@ -179,27 +200,20 @@ func (t *refTree) next(off, fn int) int {
 	return end
 }
 
-// call places a "not a function" error: at the innermost call whose
-// parentheses hold off, when off is where the engine records that call's
-// own position (not a position recorded later inside its arguments).
-func (t *refTree) call(off, fn int) int {
-	best := -1
+// call places a "not a function" error, or a frame's call: at the call
+// (or `new`) off is one of the engine's positions of, when exactly one is;
+// a position recorded later inside its arguments leaves the call unknown.
+func (t *refTree) callOf(off, fn int, of func(n *refNode) bool) int {
+	found, at := 0, off
 	for i := range t.nodes {
 		n := &t.nodes[i]
-		if n.kind != refCall || n.fn != fn || off < n.lp || off > n.rp {
-			continue
-		}
-		if best < 0 || n.lp >= t.nodes[best].lp {
-			best = i
+		if n.kind == refCall && n.fn == fn && slices.Contains(n.points, off) && of(n) {
+			found++
+			at = n.at
 		}
 	}
-	if best < 0 {
-		return off
-	}
-	for _, p := range t.nodes[best].points {
-		if p == off {
-			return t.nodes[best].at
-		}
+	if found == 1 {
+		return at
 	}
 	return off
 }
@@ -254,11 +268,43 @@ type fnSpan struct {
 }
 
 type refBuilder struct {
-	src    string
-	base   int
-	marked map[int]bool // the sites' places: a marked call records at its last argument too
-	t      *refTree
-	fns    []fnSpan
+	src     string
+	base    int
+	marked  map[int]bool // the sites' places: a marked call records at its last argument too
+	t       *refTree
+	fns     []fnSpan
+	assigns map[ast.Expression]bool // assignments' targets: a member is visited after the assignment it is the target of
+}
+
+// place is where V8 places an expression: a member at its property's
+// name, a call at its callee's, anything else at its start.
+func (b *refBuilder) place(e ast.Expression) int {
+	switch e := e.(type) {
+	case *ast.DotExpression:
+		return int(e.Identifier.Idx) - b.base
+	case *ast.BracketExpression:
+		return b.off(e.Member)
+	case *ast.CallExpression:
+		return b.place(e.Callee)
+	}
+	return b.off(e)
+}
+
+// assigned is the offset of the operator of the assignment a member is the
+// target of (the first byte after the member that is not white space), or
+// -1 when it is no assignment's target.
+func (b *refBuilder) assigned(member ast.Expression) int {
+	if !b.assigns[member] {
+		return -1
+	}
+	j := b.end(member)
+	for j < len(b.src) && isSpace(b.src[j]) {
+		j++
+	}
+	if j < len(b.src) && b.src[j] != '/' && b.src[j] != ')' {
+		return j
+	}
+	return -1
 }
 
 func (b *refBuilder) off(n ast.Node) int { return int(n.Idx0()) - b.base }
@@ -281,15 +327,15 @@ func (b *refBuilder) visit(v reflect.Value, fn int) {
 			b.fns = append(b.fns, fnSpan{from: b.off(n), to: b.end(n), expr: expr})
 			fn = len(b.fns) - 1
 		case *ast.Identifier:
-			b.t.nodes = append(b.t.nodes, refNode{kind: refIdent, start: b.off(n), at: b.off(n), name: n.Name.String(), fn: fn})
+			b.t.nodes = append(b.t.nodes, refNode{kind: refIdent, start: b.off(n), at: b.off(n), name: n.Name.String(), fn: fn, assignAt: -1})
 			return
 		case *ast.DotExpression:
 			b.t.nodes = append(b.t.nodes, refNode{kind: refMember, start: b.off(n), at: int(n.Identifier.Idx) - b.base,
-				name: n.Identifier.Name.String(), fn: fn})
+				name: n.Identifier.Name.String(), fn: fn, assignAt: b.assigned(n)})
 			b.visit(reflect.ValueOf(n.Left), fn)
 			return
 		case *ast.BracketExpression:
-			rn := refNode{kind: refMember, start: b.off(n), at: b.off(n.Member), fn: fn, computed: true}
+			rn := refNode{kind: refMember, start: b.off(n), at: b.off(n.Member), fn: fn, computed: true, assignAt: b.assigned(n)}
 			switch k := n.Member.(type) {
 			case *ast.StringLiteral:
 				rn.name, rn.computed = k.Value.String(), false
@@ -298,10 +344,21 @@ func (b *refBuilder) visit(v reflect.Value, fn int) {
 			}
 			b.t.nodes = append(b.t.nodes, rn)
 		case *ast.CallExpression:
-			b.callNode(n.Callee, n.LeftParenthesis, n.RightParenthesis, n.ArgumentList, fn)
+			b.callNode(n.Callee, n.RightParenthesis, n.ArgumentList, fn, -1)
 		case *ast.NewExpression:
 			b.point(b.off(n.Callee), fn)
-			b.callNode(n.Callee, n.LeftParenthesis, n.RightParenthesis, n.ArgumentList, fn)
+			b.callNode(n.Callee, n.RightParenthesis, n.ArgumentList, fn, b.off(n))
+		case *ast.AssignExpression:
+			if b.assigns == nil {
+				b.assigns = make(map[ast.Expression]bool)
+			}
+			b.assigns[n.Left] = true
+		case *ast.ObjectPattern:
+			at := b.off(n)
+			if len(n.Properties) > 0 {
+				at = b.off(n.Properties[0])
+			}
+			b.t.nodes = append(b.t.nodes, refNode{kind: refPattern, start: b.off(n), at: at, fn: fn, assignAt: -1})
 		case *ast.BinaryExpression:
 			switch n.Operator {
 			case token.LOGICAL_AND, token.LOGICAL_OR, token.COALESCE, token.EXPONENT:
@@ -310,9 +367,9 @@ func (b *refBuilder) visit(v reflect.Value, fn int) {
 			}
 		case *ast.ForOfStatement:
 			b.point(b.off(n), fn)
-			b.t.nodes = append(b.t.nodes, refNode{kind: refIter, start: b.off(n), at: b.off(n.Source), fn: fn})
+			b.t.nodes = append(b.t.nodes, refNode{kind: refIter, start: b.off(n), at: b.place(n.Source), fn: fn, assignAt: -1})
 		case *ast.SpreadElement:
-			b.t.nodes = append(b.t.nodes, refNode{kind: refIter, start: b.off(n.Expression), at: b.off(n.Expression), fn: fn})
+			b.t.nodes = append(b.t.nodes, refNode{kind: refIter, start: b.off(n.Expression), at: b.place(n.Expression), fn: fn, assignAt: -1})
 		case *ast.IfStatement:
 			b.point(b.ifStart(n), fn)
 		case *ast.ThrowStatement:
@@ -345,29 +402,34 @@ func (b *refBuilder) visit(v reflect.Value, fn int) {
 // callNode notes a call (or `new`): where the engine records it (its
 // first argument, or its closing parenthesis when it has none; a marked
 // call's last argument too) and where it is reported (its callee's name).
-func (b *refBuilder) callNode(callee ast.Expression, lp, rp file.Idx, args []ast.Expression, fn int) {
-	at := b.off(callee)
+func (b *refBuilder) callNode(callee ast.Expression, rp file.Idx, args []ast.Expression, fn, newAt int) {
+	site := b.place(callee)
+	rn := refNode{kind: refCall, start: b.off(callee), at: site, fn: fn, rp: int(rp) - b.base, assignAt: -1}
 	switch c := callee.(type) {
+	case *ast.Identifier:
+		rn.name = c.Name.String()
 	case *ast.DotExpression:
-		at = int(c.Identifier.Idx) - b.base
-	case *ast.BracketExpression:
-		at = b.off(c.Member)
+		rn.name = c.Identifier.Name.String()
 	}
-	rn := refNode{kind: refCall, start: b.off(callee), at: at, fn: fn, lp: int(lp) - b.base, rp: int(rp) - b.base}
+	switch {
+	case newAt >= 0:
+		// The engine records `new` at its callee; V8 places it at the keyword.
+		rn.at = newAt
+		rn.points = append(rn.points, rn.start)
+	case b.marked[site] && len(args) == 0:
+		rn.points = append(rn.points, rn.start) // the mark's own call, before the callee
+	}
 	if len(args) == 0 {
 		rn.points = append(rn.points, rn.rp)
 	} else {
 		rn.points = append(rn.points, b.off(args[0]))
-		if b.marked[at] {
+		if b.marked[site] {
 			last := args[len(args)-1]
 			if s, ok := last.(*ast.SpreadElement); ok {
 				last = s.Expression
 			}
 			rn.points = append(rn.points, b.off(last))
 		}
-	}
-	if b.marked[at] && len(args) == 0 {
-		rn.points = append(rn.points, rn.start)
 	}
 	for _, p := range rn.points {
 		b.point(p, fn)

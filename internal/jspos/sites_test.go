@@ -57,13 +57,15 @@ func TestRefine(t *testing.T) {
 		{"the property read", "const a = {};\n  return a.nope.deeper;", "TypeError: cannot read property 'deeper' of undefined", 16, 30},
 		{"the name not defined", "return foo(1, 2)", "ReferenceError: foo is not defined", 0, 7},
 		{"not a function: the callee", "const o = {}; return o.foo(1);", "TypeError: not a function", 27, 23},
-		{"the property written", "const o={}; o.x.y = 3; return 1", "TypeError: cannot set property 'y' of undefined", 12, 16},
+		{"the property written", "const o={}; o.x.y = 3; return 1", "TypeError: cannot set property 'y' of undefined", 12, 18}, // at "=", as V8
 		{"what for-of iterates", "const o = {}; for (const x of o.list) {} return 1",
-			"TypeError: cannot read property 'Symbol.iterator' of undefined", 14, 30},
+			"TypeError: cannot read property 'Symbol.iterator' of undefined", 14, 32}, // at "list", as V8
 		{"after a binary operator", "const a = {}; return a.b.c + a.x.c", "TypeError: cannot read property 'c' of undefined", 29, 33},
 		{"before it", "const a = {}; return a.b.c + a.x.c", "TypeError: cannot read property 'c' of undefined", 14, 25},
 		{"two candidates: stays", "const a = {}; const f = () => 1; return f(a.x.y, a.x.y)",
 			"TypeError: cannot read property 'y' of undefined", 42, 42},
+		{"a pattern of nothing", "let u; const {a, b} = u; return a", "TypeError: Cannot convert undefined or null to object", 7, 14},
+		{"new: its keyword", "const o = {}; return new o.f()", "TypeError: not a function", 25, 21},
 		{"another function's: stays", "const f = (o) => o.q.r; return f({})", "TypeError: cannot read property 'r' of undefined", 24, 24},
 		{"an unknown message: stays", "return a.b", "Error: boom", 0, 0},
 	} {
@@ -73,7 +75,8 @@ func TestRefine(t *testing.T) {
 	}
 	// A frame below the top is at the call it made: its callee's name.
 	m := Instrument("function f(o){ return o.x.y }\nreturn f({});", Body)
-	assert.Equal(t, 37, m.CallAt(39))
+	assert.Equal(t, 37, m.CallAt(39, "f"))
+	assert.Equal(t, 39, m.CallAt(39, "g"), "a call of another function is not the frame's")
 	// A source that does not parse is left as it is.
 	assert.Equal(t, 3, Instrument("return (", Body).Refine(3, "ReferenceError: x is not defined"))
 }
