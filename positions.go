@@ -293,12 +293,12 @@ func (s *sourceMap) render(msg string, syntax bool) (r string) {
 			b.WriteString(s.frame(line))
 		case top:
 			// The frame that threw: placed at the expression that threw.
-			b.WriteString(s.refinedFrame(line, func(off int) int { return s.instrument().Refine(off, first) }))
+			b.WriteString(s.frameRefined(line, func(off int) int { return s.instrument().Refine(off, first) }))
 		default:
 			// A frame below: placed at the call it made, when that is a
 			// call of the frame above's function.
 			callee := above
-			b.WriteString(s.refinedFrame(line, func(off int) int { return s.instrument().CallAt(off, callee) }))
+			b.WriteString(s.frameRefined(line, func(off int) int { return s.instrument().CallAt(off, callee) }))
 		}
 		top, above = false, frameFunction(line)
 	}
@@ -314,28 +314,6 @@ func frameFunction(line string) string {
 		return ""
 	}
 	return name
-}
-
-// refinedFrame is frame(line) with its position moved by refine, from
-// where the engine last recorded one to the expression that threw or the
-// call the frame made (see jspos.Map.Refine and CallAt).
-func (s *sourceMap) refinedFrame(line string, refine func(off int) int) string {
-	at := s.file + ":"
-	i := strings.Index(line, at)
-	if i < 0 {
-		return line
-	}
-	start := i + len(at)
-	l, n1 := leadingInt(line[start:])
-	if n1 == 0 || start+n1 >= len(line) || line[start+n1] != ':' {
-		return s.frame(line)
-	}
-	c, n2 := leadingInt(line[start+n1+1:])
-	if n2 == 0 {
-		return s.frame(line)
-	}
-	ul, uc := s.position(refine(s.offset(l, c)))
-	return line[:start] + strconv.Itoa(ul) + ":" + strconv.Itoa(uc) + s.frame(line[start+n1+1+n2:])
 }
 
 //export go_source_text
@@ -423,7 +401,12 @@ func (s *sourceMap) internalFrame(line string) bool {
 }
 
 // frame rewrites the positions "file:line:col" in one line.
-func (s *sourceMap) frame(line string) string {
+func (s *sourceMap) frame(line string) string { return s.frameRefined(line, nil) }
+
+// frameRefined is frame with its first position moved by refine (nil:
+// none), from where the engine last recorded one to the expression that
+// threw or the call the frame made (see jspos.Map.Refine and CallAt).
+func (s *sourceMap) frameRefined(line string, refine func(off int) int) string {
 	at := s.file + ":"
 	var b strings.Builder
 	for {
@@ -446,7 +429,11 @@ func (s *sourceMap) frame(line string) string {
 			line = line[start:]
 			continue
 		}
-		ul, uc := s.position(s.offset(l, c))
+		off := s.offset(l, c)
+		if refine != nil {
+			off, refine = refine(off), nil
+		}
+		ul, uc := s.position(off)
 		b.WriteString(line[:start])
 		b.WriteString(strconv.Itoa(ul))
 		b.WriteByte(':')

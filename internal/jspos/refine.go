@@ -4,7 +4,6 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/dop251/goja/ast"
@@ -54,7 +53,7 @@ type refNode struct {
 }
 
 // refTree is what Refine reads of a source: the expressions and the
-// positions the engine records, in document order.
+// positions the engine records.
 type refTree struct {
 	nodes  []refNode
 	points []refPoint
@@ -253,7 +252,6 @@ func (m *Map) refTree() *refTree {
 		b := refBuilder{src: code, base: base, marked: marked, t: &refTree{}}
 		b.fns = append(b.fns, fnSpan{from: -1 << 30, to: 1 << 30})
 		b.visit(reflect.ValueOf(root), 0)
-		sort.SliceStable(b.t.nodes, func(i, j int) bool { return b.t.nodes[i].start < b.t.nodes[j].start })
 		b.t.fns = b.fns
 		m.ref = b.t
 	})
@@ -276,18 +274,22 @@ type refBuilder struct {
 	assigns map[ast.Expression]bool // assignments' targets: a member is visited after the assignment it is the target of
 }
 
-// place is where V8 places an expression: a member at its property's
-// name, a call at its callee's, anything else at its start.
-func (b *refBuilder) place(e ast.Expression) int {
-	switch e := e.(type) {
-	case *ast.DotExpression:
-		return int(e.Identifier.Idx) - b.base
-	case *ast.BracketExpression:
-		return b.off(e.Member)
-	case *ast.CallExpression:
-		return b.place(e.Callee)
+// place is where V8 places an expression, as an offset of a source the
+// parser read from base: a member at its property's name (or computed
+// key), a call at its callee's, anything else at its start.
+func place(e ast.Expression, base int) int {
+	for {
+		switch x := e.(type) {
+		case *ast.DotExpression:
+			return int(x.Identifier.Idx) - base
+		case *ast.BracketExpression:
+			return int(x.Member.Idx0()) - base
+		case *ast.CallExpression:
+			e = x.Callee
+			continue
+		}
+		return int(e.Idx0()) - base
 	}
-	return b.off(e)
 }
 
 // assigned is the offset of the operator of the assignment a member is the
@@ -367,9 +369,9 @@ func (b *refBuilder) visit(v reflect.Value, fn int) {
 			}
 		case *ast.ForOfStatement:
 			b.point(b.off(n), fn)
-			b.t.nodes = append(b.t.nodes, refNode{kind: refIter, start: b.off(n), at: b.place(n.Source), fn: fn, assignAt: -1})
+			b.t.nodes = append(b.t.nodes, refNode{kind: refIter, start: b.off(n), at: place(n.Source, b.base), fn: fn, assignAt: -1})
 		case *ast.SpreadElement:
-			b.t.nodes = append(b.t.nodes, refNode{kind: refIter, start: b.off(n.Expression), at: b.place(n.Expression), fn: fn, assignAt: -1})
+			b.t.nodes = append(b.t.nodes, refNode{kind: refIter, start: b.off(n.Expression), at: place(n.Expression, b.base), fn: fn, assignAt: -1})
 		case *ast.IfStatement:
 			b.point(b.ifStart(n), fn)
 		case *ast.ThrowStatement:
@@ -403,7 +405,7 @@ func (b *refBuilder) visit(v reflect.Value, fn int) {
 // first argument, or its closing parenthesis when it has none; a marked
 // call's last argument too) and where it is reported (its callee's name).
 func (b *refBuilder) callNode(callee ast.Expression, rp file.Idx, args []ast.Expression, fn, newAt int) {
-	site := b.place(callee)
+	site := place(callee, b.base)
 	rn := refNode{kind: refCall, start: b.off(callee), at: site, fn: fn, rp: int(rp) - b.base, assignAt: -1}
 	switch c := callee.(type) {
 	case *ast.Identifier:

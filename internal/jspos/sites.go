@@ -72,45 +72,33 @@ type candidate struct {
 	rootStart, rootEnd int
 }
 
-// calls notes a call whose callee is a global's name or a global's
-// method.
+// callSite notes a call whose callee is a global's name or a global's
+// method: get_user(...), store.get(...), store["get"](...).
 func (w *walker) callSite(n *ast.CallExpression) {
-	var c candidate
-	switch callee := n.Callee.(type) {
-	case *ast.Identifier:
-		c.root = callee.Name.String()
-		c.site = Site{Offset: int(callee.Idx) - w.base, Callee: c.root}
-		c.rootStart, c.rootEnd = c.site.Offset, c.site.Offset+len(c.root)
+	root, ok := n.Callee.(*ast.Identifier)
+	callee := ""
+	switch c := n.Callee.(type) {
 	case *ast.DotExpression:
-		id, ok := callee.Left.(*ast.Identifier)
-		if !ok {
-			return
-		}
-		c.root = id.Name.String()
-		c.site = Site{Offset: int(callee.Identifier.Idx) - w.base, Callee: c.root + "." + callee.Identifier.Name.String()}
-		c.rootStart = int(id.Idx) - w.base
-		c.rootEnd = c.rootStart + len(c.root)
+		root, ok = c.Left.(*ast.Identifier)
+		callee = "." + c.Identifier.Name.String()
 	case *ast.BracketExpression:
-		id, ok := callee.Left.(*ast.Identifier)
-		if !ok {
-			return
+		root, ok = c.Left.(*ast.Identifier)
+		callee = ".*"
+		if s, isString := c.Member.(*ast.StringLiteral); isString {
+			callee = "." + s.Value.String()
 		}
-		c.root = id.Name.String()
-		c.site = Site{Offset: w.offset(callee.Member), Callee: c.root + ".*"}
-		if s, ok := callee.Member.(*ast.StringLiteral); ok {
-			c.site.Callee = c.root + "." + s.Value.String()
-		}
-		c.rootStart = int(id.Idx) - w.base
-		c.rootEnd = c.rootStart + len(c.root)
-	default:
+	}
+	if !ok {
 		return
 	}
+	c := candidate{call: n, root: root.Name.String(), rootStart: int(root.Idx) - w.base}
+	c.rootEnd = c.rootStart + len(c.root)
+	c.site = Site{Offset: place(n.Callee, w.base), Callee: c.root + callee}
 	// A root written with an escape (\u0073tore) is longer than its name:
 	// the mark's closing parenthesis would land inside it.
-	if c.rootEnd > w.limit || w.src[c.rootStart:c.rootEnd] != c.root {
+	if c.rootStart < 0 || c.rootEnd > w.limit || w.src[c.rootStart:c.rootEnd] != c.root {
 		return
 	}
-	c.call = n
 	w.calls = append(w.calls, c)
 }
 
