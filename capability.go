@@ -1097,15 +1097,9 @@ func (h *hostRun) serve(call asyncCall) {
 		if call.cap < 0 {
 			h.dlive--
 		}
-		if len(h.claimed) > 0 { // handed to this worker as it waited: it must run, ended or not
-			if !h.closed {
-				h.done = append(h.done, d)
-			}
-			call = h.takeClaimed()
-			h.mu.Unlock()
-			h.signal()
-			continue
-		}
+		// A call handed to a waiting worker (claimed) is that worker's: it
+		// takes it however the wait ends (awaitCall). Taking it here left
+		// this call counted in flight and the waiter's count below zero.
 		if h.closed {
 			end := h.endDispatch()
 			h.mu.Unlock()

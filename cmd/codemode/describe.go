@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"reflect"
-	"strings"
 
 	"github.com/codemode-go/codemode"
 )
@@ -154,28 +153,16 @@ func jsonKind(t reflect.Type) string {
 // --dispatch-cmd's tools are whatever it serves: its providers are
 // declared with no tool listed, and the command is not started.
 func describeProviders(ctx context.Context, tf *toolFlags, asJSON bool, stdout, stderr io.Writer) int {
-	var providers []codemode.Provider
-	if tf.providers != "" && tf.dispatchCmd == "" {
-		return exitFor(stderr, usagef("--providers names the providers --dispatch-cmd serves; give --dispatch-cmd too"))
+	// The toolbox run and batch open, its command left unstarted: the
+	// same providers in the same order, refused for the same reasons.
+	tf.startTimeout, tf.listOnly = defaultStartTimeout, true
+	tb, err := tf.open(ctx, stderr)
+	if err != nil {
+		return exitFor(stderr, err)
 	}
-	if tf.dispatchCmd != "" {
-		if tf.providers == "" {
-			return exitFor(stderr, usagef("--dispatch-cmd needs --providers: the names of the providers it serves"))
-		}
-		for _, name := range strings.Split(tf.providers, ",") {
-			providers = append(providers, codemode.Provider{Name: strings.TrimSpace(name)})
-		}
-	}
-	if tf.fixtures != "" || tf.mcp != "" {
-		only := &toolFlags{fixtures: tf.fixtures, mcp: tf.mcp, startTimeout: defaultStartTimeout}
-		tb, err := only.open(ctx, stderr)
-		if err != nil {
-			return exitFor(stderr, err)
-		}
-		providers = append(providers, tb.providers...)
-		if err := tb.close(); err != nil {
-			fmt.Fprintf(stderr, "codemode: %v\n", err)
-		}
+	providers := tb.providers
+	if err := tb.close(); err != nil {
+		fmt.Fprintf(stderr, "codemode: %v\n", err)
 	}
 	desc, decl := codemode.DescribeProviders(providers), codemode.ProviderDeclarations(providers)
 	if asJSON {

@@ -207,11 +207,15 @@ type toolFlags struct {
 	// startTimeout bounds a --dispatch-cmd's start: from its start to its
 	// answer to the ping.
 	startTimeout time.Duration
+	// listOnly opens the tools to list them (describe): a --dispatch-cmd
+	// is not started.
+	listOnly bool
 }
 
-// none reports whether the flags give no tools at all.
+// none reports whether the flags give no tools at all (a --providers alone
+// gives some, wrongly: open says so).
 func (tf *toolFlags) none() bool {
-	return tf.fixtures == "" && tf.dispatchCmd == "" && tf.mcp == "" && tf.replay == ""
+	return tf.fixtures == "" && tf.dispatchCmd == "" && tf.providers == "" && tf.mcp == "" && tf.replay == ""
 }
 
 func (tf *toolFlags) register(fs *flag.FlagSet) {

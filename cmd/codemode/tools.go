@@ -102,7 +102,7 @@ func (tf *toolFlags) open(ctx context.Context, stderr io.Writer) (*toolbox, erro
 		}
 		tb.rec = r
 	}
-	if tb.proc != nil {
+	if tb.proc != nil && !tf.listOnly {
 		// Started now, the first job runs once it is ready (it answered
 		// its ping), and no job's deadline pays for its start.
 		if err := tb.proc.open(ctx); err != nil {
