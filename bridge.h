@@ -270,9 +270,11 @@ int32_t bridge_slot_run(bridge_slot *s, const bridge_config *cfg, const char *sr
  * rejects it with an Error carrying the message (BRIDGE_CALL_ERROR),
  * marked as the failure of its capability or, for a provider call, of the
  * tool name[0:nlen] ("provider.tool"; NULL for none). Runs no user code:
- * follow with bridge_slot_step. */
+ * follow with bridge_slot_step. nested: called from inside a host call's
+ * callback, on the stack of the JavaScript that made it (the stack top is
+ * left as that run's entry set it). */
 void bridge_slot_settle(bridge_slot *s, uint32_t call, int32_t status, const char *data, size_t len, const char *name,
-                        size_t nlen);
+                        size_t nlen, int32_t nested);
 
 /* Advances a pending run: fires the timers that are due, runs the jobs
  * that follow, and reports where the program stands, like bridge_slot_run. */

@@ -666,11 +666,17 @@ static JSValue open_envelope(bridge_slot *s, const host_call *c, const char *dat
 }
 
 void bridge_slot_settle(bridge_slot *s, uint32_t id, int32_t status, const char *data, size_t len, const char *name,
-                        size_t nlen)
+                        size_t nlen, int32_t nested)
 {
 	if (!s->open || id >= s->calls_len || !s->calls[id].used)
 		return;
-	JS_UpdateStackTop(s->rt);
+	/* Nested in a host call's callback (a non-blocking call settled as it
+	 * starts), the stack top is the running program's entry's: taken here,
+	 * deeper, it would move the stack limit down by the program's depth at
+	 * each such call, and a program recursing between them would pass the
+	 * stack it was given. */
+	if (!nested)
+		JS_UpdateStackTop(s->rt);
 	JSContext *ctx = s->ctx;
 	if (!data)
 		data = "";

@@ -1019,7 +1019,7 @@ func (h *hostRun) serveInline(call asyncCall) C.int32_t {
 	if h.obs != nil {
 		h.toolEnd(t, d)
 	}
-	h.led.record(call.seq, name, f, outcomeOf(d.failed, d.badArgs), began, end)
+	h.led.record(call.seq, name, f, d.outcome(), began, end)
 	switch {
 	case h.caller.Err() != nil || h.ex.isClosed():
 		return startCancel
@@ -1027,7 +1027,7 @@ func (h *hostRun) serveInline(call asyncCall) C.int32_t {
 		return startTimeout
 	}
 	d.id = call.id
-	h.run.settle(d)
+	h.run.settle(d, true)
 	return startGoOn
 }
 

@@ -69,8 +69,8 @@ type ToolEffect struct {
 	// Effect is the tool's declared effect (EffectWrite unless marked).
 	Effect Effect `json:"effect"`
 	// Outcome is how the call ended: "ok" (its handler returned an
-	// answer: a provider's {"error": …} answer too, the tool ran),
-	// "error" (its handler failed), OutcomeRunning, OutcomeNotStarted,
+	// answer), "error" (its handler failed, or a provider answered
+	// {"error": …}: the tool ran), OutcomeRunning, OutcomeNotStarted,
 	// OutcomeInvalidArgs, or governance's: "timeout" (its per-call timeout: the handler was
 	// left running), "rejected", "budget" (the tool did not run),
 	// "replayed" (a resumed run's answer from the continuation: the tool

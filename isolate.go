@@ -348,7 +348,7 @@ func (c *call) step(done []completion) C.int32_t {
 		}
 	}
 	for _, d := range done {
-		c.settle(d)
+		c.settle(d, false)
 	}
 	st := C.bridge_slot_step(c.slot.c, C.int64_t(budget), &c.slot.io.out)
 	c.leave()
@@ -370,11 +370,16 @@ func (c *call) ended(ctx context.Context) (C.int32_t, bool) {
 	return 0, false
 }
 
-// settle hands one async completion to C.
-func (c *call) settle(d completion) {
+// settle hands one async completion to C; nested: from inside the host
+// call's callback (a non-blocking call, settled as it starts).
+func (c *call) settle(d completion, nested bool) {
+	var in C.int32_t
+	if nested {
+		in = 1
+	}
 	if d.str {
 		C.bridge_slot_settle(c.slot.c, C.uint32_t(d.id), C.BRIDGE_CALL_STRING,
-			(*C.char)(unsafe.Pointer(&d.result[0])), C.size_t(len(d.result)-1), nil, 0)
+			(*C.char)(unsafe.Pointer(&d.result[0])), C.size_t(len(d.result)-1), nil, 0, in)
 		return
 	}
 	if d.failed {
@@ -384,11 +389,11 @@ func (c *call) settle(d completion) {
 		}
 		msg, name := cText(d.failure), cText(d.tool)
 		C.bridge_slot_settle(c.slot.c, C.uint32_t(d.id), st, msg, C.size_t(len(d.failure)),
-			name, C.size_t(len(d.tool)))
+			name, C.size_t(len(d.tool)), in)
 		return
 	}
 	C.bridge_slot_settle(c.slot.c, C.uint32_t(d.id), C.BRIDGE_CALL_OK,
-		(*C.char)(unsafe.Pointer(&d.result[0])), C.size_t(len(d.result)-1), nil, 0)
+		(*C.char)(unsafe.Pointer(&d.result[0])), C.size_t(len(d.result)-1), nil, 0, in)
 }
 
 // abandon ends a pending run from the Go side with the given outcome.

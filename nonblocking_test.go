@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -148,6 +149,13 @@ func TestNonBlockingProvider(t *testing.T) {
 	assert.JSONEq(t, `{"first":1,"seen":1,"msg":"no such row"}`, string(res.Result))
 	require.NotNil(t, res.Effects)
 	assert.Equal(t, 3, res.Effects.Completed)
+	// The {"error"} answer is the failed call it is when served on a
+	// goroutine: its outcome, and no write completed.
+	var outcomes []string
+	for _, c := range res.Effects.Calls {
+		outcomes = append(outcomes, c.Tool+" "+c.Outcome)
+	}
+	assert.Equal(t, []string{"store.bump ok", "store.count ok", "store.fail error"}, outcomes)
 
 	// Governed: the budget still counts every call.
 	n.Store(0)
@@ -205,4 +213,27 @@ func TestWaitingWorker(t *testing.T) {
 		t.Fatal("a call made after a blocking one waited for it")
 	}
 	close(release)
+}
+
+// TestNonBlockingStackBound: a non-blocking call settled inside its
+// callback leaves the stack limit where the run's entry set it. A program
+// that recursed, made such a call at depth, and recursed on, once had its
+// limit moved down by its depth at each call, and would pass the stack it
+// was given until the thread's own overflowed.
+func TestNonBlockingStackBound(t *testing.T) {
+	t.Parallel()
+	e := newExecutor(t, WithLimits(Limits{Stack: 256 << 10, Deadline: 20 * time.Second}),
+		WithCapability(Capability{Name: "nb", Async: true, NonBlocking: true, Unchecked: true,
+			Func: func(context.Context, json.RawMessage) (any, error) { return 1, nil }}))
+	depth := func(call string) int {
+		res, err := e.Run(context.Background(), `let max = 0
+function f(n) { if (n % 50 === 0) `+call+`; max = n; return f(n + 1) + 1 }
+try { f(0) } catch (e) { return e instanceof RangeError ? max : String(e) }`)
+		require.NoError(t, err)
+		n, err := strconv.Atoi(string(res.Value))
+		require.NoError(t, err, "the recursion ended with %s", res.Value)
+		return n
+	}
+	plain, called := depth("Math.max(1, 2)"), depth("nb({})")
+	assert.Less(t, called, plain*3/2, "with non-blocking calls the recursion went %d deep, %d without", called, plain)
 }
