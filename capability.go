@@ -861,24 +861,15 @@ func (h *hostRun) callSync(index int, args json.RawMessage, reply *C.bridge_repl
 	if h.obs != nil && h.gov == nil {
 		h.toolEnd(t, completion{result: result, failure: failure, failed: failed})
 	}
-	// Most of the time a right is free at once, and the handler's end was
-	// the last reading of the clock; else the wait for one is timed.
-	var entered error
-	atOnce := h.run.enterAtOnce()
-	if !atOnce {
-		entered = h.run.enter()
-		if entered == nil && h.clock.queueMax > 0 {
-			// The wait for the right was not the run's time: C's deadline moves.
-			C.bridge_slot_rearm(h.run.slot.c, C.int64_t(max(time.Until(h.clock.Deadline()), 1)))
-		}
-	}
-	switch {
-	case h.caller.Err() != nil || h.ex.isClosed() || (entered != nil && entered != errWaitDeadline):
+	switch h.retake(end) {
+	case startCancel:
 		reply.status = C.BRIDGE_CALL_CANCELED
 		return
-	case entered != nil || atOnce && h.clock.passedAt(end) || !atOnce && h.clock.passed():
+	case startTimeout:
 		reply.status = C.BRIDGE_CALL_TIMEOUT
 		return
+	}
+	switch {
 	case badArgs:
 		reply.status = C.BRIDGE_CALL_TYPE_ERROR
 		result = []byte(failure)
@@ -993,6 +984,31 @@ func (h *hostRun) start(call asyncCall) C.int32_t {
 	return startGoOn
 }
 
+// retake takes the run's execution right back after a handler that ran
+// without it (the handler blocks the run's goroutine, not a right: another
+// run may execute meanwhile), end being the handler's end, and says
+// whether the run goes on (startGoOn), was cancelled, or passed its
+// deadline. Most of the time a right is free at once, and the handler's
+// end was the last reading of the clock; else the wait for one is timed.
+func (h *hostRun) retake(end monoTime) C.int32_t {
+	var entered error
+	atOnce := h.run.enterAtOnce()
+	if !atOnce {
+		entered = h.run.enter()
+		if entered == nil && h.clock.queueMax > 0 {
+			// The wait for the right was not the run's time: C's deadline moves.
+			C.bridge_slot_rearm(h.run.slot.c, C.int64_t(max(time.Until(h.clock.Deadline()), 1)))
+		}
+	}
+	switch {
+	case h.caller.Err() != nil || h.ex.isClosed() || (entered != nil && entered != errWaitDeadline):
+		return startCancel
+	case entered != nil || atOnce && h.clock.passedAt(end) || !atOnce && h.clock.passed():
+		return startTimeout
+	}
+	return startGoOn
+}
+
 // What start tells C (bridge_host.c's call_async and send_dispatch).
 const (
 	startGoOn    C.int32_t = 0
@@ -1014,17 +1030,15 @@ func (h *hostRun) serveInline(call asyncCall) C.int32_t {
 	if h.obs != nil {
 		ctx, t = h.toolStart(ctx, call.cap, call.provider, call.tool, call.seq)
 	}
+	h.run.leave() // as a synchronous call's handler, it runs without the run's execution right
 	d := h.serveOne(call, ctx, call.args)
 	end := monoNow()
 	if h.obs != nil {
 		h.toolEnd(t, d)
 	}
 	h.led.record(call.seq, name, f, d.outcome(), began, end)
-	switch {
-	case h.caller.Err() != nil || h.ex.isClosed():
-		return startCancel
-	case h.clock.passed():
-		return startTimeout
+	if st := h.retake(end); st != startGoOn {
+		return st
 	}
 	d.id = call.id
 	h.run.settle(d, true)

@@ -237,3 +237,31 @@ try { f(0) } catch (e) { return e instanceof RangeError ? max : String(e) }`)
 	plain, called := depth("Math.max(1, 2)"), depth("nb({})")
 	assert.Less(t, called, plain*3/2, "with non-blocking calls the recursion went %d deep, %d without", called, plain)
 }
+
+// TestNonBlockingFreesRight: a non-blocking handler that blocks anyway
+// holds its run, as a synchronous one does, not the execution right:
+// another run executes meanwhile.
+func TestNonBlockingFreesRight(t *testing.T) {
+	t.Parallel()
+	entered, release := make(chan struct{}), make(chan struct{})
+	e := newExecutor(t, WithConcurrency(1), WithLimits(Limits{Deadline: time.Minute}),
+		WithCapability(Capability{Name: "nb", Async: true, NonBlocking: true, Unchecked: true,
+			Func: func(context.Context, json.RawMessage) (any, error) {
+				close(entered)
+				<-release
+				return 1, nil
+			}}))
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.Run(context.Background(), "return await nb({})")
+		done <- err
+	}()
+	<-entered
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := e.Run(ctx, "return 2")
+	close(release)
+	require.NoError(t, err, "a run waited for the right the blocked handler held")
+	assert.Equal(t, "2", string(res.Value))
+	require.NoError(t, <-done)
+}
