@@ -261,8 +261,10 @@ typedef struct {
 static int wp_uffd = -1, wp_pagemap = -1;
 static int wp_state;          /* 0 untried, 1 on, -1 off (windows_mu) */
 static const char *wp_reason; /* why off */
-static uint64_t wp_stats[4];  /* restores whole, restores by written pages, pages copied, faults of the scan */
+static uint64_t wp_stats[3];  /* restores whole, restores by written pages, pages copied */
 
+/* Turns written-page restores off (wp_init only: no other thread has the
+ * descriptors yet). */
 static bool wp_off(const char *why)
 {
 	if (wp_uffd >= 0)
@@ -353,15 +355,17 @@ static void wp_init(void)
 	__atomic_store_n(&wp_state, 1, __ATOMIC_RELEASE);
 }
 
-/* Registers a reservation's windows for write protection (windows_mu). */
+/* Registers a reservation's windows for write protection (windows_mu).
+ * Windows the kernel refuses stay unregistered: protecting them fails, so
+ * their slots restore whole (copy_image), and the descriptors other
+ * threads use stay open: only wp_init, before any use, closes them. */
 static void wp_register(uintptr_t at, size_t len)
 {
 	wp_init();
 	if (wp_state != 1)
 		return;
 	struct uffdio_register reg = {.range = {.start = at, .len = len}, .mode = UFFDIO_REGISTER_MODE_WP};
-	if (ioctl(wp_uffd, UFFDIO_REGISTER, &reg) != 0)
-		wp_off("userfaultfd registration refused");
+	(void)ioctl(wp_uffd, UFFDIO_REGISTER, &reg);
 }
 
 bool wp_enabled(void) { return __atomic_load_n(&wp_state, __ATOMIC_ACQUIRE) == 1; }

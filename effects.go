@@ -11,7 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 )
 
 // effects.go: the effects ledger. Every run records the host calls its
@@ -282,6 +281,9 @@ type ledger struct {
 	// point to, each once: the entries hold no pointer, so the garbage
 	// collector neither scans them nor pays a write barrier per call.
 	names []string
+	// index finds a name past the first scanNames (a program calling
+	// store[`t${i}`]() names as many tools as it likes).
+	index map[string]int32
 	// flags says, per name, whether it is in written or in failedWrites.
 	flags []uint8
 	// The names Written and FailedWrites collect, before the snapshot.
@@ -333,12 +335,21 @@ type ledgerEntry struct {
 	tool, effect, outcome int32
 }
 
-// name is s's index in the ledger's names, adding it if new. A run's
-// calls name a few tools: a scan, the same string's bytes found first.
+// scanNames is how many names the ledger finds by a scan: a run's calls
+// name a few tools; past these, by its index.
+const scanNames = 16
+
+// name is s's index in the ledger's names, adding it if new.
 func (l *ledger) name(s string) int32 {
-	for i, n := range l.names {
-		if len(n) == len(s) && (unsafe.StringData(n) == unsafe.StringData(s) || n == s) {
-			return int32(i)
+	if l.index != nil {
+		if i, ok := l.index[s]; ok {
+			return i
+		}
+	} else {
+		for i, n := range l.names {
+			if n == s {
+				return int32(i)
+			}
 		}
 	}
 	if l.names == nil {
@@ -346,7 +357,17 @@ func (l *ledger) name(s string) int32 {
 	}
 	l.names = append(l.names, s)
 	l.flags = append(l.flags, 0)
-	return int32(len(l.names) - 1)
+	i := int32(len(l.names) - 1)
+	switch {
+	case l.index != nil:
+		l.index[s] = i
+	case len(l.names) > scanNames:
+		l.index = make(map[string]int32, 2*len(l.names))
+		for j, n := range l.names {
+			l.index[n] = int32(j)
+		}
+	}
+	return i
 }
 
 // effect is entry r's call as a ToolEffect.

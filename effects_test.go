@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -317,4 +318,17 @@ func TestEffectsInvalidArgs(t *testing.T) {
 	assert.Equal(t, []ToolEffect{{Seq: 0, Tool: "put", Effect: EffectWrite, Outcome: OutcomeInvalidArgs}}, calls(res.Effects))
 	assert.Equal(t, "no tool ran", res.Effects.Summary())
 	assert.Zero(t, ran)
+}
+
+// TestLedgerNames: a name is found again past the scanned few (a program
+// naming tools by a computed key names as many as it likes).
+func TestLedgerNames(t *testing.T) {
+	t.Parallel()
+	var l ledger
+	for round := range 2 {
+		for i := range 3 * scanNames {
+			assert.Equal(t, int32(i), l.name("t"+strconv.Itoa(i)), "round %d", round)
+		}
+	}
+	assert.Len(t, l.names, 3*scanNames)
 }
