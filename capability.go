@@ -1051,10 +1051,7 @@ func (h *hostRun) deliver(d completion) {
 	h.mu.Lock()
 	h.done = append(h.done, d)
 	h.mu.Unlock()
-	select {
-	case h.notify <- struct{}{}:
-	default:
-	}
+	h.signal()
 }
 
 // governedCall serves one live governed call (name is its policy name) and

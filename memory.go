@@ -572,9 +572,10 @@ type RestoreStats struct {
 	// refused" (a seccomp profile, or vm.unprivileged_userfaultfd),
 	// "no PAGEMAP_SCAN (Linux 6.7)", "CODEMODE_RESTORE=copy", ...
 	Reason string
-	// Whole counts the restores that copied a whole image (the first of
-	// each image, and every one in mode copy); Written those that copied
-	// only written pages, and Pages the pages they copied.
+	// Whole counts the restores that copied a whole image (a slot's first
+	// eight of an image, and every one in mode copy);
+	// Written those that copied only written pages, and Pages the pages
+	// they copied.
 	Whole, Written, Pages int64
 }
 

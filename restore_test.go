@@ -31,7 +31,7 @@ func TestWrittenPageRestores(t *testing.T) {
 	// among the spoilers end by their own context's 50 ms.
 	e := newExecutor(t, WithLimits(Limits{Memory: 32 << 20, Deadline: time.Minute}))
 	ctx := context.Background()
-	for range 3 { // the slot's image, and its first protection
+	for range 10 { // past the 8 whole restores after which a slot protects its image (WP_AFTER)
 		_, err := e.Run(ctx, `return 1`)
 		require.NoError(t, err)
 	}
