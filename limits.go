@@ -59,8 +59,10 @@ func DefaultLimits() Limits {
 	}
 }
 
-// withDefaults fills zero fields.
-func (l Limits) withDefaults() Limits {
+// WithDefaults is l with its zero fields the library's defaults
+// ([DefaultLimits]): the limits an Executor made WithLimits(l) runs under,
+// for a surface that must ask another for the same (a daemon's client).
+func (l Limits) WithDefaults() Limits {
 	d := DefaultLimits()
 	if l.Memory == 0 {
 		l.Memory = d.Memory

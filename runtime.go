@@ -216,7 +216,7 @@ func New(opts ...Option) (*Executor, error) {
 			return nil, err
 		}
 	}
-	limits := cfg.limits.withDefaults()
+	limits := cfg.limits.WithDefaults()
 	if err := limits.validate(); err != nil {
 		return nil, err
 	}

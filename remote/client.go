@@ -189,7 +189,7 @@ func Dial(target string, opts ...Option) (*Client, error) {
 	}
 	limits := d.limits
 	if !d.daemonDefaults && !d.require {
-		limits = withLibraryDefaults(limits)
+		limits = limits.WithDefaults()
 	}
 	c := &Client{conn: conn, client: pb.NewExecutorClient(conn), limits: limits, require: d.require, caps: d.caps, gov: d.gov,
 		prop: d.prop, queue: d.queue}
@@ -855,13 +855,3 @@ func fromStats(s *pb.Stats, l *pb.Limits) codemode.RunStats {
 
 var _ codemode.Runner = (*Client)(nil)
 
-// withLibraryDefaults is l with its zero fields the library's defaults.
-func withLibraryDefaults(l codemode.Limits) codemode.Limits {
-	d := codemode.DefaultLimits()
-	l.Memory = cmp.Or(l.Memory, d.Memory)
-	l.Stack = cmp.Or(l.Stack, d.Stack)
-	l.Payload = cmp.Or(l.Payload, d.Payload)
-	l.Logs = cmp.Or(l.Logs, d.Logs)
-	l.Deadline = cmp.Or(l.Deadline, d.Deadline)
-	return l
-}

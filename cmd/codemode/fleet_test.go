@@ -430,3 +430,21 @@ func TestBatchFleetPolicy(t *testing.T) {
 	require.Equal(t, exitOK, code, stderr)
 	assert.Contains(t, stdout, `"result":"one"`)
 }
+
+// TestBatchFleetDefaults: a job that sets no limit runs on the fleet under
+// the library's defaults, as it does in process, not the daemon's (a loop
+// times out at 500 ms, not at codemode serve's 30 s).
+func TestBatchFleetDefaults(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "jobs.jsonl")
+	require.NoError(t, os.WriteFile(in, []byte(`{"id":1,"code":"for (;;) {}"}`+"\n"), 0o600))
+	_, addr := startServe(t)
+	for _, remote := range [][]string{nil, {"--remote", addr}} {
+		out := filepath.Join(dir, "out.jsonl")
+		code, _, stderr := runMain(t, append(append([]string{"batch", "-o", out}, remote...), in)...)
+		require.Equal(t, exitOK, code, stderr)
+		b, err := os.ReadFile(out)
+		require.NoError(t, err)
+		assert.Contains(t, string(b), `"error":{"kind":"timeout","name":"run_js","deadline_ms":500}`, "remote %v", remote)
+	}
+}

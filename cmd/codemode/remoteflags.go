@@ -207,8 +207,9 @@ func (f *fleet) client(l codemode.Limits) (batch.Engine, error) {
 		return c, nil
 	}
 	// Required: a daemon that cannot grant a job's limits refuses it (an
-	// error), rather than run it under others.
-	c, err := remote.Dial(f.target, append([]remote.Option{remote.WithRequiredLimits(l)}, f.opts...)...)
+	// error), rather than run it under others; the limits a job leaves
+	// unset are the library's, as a local batch runs it, not the daemon's.
+	c, err := remote.Dial(f.target, append([]remote.Option{remote.WithRequiredLimits(l.WithDefaults())}, f.opts...)...)
 	if err != nil {
 		return nil, err
 	}
