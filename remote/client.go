@@ -854,4 +854,3 @@ func fromStats(s *pb.Stats, l *pb.Limits) codemode.RunStats {
 }
 
 var _ codemode.Runner = (*Client)(nil)
-
