@@ -85,8 +85,11 @@ type Outcome struct {
 	Result json.RawMessage
 	// Err is the failure, when the program ran and failed.
 	Err *codemode.ExecError
-	// Problem is the text of a bad_input outcome.
+	// Problem is the text of a bad_input outcome, and Cause its error
+	// (errors.Is finds ErrUnknownProvider in a job naming a provider the
+	// batch does not have).
 	Problem string
+	Cause   error
 	// Logs are the program's console lines.
 	Logs []string
 	// Stats is what the run measured (zero for a job that did not run).
@@ -390,11 +393,11 @@ func (b *runner) executor(l codemode.Limits) (Engine, error) {
 // runOne runs one job to its outcome.
 func (b *runner) runOne(job Job) Outcome {
 	if job.Err != nil {
-		return Outcome{Kind: KindBadInput, Problem: job.Err.Error(), Logs: []string{}}
+		return Outcome{Kind: KindBadInput, Problem: job.Err.Error(), Cause: job.Err, Logs: []string{}}
 	}
 	providers, err := b.providers(job.Providers)
 	if err != nil {
-		return Outcome{Kind: KindBadInput, Problem: err.Error(), Logs: []string{}}
+		return Outcome{Kind: KindBadInput, Problem: err.Error(), Cause: err, Logs: []string{}}
 	}
 	limits := b.opts.Limits
 	if job.Limits != nil {

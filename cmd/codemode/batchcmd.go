@@ -507,6 +507,25 @@ func appendEffects(dst []byte, o batch.Outcome, stable bool) []byte {
 	return append(append(dst, `,"effects":`...), j...)
 }
 
+// appendTail appends what follows an outcome's result, pause or error, in
+// a batch line and in codemode run's failure: its logs, the diagnostics a
+// warn-mode check saw, and its effects.
+func appendTail(dst []byte, o batch.Outcome, stable bool) []byte {
+	dst = append(dst, `,"logs":`...)
+	if len(o.Logs) == 0 {
+		dst = append(dst, "[]"...)
+	} else {
+		l, _ := json.Marshal(o.Logs)
+		dst = append(dst, l...)
+	}
+	if len(o.Diagnostics) > 0 {
+		d, _ := json.Marshal(o.Diagnostics)
+		dst = append(dst, `,"diagnostics":`...)
+		dst = append(dst, d...)
+	}
+	return appendEffects(dst, o, stable)
+}
+
 // resultLine appends one output line to dst.
 func resultLine(dst []byte, j batch.Job, o batch.Outcome, stable bool) []byte {
 	dst = append(dst, `{"id":`...)
@@ -526,19 +545,7 @@ func resultLine(dst []byte, j batch.Job, o batch.Outcome, stable bool) []byte {
 		dst = append(dst, `,"error":`...)
 		dst = append(dst, errorJSON(o)...)
 	}
-	dst = append(dst, `,"logs":`...)
-	if len(o.Logs) == 0 {
-		dst = append(dst, "[]"...)
-	} else {
-		l, _ := json.Marshal(o.Logs)
-		dst = append(dst, l...)
-	}
-	if len(o.Diagnostics) > 0 {
-		d, _ := json.Marshal(o.Diagnostics)
-		dst = append(dst, `,"diagnostics":`...)
-		dst = append(dst, d...)
-	}
-	dst = appendEffects(dst, o, stable)
+	dst = appendTail(dst, o, stable)
 	if !stable {
 		dst = append(dst, `,"elapsed_ms":`...)
 		dst = strconv.AppendFloat(dst, float64(o.Stats.Elapsed.Microseconds())/1000, 'f', 3, 64)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -191,14 +192,7 @@ func resultObject(o batch.Outcome) any {
 	}
 	// A failure as a batch line and codemode mcp show it: the error under
 	// "error", its logs, diagnostics and effects beside it.
-	out := append([]byte(`{"error":`), errorJSON(o)...)
-	l, _ := json.Marshal(logs)
-	out = append(append(out, `,"logs":`...), l...)
-	if len(o.Diagnostics) > 0 { // warn mode: what the check saw, beside the failure
-		d, _ := json.Marshal(o.Diagnostics)
-		out = append(append(out, `,"diagnostics":`...), d...)
-	}
-	out = appendEffects(out, o, false)
+	out := appendTail(append([]byte(`{"error":`), errorJSON(o)...), o, false)
 	return json.RawMessage(append(out, '}'))
 }
 
@@ -210,7 +204,7 @@ func errorJSON(o batch.Outcome) json.RawMessage {
 		}
 	}
 	msg := o.Problem
-	if o.Kind == batch.KindBadInput && strings.HasPrefix(msg, batch.ErrUnknownProvider.Error()) {
+	if errors.Is(o.Cause, batch.ErrUnknownProvider) {
 		msg += toolsHint
 	}
 	b, _ := json.Marshal(struct {
