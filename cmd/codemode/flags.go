@@ -292,10 +292,13 @@ func (d *durationFlag) String() string { return (*time.Duration)(d).String() }
 func (d *durationFlag) Set(s string) error {
 	v, err := time.ParseDuration(s)
 	if err != nil {
-		if _, numErr := strconv.ParseFloat(s, 64); numErr == nil {
+		if f, numErr := strconv.ParseFloat(s, 64); numErr == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
 			return fmt.Errorf("a duration needs a unit: %ss or %sms, say", s, s)
 		}
 		return fmt.Errorf("not a duration (a number and a unit: 500ms, 2s, 1m30s)")
+	}
+	if v < 0 {
+		return fmt.Errorf("not negative: a duration is a length of time")
 	}
 	*d = durationFlag(v)
 	return nil
