@@ -273,14 +273,35 @@ func parseInterspersed(fs *flag.FlagSet, args []string) error {
 		if len(rest) == 0 {
 			break
 		}
-		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
-			pos = append(pos, rest...) // past "--": all arguments
+		// Past a "--" every argument is one, unless that "--" was a
+		// flag's value (--record --).
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" && (used < 2 || !takesValue(fs, args[used-2])) {
+			pos = append(pos, rest...)
 			break
 		}
 		pos = append(pos, rest[0])
 		args = rest[1:]
 	}
 	return fs.Parse(append([]string{"--"}, pos...))
+}
+
+// takesValue says whether arg is a flag of fs that takes the next
+// argument as its value: not a boolean one, not written -name=value.
+func takesValue(fs *flag.FlagSet, arg string) bool {
+	name, ok := strings.CutPrefix(arg, "-")
+	if !ok || name == "" || name == "-" {
+		return false
+	}
+	name = strings.TrimPrefix(name, "-")
+	if strings.Contains(name, "=") {
+		return false
+	}
+	f := fs.Lookup(name)
+	if f == nil {
+		return false
+	}
+	b, isBool := f.Value.(interface{ IsBoolFlag() bool })
+	return !isBool || !b.IsBoolFlag()
 }
 
 // durationFlag is a duration flag whose refusal says what a duration is

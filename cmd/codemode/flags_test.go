@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"io"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/codemode-go/codemode"
 )
@@ -139,5 +141,30 @@ func TestSizeAtMost(t *testing.T) {
 		if assert.NoError(t, err) {
 			assert.LessOrEqual(t, got, n, "sizeAtMost(%d) is at most it", n)
 		}
+	}
+}
+
+// TestParseInterspersed: flags go anywhere among the arguments; past a
+// "--" every argument is one, unless that "--" is a flag's value.
+func TestParseInterspersed(t *testing.T) {
+	for _, tt := range []struct {
+		args   []string
+		record string
+		pretty bool
+		rest   []string
+	}{
+		{[]string{"a.js", "--pretty"}, "", true, []string{"a.js"}},
+		{[]string{"--", "a.js", "--pretty"}, "", false, []string{"a.js", "--pretty"}},
+		{[]string{"a.js", "--", "--pretty"}, "", false, []string{"a.js", "--pretty"}},
+		{[]string{"--record", "--", "a.js", "--pretty"}, "--", true, []string{"a.js"}},
+		{[]string{"--pretty", "--", "--record"}, "", true, []string{"--record"}},
+	} {
+		fs := flag.NewFlagSet("t", flag.ContinueOnError)
+		record := fs.String("record", "", "")
+		pretty := fs.Bool("pretty", false, "")
+		require.NoError(t, parseInterspersed(fs, tt.args), "%q", tt.args)
+		assert.Equal(t, tt.record, *record, "%q", tt.args)
+		assert.Equal(t, tt.pretty, *pretty, "%q", tt.args)
+		assert.Equal(t, tt.rest, fs.Args(), "%q", tt.args)
 	}
 }
