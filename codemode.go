@@ -93,7 +93,7 @@ func Describe(apis []ToolAPI) string {
 	for _, a := range apis {
 		async = async && a.Async
 	}
-	return describeDeclared(apis, contract(registeredTypeScript() != nil, false, async), async)
+	return describeDeclared(apis, contract(registeredTypeScript() != nil, false, async))
 }
 
 // DescribeProviders is Describe for an Execute program's providers: the
@@ -117,13 +117,13 @@ func DescribeProviders(providers []Provider) string {
 }
 
 // describeDeclared is the contract, the declarations and an example.
-func describeDeclared(apis []ToolAPI, contract string, async bool) string {
-	return description(contract, "APIs (TypeScript):\n"+Declarations(apis), apis, async)
+func describeDeclared(apis []ToolAPI, contract string) string {
+	return description(contract, "APIs (TypeScript):\n"+Declarations(apis), apis)
 }
 
 // description is the contract, then the APIs as body renders them and an
 // example call of the first; the contract alone when there are none.
-func description(contract, body string, apis []ToolAPI, async bool) string {
+func description(contract, body string, apis []ToolAPI) string {
 	if len(apis) == 0 {
 		return contract
 	}
@@ -164,7 +164,7 @@ func DescribeListing(apis []ToolAPI) string {
 		}
 		b.WriteByte('\n')
 	}
-	return description(contract(registeredTypeScript() != nil, false, false), b.String(), apis, false)
+	return description(contract(registeredTypeScript() != nil, false, false), b.String(), apis)
 }
 
 // ordered is a decoded JSON value whose objects keep their key order.
@@ -500,7 +500,7 @@ func NewCodeModeTool(tools []Tool, limits Limits, opts ...Option) (*CodeModeTool
 		c += contractSession
 		t.convs = &conversations{m: map[string]*Session{}}
 	}
-	t.contract, t.description = c, describeDeclared(apis, c, async)
+	t.contract, t.description = c, describeDeclared(apis, c)
 	return t, nil
 }
 
@@ -596,7 +596,7 @@ func (t *CodeModeTool) Granted(names ...string) *CodeModeTool {
 		}
 	}
 	g.apis = apis
-	g.description = describeDeclared(apis, t.contract, t.async)
+	g.description = describeDeclared(apis, t.contract)
 	return &g
 }
 

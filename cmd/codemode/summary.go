@@ -98,10 +98,10 @@ func (s *summary) addRepeated(r *repeated) {
 	}
 }
 
-// line is the one-line summary for a stderr that is no terminal.
 // failed is how many runs failed (a paused job waits for a decision).
 func (s *summary) failed() int { return s.n - s.kinds[batch.KindOK] - s.kinds[batch.KindPaused] }
 
+// line is the one-line summary for a stderr that is no terminal.
 func (s *summary) line(elapsed time.Duration, interrupted bool) string {
 	failed := s.failed()
 	msg := fmt.Sprintf("codemode batch: %d jobs, %d failed, %.0f scripts/s in %v", s.n, failed, rate(s.n, elapsed), elapsed.Round(time.Millisecond))
