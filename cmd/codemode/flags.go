@@ -318,9 +318,6 @@ func (d *durationFlag) Set(s string) error {
 		}
 		return fmt.Errorf("not a duration (a number and a unit: 500ms, 2s, 1m30s)")
 	}
-	if v < 0 {
-		return fmt.Errorf("not negative: a duration is a length of time")
-	}
 	*d = durationFlag(v)
 	return nil
 }

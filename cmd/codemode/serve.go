@@ -123,6 +123,9 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) int {
 	if *sessionTTL <= 0 {
 		return exitFor(stderr, usagef("--session-ttl must be positive"))
 	}
+	if *grace < 0 || *sendGrace < 0 { // a negative wait drained at once, or became the default
+		return exitFor(stderr, usagef("--grace and --send-grace must not be negative"))
+	}
 	opts := remote.ServerOptions{Max: lf.l, Logger: log, MaxPrograms: *maxPrograms, SendGrace: *sendGrace, MemoryBudget: mb,
 		SessionTTL: *sessionTTL,
 		Executor:   append([]codemode.Option{codemode.WithSlots(*maxPrograms), codemode.WithIdleMemory(idle)}, tel.opts...), Propagator: tel.prop}
